@@ -1,0 +1,69 @@
+/* The device: instance, physical and logical device, one compute queue, and
+ * the per-device state that buffers, pipelines and recorders share.
+ * A device is used from one thread at a time. */
+#ifndef TMM_RT_DEVICE_H
+#define TMM_RT_DEVICE_H
+
+#include <vulkan/vulkan.h>
+
+#include "status.h"
+
+struct tmm_allocator;
+struct tmm_pipeline_set;
+typedef struct tmm_buffer tmm_buffer;
+
+typedef enum tmm_pipeline_cache_state {
+    TMM_PIPELINE_CACHE_DISABLED,
+    TMM_PIPELINE_CACHE_EMPTY,    /* no usable file yet: starts empty */
+    TMM_PIPELINE_CACHE_LOADED,   /* read from disk */
+    TMM_PIPELINE_CACHE_IGNORED,  /* a file was there but corrupt or for another device */
+} tmm_pipeline_cache_state;
+
+struct tmm_device {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    tmm_device_info info;
+    VkPhysicalDeviceMemoryProperties memory_properties;
+
+    /* one-shot submissions (buffer uploads and downloads) */
+    VkCommandPool command_pool;
+    VkCommandBuffer transfer_cmd;
+    VkFence transfer_fence;
+    tmm_buffer *staging;
+
+    struct tmm_allocator *allocator;
+    struct tmm_pipeline_set *pipelines;
+    VkPipelineCache pipeline_cache;
+    tmm_pipeline_cache_state pipeline_cache_state;
+    char *pipeline_cache_path;
+
+    uint32_t dispatch_limit[3];  /* workgroups per dispatch before splitting */
+    bool validate;
+    bool lost;
+    uint32_t validation_messages;
+};
+
+/* Maps a VkResult from the device's queue; marks the device lost when it is. */
+tmm_status tmm_device_check(tmm_device *device, VkResult result, const char *what);
+/* Fails early with TMM_ERR_DEVICE_LOST once the device has been lost. */
+tmm_status tmm_device_usable(const tmm_device *device);
+/* Waits for a fence with a generous timeout, reporting a hang as an error. */
+tmm_status tmm_device_wait_fence(tmm_device *device, VkFence fence);
+
+/* Pipeline cache on disk (pipeline_cache.c). */
+tmm_status tmm_pipeline_cache_open(tmm_device *device, bool disabled);
+void tmm_pipeline_cache_close(tmm_device *device);
+/* Directory for caches: $TMM_CACHE_DIR, $XDG_CACHE_HOME/tmm or ~/.cache/tmm. */
+tmm_status tmm_cache_dir(char *out, size_t size);
+tmm_pipeline_cache_state tmm_device_pipeline_cache_state(const tmm_device *device);
+const char *tmm_device_pipeline_cache_path(const tmm_device *device);
+
+/* Lower the per-dispatch workgroup limits (tests use this to exercise the
+ * splitting of large dispatches); values above the device limits are clamped. */
+void tmm_device_set_dispatch_limit(tmm_device *device, uint32_t x, uint32_t y, uint32_t z);
+
+#endif

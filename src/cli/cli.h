@@ -1,0 +1,19 @@
+/* The tmm command line: one function per subcommand, each parsing its own
+ * options with getopt_long and returning the process exit status. */
+#ifndef TMM_CLI_H
+#define TMM_CLI_H
+
+#include "tmm/tmm.h"
+
+int cmd_devices(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* Prints "tmm: <what>: <last error>" and a hint for the status; returns 1. */
+int cli_error(const char *what, tmm_status status);
+/* Parses a non-negative integer option value; prints an error and returns false if bad. */
+bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out);
+/* Opens the device for a subcommand: index -1 means $TMM_DEVICE or the best. */
+int cli_open_device(int index, tmm_device **out);
+
+#endif

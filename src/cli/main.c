@@ -1,0 +1,54 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct command {
+    const char *name;
+    int (*run)(int, char **);
+    const char *summary;
+} commands[] = {
+    { "devices", cmd_devices, "list Vulkan devices, their limits and features, and which one tmm picks" },
+    { "check", cmd_check, "run one kernel on the device and compare it with the C reference" },
+    { "bench", cmd_bench, "measure kernels (tmm bench matmul)" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tmm <command> [options]\n"
+               "       tmm <command> --help\n\n"
+               "tmm trains and runs Toeplitz MLP Mixer language models on any Vulkan device.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\noptions:\n"
+               "  -h, --help     show this help\n"
+               "  -V, --version  print the version\n\n"
+               "environment:\n"
+               "  TMM_DEVICE=N     use Vulkan device N (see 'tmm devices'); --device N overrides it\n"
+               "  TMM_VALIDATE=1   enable the Khronos validation layer\n"
+               "  TMM_CACHE_DIR    where the pipeline cache lives (default $XDG_CACHE_HOME/tmm)\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "-V") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("tmm %s\n", tmm_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tmm: unknown command '%s'; run 'tmm --help' for the list\n", cmd);
+    return 2;
+}

@@ -1,0 +1,32 @@
+#include "op_util.h"
+
+#include <string.h>
+
+tmm_status tmm_op_pipeline(tmm_recorder *r, const tmm_spirv *spirv, uint32_t n_buffers, uint32_t push_size,
+                           const uint32_t local[3], const uint32_t *extra, uint32_t n_extra, tmm_pipeline **out)
+{
+    tmm_kernel k = { .spirv = spirv, .n_buffers = n_buffers, .push_size = push_size, .n_spec = 3 + n_extra };
+    if (k.n_spec > TMM_MAX_SPEC)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "too many specialization constants for %s", spirv->name);
+    memcpy(k.spec, local, 3 * sizeof local[0]);
+    if (n_extra)
+        memcpy(k.spec + 3, extra, n_extra * sizeof extra[0]);
+    return tmm_pipeline_get(tmm_recorder_device(r), &k, out);
+}
+
+tmm_status tmm_op_need(const char *op, const char *name, tmm_view v, uint64_t n)
+{
+    if (!v.buffer || v.size / sizeof(float) < n)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s holds %llu floats, needs %llu", op, name,
+                        (unsigned long long)(v.buffer ? v.size / sizeof(float) : 0), (unsigned long long)n);
+    return TMM_OK;
+}
+
+uint64_t tmm_op_chunk_elems(const tmm_device *d)
+{
+    uint64_t align = d->info.min_storage_buffer_offset_alignment;
+    if (align < 4)
+        align = 4;
+    uint64_t bytes = d->info.max_storage_buffer_range / align * align;
+    return bytes / sizeof(float);
+}

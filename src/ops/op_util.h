@@ -1,0 +1,22 @@
+/* Shared host-side helpers for ops. */
+#ifndef TMM_OP_UTIL_H
+#define TMM_OP_UTIL_H
+
+#include "ops.h"
+#include "tmm_shaders.h"
+
+#define TMM_WG_1D 256 /* workgroup size of the simple 1-D kernels */
+
+/* The pipeline of a kernel with workgroup size (lx, ly, lz) and optional
+ * extra specialization constants (ids 3, 4, ...). */
+tmm_status tmm_op_pipeline(tmm_recorder *r, const tmm_spirv *spirv, uint32_t n_buffers, uint32_t push_size,
+                           const uint32_t local[3], const uint32_t *extra, uint32_t n_extra, tmm_pipeline **out);
+
+/* Fails unless view holds at least n floats. */
+tmm_status tmm_op_need(const char *op, const char *name, tmm_view v, uint64_t n);
+
+/* Elements per chunk for elementwise ops so that every bound range stays
+ * within maxStorageBufferRange and chunk offsets keep the offset alignment. */
+uint64_t tmm_op_chunk_elems(const tmm_device *d);
+
+#endif

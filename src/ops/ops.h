@@ -1,0 +1,51 @@
+/* Device ops: each records its kernels into a recorder. Views hold float32
+ * elements unless a comment says otherwise. The meaning of every op is its C
+ * reference in src/ref/ref.h. */
+#ifndef TMM_OPS_H
+#define TMM_OPS_H
+
+#include "recorder.h"
+
+/* x[i] = value, i < n */
+tmm_status tmm_op_fill(tmm_recorder *r, tmm_view x, uint32_t n, float value);
+/* y[i] = x[i], i < n */
+tmm_status tmm_op_copy(tmm_recorder *r, tmm_view x, tmm_view y, uint32_t n);
+/* y[i] += a * x[i], i < n */
+tmm_status tmm_op_axpy(tmm_recorder *r, float a, tmm_view x, tmm_view y, uint32_t n);
+
+/* out[0] = sum of x[0..n), summed in a fixed order (deterministic). scratch
+ * needs tmm_op_sum_scratch(n) floats. */
+tmm_status tmm_op_sum(tmm_recorder *r, tmm_view x, uint32_t n, tmm_view scratch, tmm_view out);
+uint64_t tmm_op_sum_scratch(uint32_t n);
+/* x is [rows, cols] row-major. sum_rows: out[r] = sum_c x[r, c];
+ * sum_cols: out[c] = sum_r x[r, c]. Fixed order. */
+tmm_status tmm_op_sum_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, tmm_view out);
+tmm_status tmm_op_sum_cols(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, tmm_view out);
+
+typedef enum tmm_matmul_variant {
+    TMM_MATMUL_AUTO = 0,   /* REGISTER on CPU devices, TILED on GPUs */
+    TMM_MATMUL_REGISTER,   /* register-blocked, no shared memory (CPU devices) */
+    TMM_MATMUL_TILED,      /* shared-memory tiles (GPUs) */
+} tmm_matmul_variant;
+
+const char *tmm_matmul_variant_name(tmm_matmul_variant v);
+
+/* For b in [0, batch):
+ *   C_b[m, n] (+)= sum_k op(A_b)[m, k] * op(B_b)[k, n] + bias[n]
+ * A_b starts at element b * stride_a of a; op(A) = A ([m, k] row-major) or,
+ * with trans_a, Aᵀ where A is stored [k, m]. Likewise B: [k, n] or [n, k].
+ * C_b is [m, n] at b * stride_c. Strides may be 0 (broadcast an operand).
+ * bias is optional (a view of size 0), length n. accumulate adds to C. */
+typedef struct tmm_matmul_desc {
+    uint32_t m, n, k;
+    bool trans_a, trans_b;
+    uint32_t batch;                 /* 0 counts as 1 */
+    uint64_t stride_a, stride_b, stride_c;
+    bool accumulate;
+    tmm_matmul_variant variant;
+} tmm_matmul_desc;
+
+tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
+                         tmm_view bias, tmm_view c);
+
+#endif

@@ -1,0 +1,22 @@
+/* Plain C references: they define what each device op means. Accumulation is
+ * in double so that they serve as ground truth for float32 kernels. */
+#ifndef TMM_REF_H
+#define TMM_REF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/ops.h"
+
+void ref_fill(float *x, size_t n, float value);
+void ref_copy(const float *x, float *y, size_t n);
+void ref_axpy(float a, const float *x, float *y, size_t n);
+float ref_sum(const float *x, size_t n);
+void ref_sum_rows(const float *x, size_t rows, size_t cols, float *out);
+void ref_sum_cols(const float *x, size_t rows, size_t cols, float *out);
+/* Same contract as tmm_op_matmul; bias may be NULL. */
+void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, const float *bias,
+                float *c);
+
+#endif

@@ -1,0 +1,102 @@
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+tmm_device *h_dev;
+
+void h_init(void)
+{
+    tmm_device_options opt = TMM_DEVICE_OPTIONS_DEFAULT;
+    opt.validate = 1;
+    tmm_status s = tmm_device_create(&opt, &h_dev);
+    cr_assert_eq(s, TMM_OK, "creating the test device: %s", tmm_last_error());
+}
+
+void h_fini(void)
+{
+    if (!h_dev)
+        return;
+    tmm_memory_stats st;
+    tmm_device_memory_stats(h_dev, &st);
+    uint32_t leaked = st.buffers - (h_dev->staging ? 1u : 0u);
+    tmm_device_destroy(h_dev);
+    h_dev = NULL;
+    /* Read after destroy: messages raised during teardown count too. */
+    uint32_t messages = tmm_validation_messages_total();
+    cr_assert_eq(leaked, 0, "%u buffers were not destroyed", leaked);
+    cr_assert_eq(messages, 0, "%u validation messages (printed above)", messages);
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void h_rand(float *x, size_t n, uint64_t seed, float lo, float hi)
+{
+    uint64_t st = seed;
+    for (size_t i = 0; i < n; i++) {
+        double u = (double)(splitmix64(&st) >> 11) * 0x1.0p-53;
+        x[i] = (float)(lo + (hi - lo) * u);
+    }
+}
+
+float *h_floats(size_t n)
+{
+    float *p = calloc(n ? n : 1, sizeof *p);
+    cr_assert_not_null(p, "out of host memory");
+    return p;
+}
+
+tmm_buffer *h_buffer(const float *data, size_t n)
+{
+    tmm_buffer *b;
+    H_OK(tmm_buffer_create(h_dev, (n ? n : 1) * sizeof(float), TMM_MEMORY_DEVICE, &b));
+    if (data)
+        H_OK(tmm_buffer_write(b, 0, data, n * sizeof(float)));
+    return b;
+}
+
+void h_read(const tmm_buffer *b, float *out, size_t n) { H_OK(tmm_buffer_read(b, 0, out, n * sizeof(float))); }
+
+tmm_recorder *h_begin(void)
+{
+    tmm_recorder *r;
+    H_OK(tmm_recorder_create(h_dev, &r));
+    H_OK(tmm_recorder_begin(r));
+    return r;
+}
+
+void h_run(tmm_recorder *r)
+{
+    H_OK(tmm_recorder_end(r));
+    H_OK(tmm_recorder_run(r));
+    tmm_recorder_destroy(r);
+}
+
+double h_compare(const char *what, const float *got, const float *ref, size_t n, double atol, double rtol)
+{
+    double worst = 0, worst_excess = -1;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - (double)ref[i]);
+        if (isnan(got[i]) != isnan(ref[i]))
+            d = INFINITY;
+        double excess = d - (atol + rtol * fabs((double)ref[i]));
+        if (d > worst)
+            worst = d;
+        if (excess > worst_excess) {
+            worst_excess = excess;
+            at = i;
+        }
+    }
+    printf("  %-40s n=%-8zu max|dev| = %.3g\n", what, n, worst);
+    cr_assert(n == 0 || worst_excess <= 0, "%s: element %zu is %.9g, reference %.9g (atol %.3g, rtol %.3g)", what,
+              at, (double)got[at], (double)ref[at], atol, rtol);
+    return worst;
+}

@@ -1,0 +1,44 @@
+/* Test harness: a validated device per test, seeded random data, and
+ * comparisons that report the largest deviation.
+ *
+ *   H_TEST(suite, name) { ... }   runs with h_dev open and validation on; at the
+ *                                 end any validation message or leaked buffer fails it.
+ *   H_OK(call)                    asserts a tmm_status is TMM_OK, printing the error. */
+#ifndef TMM_TEST_HARNESS_H
+#define TMM_TEST_HARNESS_H
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+
+#include "buffer.h"
+#include "recorder.h"
+
+extern tmm_device *h_dev;
+
+void h_init(void);
+void h_fini(void);
+
+#define H_TEST(suite, name, ...) Test(suite, name, .init = h_init, .fini = h_fini, ##__VA_ARGS__)
+
+#define H_OK(call)                                                                      \
+    do {                                                                                \
+        tmm_status h_s_ = (call);                                                       \
+        cr_assert_eq(h_s_, TMM_OK, "%s -> %s: %s", #call, tmm_status_name(h_s_), tmm_last_error()); \
+    } while (0)
+
+/* Uniform floats in [lo, hi) from a seed (splitmix64; same on every machine). */
+void h_rand(float *x, size_t n, uint64_t seed, float lo, float hi);
+/* malloc that fails the test on NULL; n floats (at least 1). */
+float *h_floats(size_t n);
+/* A device buffer of n floats (n >= 1), filled from data when not NULL. */
+tmm_buffer *h_buffer(const float *data, size_t n);
+void h_read(const tmm_buffer *b, float *out, size_t n);
+/* A recorder that is recording; h_run ends, submits, waits and destroys it. */
+tmm_recorder *h_begin(void);
+void h_run(tmm_recorder *r);
+
+/* Asserts |got - ref| <= atol + rtol * |ref| elementwise; prints and returns
+ * the largest |got - ref|. */
+double h_compare(const char *what, const float *got, const float *ref, size_t n, double atol, double rtol);
+
+#endif
