@@ -18,7 +18,7 @@ extern tmm_device *h_dev;
 void h_init(void);
 void h_fini(void);
 
-#define H_TEST(suite, name, ...) Test(suite, name, .init = h_init, .fini = h_fini, ##__VA_ARGS__)
+#define H_TEST(suite, name) Test(suite, name, .init = h_init, .fini = h_fini)
 
 #define H_OK(call)                                                                      \
     do {                                                                                \

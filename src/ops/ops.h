@@ -13,14 +13,19 @@ tmm_status tmm_op_copy(tmm_recorder *r, tmm_view x, tmm_view y, uint32_t n);
 /* y[i] += a * x[i], i < n */
 tmm_status tmm_op_axpy(tmm_recorder *r, float a, tmm_view x, tmm_view y, uint32_t n);
 
-/* out[0] = sum of x[0..n), summed in a fixed order (deterministic). scratch
- * needs tmm_op_sum_scratch(n) floats. */
+/* Deterministic sums: a fixed summation order, the same on every run.
+ * Long sums run in passes through scratch; *_scratch give its size in floats.
+ *   sum:      out[0] = sum of x[0..n)
+ *   sum_rows: x is [rows, cols] row-major, out[r] = sum_c x[r, c]
+ *   sum_cols: out[c] = sum_r x[r, c] */
 tmm_status tmm_op_sum(tmm_recorder *r, tmm_view x, uint32_t n, tmm_view scratch, tmm_view out);
+tmm_status tmm_op_sum_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, tmm_view scratch,
+                           tmm_view out);
+tmm_status tmm_op_sum_cols(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, tmm_view scratch,
+                           tmm_view out);
 uint64_t tmm_op_sum_scratch(uint32_t n);
-/* x is [rows, cols] row-major. sum_rows: out[r] = sum_c x[r, c];
- * sum_cols: out[c] = sum_r x[r, c]. Fixed order. */
-tmm_status tmm_op_sum_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, tmm_view out);
-tmm_status tmm_op_sum_cols(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, tmm_view out);
+uint64_t tmm_op_sum_rows_scratch(uint32_t rows, uint32_t cols);
+uint64_t tmm_op_sum_cols_scratch(uint32_t rows, uint32_t cols);
 
 typedef enum tmm_matmul_variant {
     TMM_MATMUL_AUTO = 0,   /* REGISTER on CPU devices, TILED on GPUs */
