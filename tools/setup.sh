@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
+#   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
+#                           and lavapipe (a Vulkan device that runs on the CPU)
+#   tools/setup.sh --test   also the tests' needs: Criterion and the Khronos validation layer
+# Idempotent: installs only what is missing. Uses sudo when not run as root.
+# On other systems it prints the package list and exits non-zero.
+set -euo pipefail
+
+build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev spirv-tools
+            libvkfft-dev libcjson-dev)
+run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
+test_pkgs=(libcriterion-dev vulkan-validationlayers)
+
+want=("${build_pkgs[@]}" "${run_pkgs[@]}")
+case "${1:-}" in
+  --test) want+=("${test_pkgs[@]}") ;;
+  "") ;;
+  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "setup.sh: unknown option '$1' (use --test or nothing)" >&2; exit 2 ;;
+esac
+
+. /etc/os-release 2>/dev/null || true
+if ! command -v apt-get >/dev/null || [[ " ${ID:-} ${ID_LIKE:-} " != *" debian "* && " ${ID:-} ${ID_LIKE:-} " != *" ubuntu "* ]]; then
+  echo "setup.sh: this script knows Debian and Ubuntu only. Install these packages (or your" >&2
+  echo "system's equivalents) by hand, then build with CMake:" >&2
+  echo "  ${want[*]}" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup.sh: all ${#want[@]} packages are installed"
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup.sh: run as root or install sudo" >&2; exit 1; }
+  sudo=(sudo)
+fi
+echo "setup.sh: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
