@@ -31,7 +31,7 @@ struct tmm_fft_plan {
     tmm_view real, complex;
     /* VkFFT keeps pointers to these: they live as long as the plan. */
     VkBuffer real_buffer, complex_buffer;
-    uint64_t real_bound, complex_bound; /* bytes bound from offset 0 */
+    uint64_t real_bound, complex_bound; /* sizes declared to VkFFT */
     bool glslang_ref;
     bool initialized;
     VkFFTApplication app;
@@ -101,41 +101,63 @@ static tmm_status fft_fail(VkFFTResult result, const char *what, uint32_t n, uin
     for (size_t i = 0; i < sizeof vkfft_results / sizeof vkfft_results[0]; i++)
         if (vkfft_results[i].code == (int)result)
             name = vkfft_results[i].name;
-    return tmm_fail(TMM_ERR_FFT, "%s (n=%u, batch=%u) failed: %s (VkFFT error %d)", what, n, batch, name,
-                    (int)result);
+    const char *hint = "";
+    if ((int)result == 3003)
+        hint = "; VkFFT 1.2 cannot do odd lengths that need more than one pass (above about "
+               "maxComputeSharedMemorySize / 8): use an even n (tmm_fft_good_length)";
+    return tmm_fail(TMM_ERR_FFT, "%s (n=%u, batch=%u) failed: %s (VkFFT error %d)%s", what, n, batch, name,
+                    (int)result, hint);
 }
 
 static uint64_t round_up8(uint64_t x) { return (x + 7) & ~(uint64_t)7; }
 
-/* Checks one view at plan creation and returns the bytes VkFFT will bind. */
-static tmm_status check_bound_view(const tmm_device *d, tmm_view v, uint64_t want, uint64_t align,
-                                   const char *what, uint32_t n, uint32_t batch, uint64_t *bound)
+static uint32_t largest_prime_factor(uint32_t n)
+{
+    uint32_t largest = 1;
+    for (uint32_t f = 2; (uint64_t)f * f <= n; f++)
+        while (n % f == 0) {
+            largest = f;
+            n /= f;
+        }
+    return n > 1 ? n : largest;
+}
+
+uint32_t tmm_fft_good_length(uint32_t min_n)
+{
+    for (uint32_t n = min_n < 2 ? 2 : min_n + (min_n & 1u); n >= 2; n += 2) {
+        uint32_t m = n;
+        while (m % 2 == 0)
+            m /= 2;
+        while (m % 3 == 0)
+            m /= 3;
+        while (m % 5 == 0)
+            m /= 5;
+        while (m % 7 == 0)
+            m /= 7;
+        if (m == 1)
+            return n;
+    }
+    return 0;
+}
+
+/* One view at plan creation: the whole-buffer rules of fft.h. */
+static tmm_status check_view(tmm_view v, uint64_t want, uint64_t buffer_min, const char *what, uint32_t n,
+                             uint32_t batch)
 {
     if (!v.buffer)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): no %s buffer", n, batch, what);
+    if (v.offset != 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): the %s view starts at byte %llu; "
+                        "with VkFFT 1.2 both views must start at byte 0 of their buffers", n, batch, what,
+                        (unsigned long long)v.offset);
     if (v.size != want)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): the %s view holds %llu bytes, "
                         "the plan needs exactly %llu", n, batch, what, (unsigned long long)v.size,
                         (unsigned long long)want);
-    if (v.offset % align)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): the %s view's offset %llu is not a "
-                        "multiple of %llu bytes", n, batch, what, (unsigned long long)v.offset,
-                        (unsigned long long)align);
-    if (v.offset > v.buffer->size || v.size > v.buffer->size - v.offset)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): the %s view [%llu, +%llu) overruns "
-                        "a buffer of %llu bytes", n, batch, what, (unsigned long long)v.offset,
-                        (unsigned long long)v.size, (unsigned long long)v.buffer->size);
-    /* VkFFT binds [0, round_up(end, 8)) of the buffer: 8 is its complex size. */
-    *bound = round_up8(v.offset + v.size);
-    if (*bound > v.buffer->size)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): VkFFT binds the %s buffer up to a "
-                        "multiple of 8 bytes (%llu), but the buffer holds %llu bytes; allocate it 4 bytes larger",
-                        n, batch, what, (unsigned long long)*bound, (unsigned long long)v.buffer->size);
-    if (*bound > d->info.max_storage_buffer_range)
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "FFT plan (n=%u, batch=%u): VkFFT would bind %llu bytes of the %s "
-                        "buffer (from its start to the view's end), above the device's maxStorageBufferRange "
-                        "(%llu bytes); use fewer rows per plan or a view nearer the buffer's start", n, batch,
-                        (unsigned long long)*bound, what, (unsigned long long)d->info.max_storage_buffer_range);
+    if (v.buffer->size < buffer_min)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): the %s buffer holds %llu bytes; "
+                        "VkFFT binds %llu bytes of it (tmm_fft_complex_bytes), so it must be at least that large",
+                        n, batch, what, (unsigned long long)v.buffer->size, (unsigned long long)buffer_min);
     return TMM_OK;
 }
 
@@ -147,14 +169,23 @@ tmm_status tmm_fft_plan_create(tmm_device *device, uint32_t n, uint32_t batch, t
     if (n < 2 || batch < 1)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan: length %u and batch %u (need n >= 2, batch >= 1)", n,
                         batch);
-    uint64_t real_bound, complex_bound;
-    TMM_TRY(check_bound_view(device, real, tmm_fft_real_bytes(n, batch), 4, "real", n, batch, &real_bound));
-    TMM_TRY(check_bound_view(device, complex, tmm_fft_complex_bytes(n, batch), 8, "complex", n, batch,
-                             &complex_bound));
-    if (real.buffer == complex.buffer && real.offset < complex.offset + complex.size &&
-        complex.offset < real.offset + real.size)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): the real and complex views overlap",
-                        n, batch);
+    uint64_t real_bytes = tmm_fft_real_bytes(n, batch), complex_bytes = tmm_fft_complex_bytes(n, batch);
+    TMM_TRY(check_view(real, real_bytes, complex_bytes, "real", n, batch));
+    TMM_TRY(check_view(complex, complex_bytes, complex_bytes, "complex", n, batch));
+    if (real.buffer == complex.buffer)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "FFT plan (n=%u, batch=%u): the real and complex views must be "
+                        "in different buffers", n, batch);
+    if (complex_bytes > device->info.max_storage_buffer_range)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "FFT plan (n=%u, batch=%u): VkFFT would bind %llu bytes per buffer, "
+                        "above the device's maxStorageBufferRange (%llu bytes); use fewer rows per plan", n, batch,
+                        (unsigned long long)complex_bytes, (unsigned long long)device->info.max_storage_buffer_range);
+    uint32_t prime = largest_prime_factor(n);
+    if (prime > 13 && VkFFTGetVersion() < 10300)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "FFT plan (n=%u, batch=%u): n has the prime factor %u; VkFFT %d.%d.%d "
+                        "computes real FFTs only for lengths whose prime factors are at most 13 (its Bluestein "
+                        "path gives wrong results); use tmm_fft_good_length (%u)", n, batch, prime,
+                        VkFFTGetVersion() / 10000, VkFFTGetVersion() / 100 % 100, VkFFTGetVersion() % 100,
+                        tmm_fft_good_length(n));
 
     tmm_fft_plan *p = calloc(1, sizeof *p);
     if (!p)
@@ -166,8 +197,8 @@ tmm_status tmm_fft_plan_create(tmm_device *device, uint32_t n, uint32_t batch, t
     p->complex = complex;
     p->real_buffer = real.buffer->buffer;
     p->complex_buffer = complex.buffer->buffer;
-    p->real_bound = real_bound;
-    p->complex_bound = complex_bound;
+    p->real_bound = round_up8(real_bytes); /* <= complex_bytes */
+    p->complex_bound = complex_bytes;
 
     if (!glslang_initialize_process()) {
         free(p);
@@ -190,19 +221,24 @@ tmm_status tmm_fft_plan_create(tmm_device *device, uint32_t n, uint32_t batch, t
 
     c.performR2C = 1;
     c.normalize = 1;
+    /* Twiddles from tables computed in double on the host. VkFFT 1.2 turns
+     * these on by itself only on Intel; elsewhere (NVIDIA, AMD, lavapipe) its
+     * shaders compute twiddles with float sincos. Tables give the same
+     * numerics on every device, 2-3x smaller errors on lavapipe, and make
+     * the plan-time upload (a submit on the device queue, waited on with the
+     * transfer fence) a path the tests run. */
+    c.useLUT = 1;
     c.isInputFormatted = 1;
     c.inverseReturnToInputBuffer = 1;
     c.inputBufferNum = 1;
     c.inputBuffer = &p->real_buffer;
     c.inputBufferSize = &p->real_bound;
-    c.inputBufferOffset = real.offset;
     c.inputBufferStride[0] = n;
     c.inputBufferStride[1] = (uint64_t)n * batch;
     c.inputBufferStride[2] = (uint64_t)n * batch;
     c.bufferNum = 1;
     c.buffer = &p->complex_buffer;
     c.bufferSize = &p->complex_bound;
-    c.bufferOffset = complex.offset;
     c.bufferStride[0] = tmm_fft_complex_count(n);
     c.bufferStride[1] = (uint64_t)tmm_fft_complex_count(n) * batch;
     c.bufferStride[2] = (uint64_t)tmm_fft_complex_count(n) * batch;
@@ -263,10 +299,8 @@ static tmm_status record(tmm_recorder *r, tmm_fft_plan *p, int inverse, const ch
     VkFFTLaunchParams lp;
     memset(&lp, 0, sizeof lp);
     lp.commandBuffer = &cmd;
-    /* Same buffers and offsets as at creation: VkFFT then leaves its
+    /* No buffers and zero offsets, as at creation: VkFFT then leaves its
      * descriptor sets alone (any change would make it rewrite them). */
-    lp.inputBufferOffset = p->real.offset;
-    lp.bufferOffset = p->complex.offset;
     VkFFTResult res = VkFFTAppend(&p->app, inverse, &lp);
     if (res != VKFFT_SUCCESS)
         return fft_fail(res, what, p->n, p->batch);

@@ -1,11 +1,15 @@
 /* Batched 1-D real FFTs on the device (VkFFT), recorded into a recorder.
  *
  * A plan transforms `batch` contiguous rows of length n:
- *   real rows:     n floats each, row b at float offset b*n;
+ *   real rows:     n floats each, row b at float b*n;
  *   complex rows:  n/2+1 complex numbers each (interleaved re, im floats),
- *                  row b at complex offset b*(n/2+1); no padding.
- * Any n >= 2 that VkFFT supports works (odd n too; lengths with prime factors
- * above 13 go through Bluestein's algorithm).
+ *                  row b at complex b*(n/2+1); no padding.
+ *
+ * Lengths (VkFFT 1.2.26): n >= 2 whose prime factors are all at most 13
+ * (others take VkFFT's Bluestein path, which gives wrong real FFTs there:
+ * TMM_ERR_UNSUPPORTED); odd n only up to the length one pass handles (about
+ * maxComputeSharedMemorySize / 8: 4096 on lavapipe; beyond, VkFFT refuses:
+ * TMM_ERR_FFT). tmm_fft_good_length picks a safe padded length.
  *
  * Conventions (numpy's rfft/irfft):
  *   R2C:  X[k] = sum_j x[j] exp(-2 pi i jk/n),  k = 0..n/2   (unnormalized)
@@ -13,34 +17,37 @@
  *         extension of X, so c2r(r2c(x)) == x and c2r(r2c(a) * r2c(b)) is the
  *         circular convolution of a and b.
  *   R2C leaves its real input untouched. C2R may overwrite its complex input
- *   (VkFFT works in place there when n needs several passes): treat the
- *   spectrum as scratch after a C2R.
+ *   (it does for lengths that need several passes, e.g. 6000 and 8192 on
+ *   lavapipe): treat the spectrum as scratch after a C2R.
  *
  * Buffers are bound when the plan is created. VkFFT 1.2 keeps one descriptor
- * set per plan and rewrites it in place (vkUpdateDescriptorSets) whenever a
- * launch names other buffers, which would invalidate every command buffer
- * already recorded with the plan; and the bound ranges and offsets are
- * compiled into its shaders. So a plan belongs to one (real view, complex
- * view) pair, and the record calls insist on exactly those views. Create a
- * plan per pair (plan creation compiles shaders: do it once, at load time).
+ * set per plan stage and rewrites it in place (vkUpdateDescriptorSets) when a
+ * launch names other buffers or offsets, which would invalidate every command
+ * buffer already recorded with the plan; and the bound sizes are compiled
+ * into its shaders. So a plan belongs to one (real, complex) buffer pair, and
+ * the record calls insist on exactly the views it was created with. Create a
+ * plan per pair (creation compiles shaders: do it once, at load time).
  *
- * Binding rules (checked at creation, TMM_ERR_INVALID_ARGUMENT otherwise):
- *   real view:    size n*batch*4 bytes, offset a multiple of 4;
- *   complex view: size (n/2+1)*batch*8 bytes, offset a multiple of 8;
- *   VkFFT binds each buffer from byte 0 up to the end of its view rounded up
- *   to 8 bytes, so that much must lie inside the buffer (with an odd n*batch
- *   and a real view ending at the buffer's end, allocate one float more), and
- *   must not exceed maxStorageBufferRange (TMM_ERR_UNSUPPORTED otherwise).
- * The two views must not overlap.
+ * Binding rules, from VkFFT 1.2.26's behaviour (TMM_ERR_INVALID_ARGUMENT):
+ *   - both views start at byte 0 of their own buffers (nonzero offsets break
+ *     its multi-pass paths: wrong results and out-of-range bindings);
+ *   - the real view is exactly tmm_fft_real_bytes, the complex view exactly
+ *     tmm_fft_complex_bytes;
+ *   - BOTH buffers hold at least tmm_fft_complex_bytes: VkFFT binds that
+ *     much of the real buffer as the C2R output. The bytes of the real buffer
+ *     past the real view are not written.
+ *   - tmm_fft_complex_bytes <= maxStorageBufferRange (else TMM_ERR_UNSUPPORTED).
  *
- * Memory owned by a plan: VkFFT allocates, outside tmm's allocator, a temp
- * buffer of the complex view's size when n needs several passes (large n,
- * Bluestein), plus small twiddle/Bluestein tables on some devices; all are
- * freed by tmm_fft_plan_destroy. VkFFT does not use the device's pipeline
- * cache (1.2.26 has no field for it). Plan creation may submit work to the
- * device's queue and waits for it.
+ * Memory owned by a plan, outside tmm's allocator: VkFFT allocates a temp
+ * buffer of about tmm_fft_complex_bytes when n needs several passes, and
+ * small twiddle tables (plans turn VkFFT's lookup tables on, so twiddles are
+ * computed in double on the host on every device); all freed by
+ * tmm_fft_plan_destroy. VkFFT 1.2.26 creates its pipelines without
+ * a VkPipelineCache (it has no field for one), so the device's cache is not
+ * used. Plan creation may submit work to the device's queue (with the
+ * device's transfer fence) and waits for it.
  *
- * A plan may be recorded into any number of recordings, and they may be
+ * A plan may be recorded into any number of recordings, which may be
  * replayed; destroy it only after they have finished and will not be
  * submitted again. One thread at a time per device, like the rest of the
  * runtime. */
@@ -60,9 +67,13 @@ static inline uint64_t tmm_fft_complex_bytes(uint32_t n, uint32_t batch)
     return (uint64_t)tmm_fft_complex_count(n) * batch * 8;
 }
 
+/* Smallest even length >= min_n (and >= 2) whose prime factors are 2, 3, 5
+ * and 7: fast, and a length every device takes. 0 on overflow. */
+uint32_t tmm_fft_good_length(uint32_t min_n);
+
 /* Creates a plan for `batch` rows of length n bound to the two views (see
- * above). Compiles VkFFT's shaders: slow (tens to hundreds of ms per plan on
- * lavapipe). VkFFT failures are TMM_ERR_FFT with the VkFFT error named. */
+ * above). Compiles VkFFT's shaders (about 0.1 s per plan on lavapipe).
+ * VkFFT failures are TMM_ERR_FFT with the VkFFT error named. */
 tmm_status tmm_fft_plan_create(tmm_device *device, uint32_t n, uint32_t batch, tmm_view real,
                                tmm_view complex, tmm_fft_plan **out);
 /* NULL is fine. */
