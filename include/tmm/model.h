@@ -1,0 +1,38 @@
+/* TMM model configuration (see tmm-spec.md). */
+#ifndef TMM_MODEL_H
+#define TMM_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tmm/tmm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tmm_model_config {
+    uint32_t vocab;      /* V */
+    uint32_t d_model;    /* d */
+    uint32_t n_ctx;      /* n: context length, the length of every Toeplitz vector */
+    uint32_t n_layers;   /* L */
+    uint32_t heads;      /* 0: flat mixing (one w, beta per layer, no projections);
+                            H >= 1: in-projection, H groups of d/H channels, out-projection */
+    uint32_t expansion;  /* e: MLP hidden width e*d */
+    uint32_t kernel;     /* k taps per Toeplitz layer (1: plain) */
+    bool expanded;       /* Toeplitz -> SiLU -> Toeplitz */
+    bool frozen;         /* Toeplitz w and beta keep their initial values */
+    uint64_t seed;       /* initialization */
+} tmm_model_config;
+
+/* A small flat model: V 256, d 64, n 64, L 2, e 4, k 1, seed 1. */
+tmm_model_config tmm_model_config_default(void);
+/* TMM_OK, or TMM_ERR_INVALID_ARGUMENT with a message naming the bad field. */
+tmm_status tmm_model_config_check(const tmm_model_config *config);
+/* Number of parameters (trainable or not). */
+uint64_t tmm_model_param_count(const tmm_model_config *config);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
