@@ -2,7 +2,8 @@
 # Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
 #                           and lavapipe (a Vulkan device that runs on the CPU)
-#   tools/setup.sh --test   also the tests' needs: Criterion and the Khronos validation layer
+#   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer and
+#                           PyTorch (python3-torch, for the parity test)
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
 set -euo pipefail
@@ -10,13 +11,13 @@ set -euo pipefail
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev spirv-tools
             libvkfft-dev libcjson-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
-test_pkgs=(libcriterion-dev vulkan-validationlayers)
+test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 case "${1:-}" in
   --test) want+=("${test_pkgs[@]}") ;;
   "") ;;
-  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "setup.sh: unknown option '$1' (use --test or nothing)" >&2; exit 2 ;;
 esac
 

@@ -1,0 +1,268 @@
+#define _POSIX_C_SOURCE 200809L /* strdup */
+#include "io/safetensors.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "files.h"
+
+static const char *const dtype_names[] = { "F32", "F64", "I32", "U32" };
+
+size_t tmm_st_dtype_size(tmm_st_dtype dtype) { return dtype == TMM_ST_F64 ? 8 : 4; }
+
+uint64_t tmm_st_numel(const tmm_st_tensor *t)
+{
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < t->ndim; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+static void put_u64le(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_u64le(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors, uint32_t count,
+                                 const tmm_st_meta *meta, uint32_t meta_count)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_status s = TMM_OK;
+    if (meta_count) {
+        cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
+        for (uint32_t i = 0; m && i < meta_count; i++)
+            if (!cJSON_AddStringToObject(m, meta[i].key, meta[i].value))
+                m = NULL;
+        if (!m)
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    uint64_t offset = 0;
+    for (uint32_t i = 0; s == TMM_OK && i < count; i++) {
+        const tmm_st_tensor *t = &tensors[i];
+        uint64_t bytes = tmm_st_numel(t) * tmm_st_dtype_size(t->dtype);
+        cJSON *o = cJSON_AddObjectToObject(root, t->name);
+        cJSON *shape = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+        cJSON *offs = o ? cJSON_AddArrayToObject(o, "data_offsets") : NULL;
+        if (!o || !shape || !offs || !cJSON_AddStringToObject(o, "dtype", dtype_names[t->dtype])) {
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            break;
+        }
+        for (uint32_t k = 0; k < t->ndim; k++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[k]));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(offset + bytes)));
+        offset += bytes;
+    }
+    char *json = s == TMM_OK ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (s != TMM_OK)
+        return s;
+    if (!json)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    /* pad the header with spaces so the data starts 8-byte aligned */
+    size_t hlen = strlen(json), padded = (hlen + 7) / 8 * 8;
+    size_t total = 8 + padded + offset;
+    unsigned char *buf = malloc(total);
+    if (!buf) {
+        free(json);
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory for %s", path);
+    }
+    put_u64le(buf, padded);
+    memcpy(buf + 8, json, hlen);
+    memset(buf + 8 + hlen, ' ', padded - hlen);
+    free(json);
+    unsigned char *data = buf + 8 + padded;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t bytes = tmm_st_numel(&tensors[i]) * tmm_st_dtype_size(tensors[i].dtype);
+        memcpy(data, tensors[i].data, bytes);
+        data += bytes;
+    }
+    s = tmm_write_file_atomic(path, buf, total);
+    free(buf);
+    return s;
+}
+
+struct tmm_safetensors {
+    unsigned char *file;
+    size_t size;
+    tmm_st_tensor *tensors;
+    char **names;
+    uint32_t count;
+    tmm_st_meta *meta;
+    char **meta_strings;
+    uint32_t meta_count;
+};
+
+void tmm_safetensors_free(tmm_safetensors *st)
+{
+    if (!st)
+        return;
+    for (uint32_t i = 0; i < st->count; i++)
+        free(st->names[i]);
+    for (uint32_t i = 0; i < 2 * st->meta_count; i++)
+        free(st->meta_strings[i]);
+    free(st->names);
+    free(st->tensors);
+    free(st->meta);
+    free(st->meta_strings);
+    free(st->file);
+    free(st);
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static tmm_status parse(tmm_safetensors *st, const char *path)
+{
+    if (st->size < 8)
+        return tmm_fail(TMM_ERR_IO, "%s: not a safetensors file (shorter than its 8-byte header size)", path);
+    uint64_t hlen = get_u64le(st->file);
+    if (hlen > st->size - 8 || hlen > (100u << 20))
+        return tmm_fail(TMM_ERR_IO, "%s: header size %llu does not fit the file of %zu bytes (truncated?)", path,
+                        (unsigned long long)hlen, st->size);
+    cJSON *root = cJSON_ParseWithLength((const char *)st->file + 8, (size_t)hlen);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return tmm_fail(TMM_ERR_IO, "%s: the header is not valid JSON", path);
+    }
+    const unsigned char *data = st->file + 8 + hlen;
+    uint64_t data_size = st->size - 8 - hlen;
+    uint32_t n = (uint32_t)cJSON_GetArraySize(root);
+    st->tensors = calloc(n ? n : 1, sizeof *st->tensors);
+    st->names = calloc(n ? n : 1, sizeof *st->names);
+    uint64_t *ranges = calloc(n ? 2 * n : 2, sizeof *ranges);
+    tmm_status s = (st->tensors && st->names && ranges) ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root)
+    {
+        if (s != TMM_OK)
+            break;
+        if (strcmp(item->string, "__metadata__") == 0) {
+            uint32_t m = (uint32_t)cJSON_GetArraySize(item);
+            st->meta = calloc(m ? m : 1, sizeof *st->meta);
+            st->meta_strings = calloc(m ? 2 * m : 2, sizeof *st->meta_strings);
+            if (!st->meta || !st->meta_strings) {
+                s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+                break;
+            }
+            const cJSON *kv;
+            cJSON_ArrayForEach(kv, item)
+            {
+                if (!cJSON_IsString(kv)) {
+                    s = tmm_fail(TMM_ERR_IO, "%s: metadata value of '%s' is not a string", path, kv->string);
+                    break;
+                }
+                char *k = strdup(kv->string), *v = strdup(kv->valuestring);
+                st->meta_strings[2 * st->meta_count] = k;
+                st->meta_strings[2 * st->meta_count + 1] = v;
+                st->meta[st->meta_count++] = (tmm_st_meta){ k, v };
+                if (!k || !v)
+                    s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+            }
+            continue;
+        }
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+        const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
+        const cJSON *offs = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
+        tmm_st_tensor *t = &st->tensors[st->count];
+        int dtype = -1;
+        for (int i = 0; cJSON_IsString(dt) && i < 4; i++)
+            if (strcmp(dt->valuestring, dtype_names[i]) == 0)
+                dtype = i;
+        if (dtype < 0 || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > TMM_ST_MAX_DIMS ||
+            !cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2) {
+            s = tmm_fail(TMM_ERR_IO, "%s: tensor '%s' has a bad or unsupported dtype, shape or data_offsets", path,
+                         item->string);
+            break;
+        }
+        t->dtype = (tmm_st_dtype)dtype;
+        t->ndim = (uint32_t)cJSON_GetArraySize(shape);
+        for (uint32_t k = 0; k < t->ndim; k++) {
+            double v = cJSON_GetArrayItem(shape, (int)k)->valuedouble;
+            if (!(v >= 0 && v < 9e15)) {
+                s = tmm_fail(TMM_ERR_IO, "%s: tensor '%s' has a bad shape", path, item->string);
+                break;
+            }
+            t->shape[k] = (uint64_t)v;
+        }
+        double b = cJSON_GetArrayItem(offs, 0)->valuedouble, e = cJSON_GetArrayItem(offs, 1)->valuedouble;
+        uint64_t bytes = tmm_st_numel(t) * tmm_st_dtype_size(t->dtype);
+        if (s == TMM_OK && !(b >= 0 && e >= b && e <= (double)data_size && (uint64_t)(e - b) == bytes))
+            s = tmm_fail(TMM_ERR_IO, "%s: tensor '%s' has data_offsets that do not match its shape or lie outside "
+                         "the file (truncated or corrupt?)", path, item->string);
+        if (s != TMM_OK)
+            break;
+        t->data = data + (uint64_t)b;
+        st->names[st->count] = strdup(item->string);
+        t->name = st->names[st->count];
+        if (!t->name) {
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+            break;
+        }
+        ranges[2 * st->count] = (uint64_t)b;
+        ranges[2 * st->count + 1] = (uint64_t)e;
+        st->count++;
+    }
+    cJSON_Delete(root);
+    if (s == TMM_OK) {
+        qsort(ranges, st->count, 2 * sizeof *ranges, by_offset);
+        for (uint32_t i = 1; i < st->count; i++)
+            if (ranges[2 * i] < ranges[2 * i - 1])
+                s = tmm_fail(TMM_ERR_IO, "%s: two tensors overlap in the data", path);
+    }
+    free(ranges);
+    return s;
+}
+
+tmm_status tmm_safetensors_read(const char *path, tmm_safetensors **out)
+{
+    *out = NULL;
+    tmm_safetensors *st = calloc(1, sizeof *st);
+    if (!st)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+    void *file;
+    tmm_status s = tmm_read_file(path, &file, &st->size);
+    st->file = file;
+    if (s == TMM_OK)
+        s = parse(st, path);
+    if (s != TMM_OK) {
+        tmm_safetensors_free(st);
+        return s;
+    }
+    *out = st;
+    return TMM_OK;
+}
+
+uint32_t tmm_safetensors_count(const tmm_safetensors *st) { return st->count; }
+const tmm_st_tensor *tmm_safetensors_at(const tmm_safetensors *st, uint32_t i) { return &st->tensors[i]; }
+
+const tmm_st_tensor *tmm_safetensors_find(const tmm_safetensors *st, const char *name)
+{
+    for (uint32_t i = 0; i < st->count; i++)
+        if (strcmp(st->tensors[i].name, name) == 0)
+            return &st->tensors[i];
+    return NULL;
+}
+
+const char *tmm_safetensors_meta(const tmm_safetensors *st, const char *key)
+{
+    for (uint32_t i = 0; i < st->meta_count; i++)
+        if (strcmp(st->meta[i].key, key) == 0)
+            return st->meta[i].value;
+    return NULL;
+}

@@ -1,0 +1,50 @@
+/* A minimal safetensors reader and writer (https://github.com/huggingface/safetensors):
+ * an 8-byte little-endian header length, a JSON header mapping each tensor
+ * name to {dtype, shape, data_offsets} plus optional "__metadata__" (string to
+ * string), then the raw little-endian data. */
+#ifndef TMM_SAFETENSORS_H
+#define TMM_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tmm/tmm.h"
+
+typedef enum tmm_st_dtype { TMM_ST_F32, TMM_ST_F64, TMM_ST_I32, TMM_ST_U32 } tmm_st_dtype;
+
+#define TMM_ST_MAX_DIMS 4
+
+typedef struct tmm_st_tensor {
+    const char *name;
+    tmm_st_dtype dtype;
+    uint32_t ndim;
+    uint64_t shape[TMM_ST_MAX_DIMS];
+    const void *data;  /* numel * element size bytes */
+} tmm_st_tensor;
+
+typedef struct tmm_st_meta {
+    const char *key, *value;
+} tmm_st_meta;
+
+size_t tmm_st_dtype_size(tmm_st_dtype dtype);
+uint64_t tmm_st_numel(const tmm_st_tensor *t);
+
+/* Writes the file atomically (temporary file, fsync, rename). */
+tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors, uint32_t count,
+                                 const tmm_st_meta *meta, uint32_t meta_count);
+
+/* A file read into memory; tensors point into it. */
+typedef struct tmm_safetensors tmm_safetensors;
+
+/* Reads and validates a file: header size, JSON, dtypes, shapes and that every
+ * tensor's bytes lie inside the file without overlap. */
+tmm_status tmm_safetensors_read(const char *path, tmm_safetensors **out);
+void tmm_safetensors_free(tmm_safetensors *st);
+uint32_t tmm_safetensors_count(const tmm_safetensors *st);
+const tmm_st_tensor *tmm_safetensors_at(const tmm_safetensors *st, uint32_t i);
+/* The tensor of that name, or NULL. */
+const tmm_st_tensor *tmm_safetensors_find(const tmm_safetensors *st, const char *name);
+/* Metadata value, or NULL. */
+const char *tmm_safetensors_meta(const tmm_safetensors *st, const char *key);
+
+#endif

@@ -1,0 +1,128 @@
+/* Verification 3: an independent PyTorch implementation (tools/torch_ref.py,
+ * float64) reads our weights and a batch from a safetensors file and writes
+ * logits, loss and gradients back; they must match tmm's reference model.
+ * Runs when CMake found a Python that imports torch (TMM_TORCH_PYTHON). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/safetensors.h"
+#include "model/params.h"
+#include "model/rng.h"
+#include "ref/ref_model.h"
+
+static const char *torch_python(void)
+{
+    const char *py = getenv("TMM_TORCH_PYTHON");
+    if (!py || !*py) {
+        fprintf(stderr, "SKIPPING the PyTorch parity test: no Python with torch (apt install python3-torch)\n");
+        return NULL;
+    }
+    return py;
+}
+
+typedef struct parity {
+    const char *name;
+    tmm_model_config config;
+} parity;
+
+static void check(const parity *pc)
+{
+    const char *py = torch_python();
+    if (!py)
+        cr_skip_test("no Python with torch");
+    const tmm_model_config *c = &pc->config;
+    tmm_param_table t;
+    H_OK(tmm_param_table_build(c, &t));
+    float *w = calloc(t.arena_floats, sizeof *w);
+    double *wd = calloc(t.arena_floats, sizeof *wd), *g = calloc(t.arena_floats, sizeof *g);
+    tmm_param_init(&t, w);
+    for (uint64_t i = 0; i < t.arena_floats; i++) /* non-trivial biases and norms */
+        wd[i] = w[i] = w[i] + (float)(0.2 * (tmm_rng_uniform(3, i) - 0.5));
+    const uint32_t B = 2, N = B * c->n_ctx, V = c->vocab;
+    int32_t *tok = calloc(N, sizeof *tok), *tgt = calloc(N, sizeof *tgt);
+    uint32_t *utok = calloc(N, sizeof *utok);
+    for (uint32_t i = 0; i < N; i++) {
+        utok[i] = (uint32_t)(tmm_rng_bits(11, i) % V);
+        tok[i] = (int32_t)utok[i];
+        tgt[i] = i % 3 == 2 ? -100 : (int32_t)(tmm_rng_bits(12, i) % V);
+    }
+
+    /* input file: config, weights (float32, as tmm stores them), batch */
+    tmm_st_tensor *ts = calloc(t.count + 2, sizeof *ts);
+    for (uint32_t i = 0; i < t.count; i++) {
+        const tmm_param *p = &t.params[i];
+        ts[i] = (tmm_st_tensor){ p->name, TMM_ST_F32, p->ndim, { 0 }, w + p->offset };
+        for (uint32_t k = 0; k < p->ndim; k++)
+            ts[i].shape[k] = p->shape[k];
+    }
+    ts[t.count] = (tmm_st_tensor){ "batch.tokens", TMM_ST_I32, 2, { B, c->n_ctx }, tok };
+    ts[t.count + 1] = (tmm_st_tensor){ "batch.targets", TMM_ST_I32, 2, { B, c->n_ctx }, tgt };
+    char v[7][16];
+    snprintf(v[0], 16, "%u", c->vocab), snprintf(v[1], 16, "%u", c->d_model), snprintf(v[2], 16, "%u", c->n_ctx);
+    snprintf(v[3], 16, "%u", c->n_layers), snprintf(v[4], 16, "%u", c->heads), snprintf(v[5], 16, "%u", c->expansion);
+    snprintf(v[6], 16, "%u", c->kernel);
+    tmm_st_meta meta[] = { { "vocab", v[0] },     { "d_model", v[1] }, { "n_ctx", v[2] },
+                           { "n_layers", v[3] },  { "heads", v[4] },   { "expansion", v[5] },
+                           { "kernel", v[6] },    { "expanded", c->expanded ? "1" : "0" },
+                           { "frozen", c->frozen ? "1" : "0" } };
+    char in[64], out[64], cmd[512];
+    snprintf(in, sizeof in, "/tmp/tmm-parity-%d-in.safetensors", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/tmm-parity-%d-out.safetensors", (int)getpid());
+    H_OK(tmm_safetensors_write(in, ts, t.count + 2, meta, sizeof meta / sizeof meta[0]));
+    snprintf(cmd, sizeof cmd, "%s %s/tools/torch_ref.py %s %s", py, getenv("TMM_SOURCE_DIR"), in, out);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+
+    tmm_safetensors *res;
+    H_OK(tmm_safetensors_read(out, &res));
+    double *logits = calloc((size_t)N * V, sizeof *logits);
+    double loss = ref_model_run(&t, wd, B, utok, tgt, logits, g);
+    const tmm_st_tensor *tl = tmm_safetensors_find(res, "logits"), *tloss = tmm_safetensors_find(res, "loss");
+    cr_assert(tl && tloss && tl->dtype == TMM_ST_F64 && tmm_st_numel(tl) == (uint64_t)N * V);
+    /* both sides compute in float64 from the same float32 weights: they agree
+     * to rounding, far below any float32 tolerance */
+    double worst_logit = 0, worst_grad = 0;
+    for (uint64_t i = 0; i < (uint64_t)N * V; i++)
+        worst_logit = fmax(worst_logit, fabs(((const double *)tl->data)[i] - logits[i]));
+    double dloss = fabs(*(const double *)tloss->data - loss);
+    cr_assert(worst_logit < 1e-9 && dloss < 1e-9, "%s: logits differ by %g, loss by %g", pc->name, worst_logit, dloss);
+    uint32_t graded = 0;
+    for (uint32_t i = 0; i < t.count; i++) {
+        const tmm_param *p = &t.params[i];
+        char name[TMM_PARAM_NAME_MAX + 8];
+        snprintf(name, sizeof name, "grad.%s", p->name);
+        const tmm_st_tensor *tg = tmm_safetensors_find(res, name);
+        if (!p->trainable) {
+            cr_assert_null(tg, "%s: torch trained frozen %s", pc->name, p->name);
+            continue;
+        }
+        cr_assert(tg && tmm_st_numel(tg) == p->numel, "%s: torch gave no gradient for %s", pc->name, p->name);
+        graded++;
+        for (uint64_t j = 0; j < p->numel; j++) {
+            double dv = fabs(((const double *)tg->data)[j] - g[p->offset + j]);
+            worst_grad = fmax(worst_grad, dv);
+            cr_assert(dv < 1e-9, "%s: %s[%llu] is %.12g in torch, %.12g in tmm", pc->name, p->name,
+                      (unsigned long long)j, ((const double *)tg->data)[j], g[p->offset + j]);
+        }
+    }
+    printf("  torch parity %-22s params %u trained: max|dlogit| %.2g, |dloss| %.2g, max|dgrad| %.2g\n", pc->name,
+           graded, worst_logit, dloss, worst_grad);
+    tmm_safetensors_free(res);
+    remove(in);
+    remove(out);
+    free(ts), free(w), free(wd), free(g), free(tok), free(tgt), free(utok), free(logits);
+    tmm_param_table_free(&t);
+}
+
+/* n = 7 (not a power of two), d = 12 (not a multiple of any tile) */
+#define CFG(h, k, e, f) { .vocab = 11, .d_model = 12, .n_ctx = 7, .n_layers = 2, .heads = (h), .expansion = 2, \
+                          .kernel = (k), .expanded = (e), .frozen = (f), .seed = 5 }
+
+Test(torch_parity, flat, .timeout = 120) { check(&(parity){ "flat", CFG(0, 1, false, false) }); }
+Test(torch_parity, heads4, .timeout = 120) { check(&(parity){ "heads 4", CFG(4, 1, false, false) }); }
+Test(torch_parity, kernel3, .timeout = 120) { check(&(parity){ "kernel 3", CFG(0, 3, false, false) }); }
+Test(torch_parity, expanded, .timeout = 120) { check(&(parity){ "expanded heads 4", CFG(4, 1, true, false) }); }
+Test(torch_parity, frozen, .timeout = 120) { check(&(parity){ "frozen heads 4", CFG(4, 2, false, true) }); }
