@@ -97,6 +97,7 @@ tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors,
 struct tmm_safetensors {
     unsigned char *file;
     size_t size;
+    size_t data_offset; /* 8 + header length */
     tmm_st_tensor *tensors;
     char **names;
     uint32_t count;
@@ -141,6 +142,7 @@ static tmm_status parse(tmm_safetensors *st, const char *path)
         return tmm_fail(TMM_ERR_IO, "%s: the header is not valid JSON", path);
     }
     const unsigned char *data = st->file + 8 + hlen;
+    st->data_offset = (size_t)(8 + hlen);
     uint64_t data_size = st->size - 8 - hlen;
     uint32_t n = (uint32_t)cJSON_GetArraySize(root);
     st->tensors = calloc(n ? n : 1, sizeof *st->tensors);
@@ -265,4 +267,13 @@ const char *tmm_safetensors_meta(const tmm_safetensors *st, const char *key)
         if (strcmp(st->meta[i].key, key) == 0)
             return st->meta[i].value;
     return NULL;
+}
+
+uint32_t tmm_safetensors_meta_count(const tmm_safetensors *st) { return st->meta_count; }
+const tmm_st_meta *tmm_safetensors_meta_at(const tmm_safetensors *st, uint32_t i) { return &st->meta[i]; }
+
+const void *tmm_safetensors_data(const tmm_safetensors *st, size_t *size)
+{
+    *size = st->size - st->data_offset;
+    return st->file + st->data_offset;
 }

@@ -46,5 +46,12 @@ const tmm_st_tensor *tmm_safetensors_at(const tmm_safetensors *st, uint32_t i);
 const tmm_st_tensor *tmm_safetensors_find(const tmm_safetensors *st, const char *name);
 /* Metadata value, or NULL. */
 const char *tmm_safetensors_meta(const tmm_safetensors *st, const char *key);
+/* Every metadata pair, in the file's order. */
+uint32_t tmm_safetensors_meta_count(const tmm_safetensors *st);
+const tmm_st_meta *tmm_safetensors_meta_at(const tmm_safetensors *st, uint32_t i);
+/* The data section: every byte after the header (what tmm_safetensors_write
+ * lays out as the tensors' bytes back to back, in the order given), e.g. to
+ * checksum it. */
+const void *tmm_safetensors_data(const tmm_safetensors *st, size_t *size);
 
 #endif
