@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_REGIONS 128
+#define MAX_REGIONS 1024
 #define SETS_PER_POOL 256
 
 typedef struct tracked {

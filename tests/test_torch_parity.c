@@ -1,6 +1,7 @@
 /* Verification 3: an independent PyTorch implementation (tools/torch_ref.py,
  * float64) reads our weights and a batch from a safetensors file and writes
- * logits, loss and gradients back; they must match tmm's reference model.
+ * logits, loss and gradients back; they must match tmm's reference model
+ * (to rounding: both are float64) and the Vulkan model (to float32 tolerance).
  * Runs when CMake found a Python that imports torch (TMM_TORCH_PYTHON). */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "harness.h"
 #include "io/safetensors.h"
+#include "model/model.h"
 #include "model/params.h"
 #include "model/rng.h"
 #include "ref/ref_model.h"
@@ -108,8 +110,45 @@ static void check(const parity *pc)
                       (unsigned long long)j, ((const double *)tg->data)[j], g[p->offset + j]);
         }
     }
-    printf("  torch parity %-22s params %u trained: max|dlogit| %.2g, |dloss| %.2g, max|dgrad| %.2g\n", pc->name,
-           graded, worst_logit, dloss, worst_grad);
+    printf("  torch vs reference %-18s params %u trained: max|dlogit| %.2g, |dloss| %.2g, max|dgrad| %.2g\n",
+           pc->name, graded, worst_logit, dloss, worst_grad);
+
+    /* the Vulkan model on the same weights and batch */
+    tmm_model *m;
+    H_OK(tmm_model_create(h_dev, c, B, &m));
+    H_OK(tmm_model_write_params(m, w));
+    H_OK(tmm_model_set_batch(m, utok, tgt));
+    float vloss, *vlogits = calloc((size_t)N * V, sizeof *vlogits), *vgrads = calloc(t.arena_floats, sizeof *vgrads);
+    H_OK(tmm_model_run(m, false));
+    H_OK(tmm_model_loss(m, &vloss));
+    H_OK(tmm_model_logits(m, vlogits));
+    H_OK(tmm_model_run(m, true));
+    H_OK(tmm_model_read_grads(m, vgrads));
+    double vl = 0, scale = 0, vg = 0;
+    for (uint64_t i = 0; i < (uint64_t)N * V; i++) {
+        vl = fmax(vl, fabs(vlogits[i] - ((const double *)tl->data)[i]));
+        scale = fmax(scale, fabs(((const double *)tl->data)[i]));
+    }
+    /* float32 kernels against float64: bounds relative to each tensor's scale, as in test_model_gpu */
+    cr_assert(vl <= 1e-5 * (1 + scale), "%s: Vulkan logits differ from torch by %g", pc->name, vl);
+    cr_assert(fabs(vloss - *(const double *)tloss->data) <= 1e-5 * (1 + fabs(*(const double *)tloss->data)));
+    for (uint32_t i = 0; i < t.count; i++) {
+        const tmm_param *p = &t.params[i];
+        char name[TMM_PARAM_NAME_MAX + 8];
+        snprintf(name, sizeof name, "grad.%s", p->name);
+        const tmm_st_tensor *tg = tmm_safetensors_find(res, name);
+        double dev = 0, sc = 0;
+        for (uint64_t j = 0; tg && j < p->numel; j++) {
+            dev = fmax(dev, fabs(vgrads[p->offset + j] - ((const double *)tg->data)[j]));
+            sc = fmax(sc, fabs(((const double *)tg->data)[j]));
+        }
+        cr_assert(dev <= 1e-4 * sc + 1e-6, "%s: Vulkan gradient of %s differs from torch by %g", pc->name, p->name, dev);
+        vg = fmax(vg, dev / (sc + 1e-6));
+    }
+    printf("  torch vs Vulkan    %-18s max|dlogit| %.2g (scale %.2g), |dloss| %.2g, max relative |dgrad| %.2g\n",
+           pc->name, vl, scale, fabs(vloss - *(const double *)tloss->data), vg);
+    free(vlogits), free(vgrads);
+    tmm_model_destroy(m);
     tmm_safetensors_free(res);
     remove(in);
     remove(out);
@@ -121,8 +160,8 @@ static void check(const parity *pc)
 #define CFG(h, k, e, f) { .vocab = 11, .d_model = 12, .n_ctx = 7, .n_layers = 2, .heads = (h), .expansion = 2, \
                           .kernel = (k), .expanded = (e), .frozen = (f), .seed = 5 }
 
-Test(torch_parity, flat, .timeout = 120) { check(&(parity){ "flat", CFG(0, 1, false, false) }); }
-Test(torch_parity, heads4, .timeout = 120) { check(&(parity){ "heads 4", CFG(4, 1, false, false) }); }
-Test(torch_parity, kernel3, .timeout = 120) { check(&(parity){ "kernel 3", CFG(0, 3, false, false) }); }
-Test(torch_parity, expanded, .timeout = 120) { check(&(parity){ "expanded heads 4", CFG(4, 1, true, false) }); }
-Test(torch_parity, frozen, .timeout = 120) { check(&(parity){ "frozen heads 4", CFG(4, 2, false, true) }); }
+H_TEST(torch_parity, flat) { check(&(parity){ "flat", CFG(0, 1, false, false) }); }
+H_TEST(torch_parity, heads4) { check(&(parity){ "heads 4", CFG(4, 1, false, false) }); }
+H_TEST(torch_parity, kernel3) { check(&(parity){ "kernel 3", CFG(0, 3, false, false) }); }
+H_TEST(torch_parity, expanded) { check(&(parity){ "expanded heads 4", CFG(4, 1, true, false) }); }
+H_TEST(torch_parity, frozen) { check(&(parity){ "frozen heads 4", CFG(4, 2, false, true) }); }

@@ -1,10 +1,423 @@
-/* placeholder until tmm bench matmul lands (being written now) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+/* tmm bench: kernel benchmarks, one per subcommand (tmm bench matmul). Device
+ * time comes from the recorder's timestamp regions: one warm-up run, then R
+ * timed runs, and the median is reported. */
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include <cjson/cJSON.h>
+
+#include "buffer.h"
 #include "cli.h"
+#include "ops/ops.h"
+
+#define MAX_REPEAT 10000u
+/* Without --repeat: enough timed runs for about this much device time. */
+#define TARGET_MS 1500.0
+#define MIN_AUTO_REPEAT 3u
+#define MAX_AUTO_REPEAT 200u
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- matmul ------------------------------------------------------------- */
+
+typedef struct mm_result {
+    tmm_matmul_variant variant;
+    uint32_t repeat;
+    double ms;
+    double max_error;   /* of the spot check against a double dot product */
+    bool host_timed;    /* no timestamps on this queue: wall-clock time instead */
+} mm_result;
+
+typedef struct mm_setup {
+    tmm_device *dev;
+    tmm_matmul_desc desc;
+    tmm_buffer *a, *b, *c;
+    float *ha, *hb;
+    unsigned long repeat;   /* 0: automatic */
+} mm_setup;
+
+/* One run of the recording: device time of its region (or wall time). */
+static tmm_status timed_run(tmm_recorder *rec, double *ms, bool *host_timed)
+{
+    double t0 = now_ms();
+    TMM_TRY(tmm_recorder_run(rec));
+    double wall = now_ms() - t0;
+    tmm_status s = tmm_recorder_region_time(rec, 0, NULL, ms);
+    if (s == TMM_ERR_UNSUPPORTED) {
+        *ms = wall;
+        *host_timed = true;
+        return TMM_OK;
+    }
+    return s;
+}
+
+/* Compares a few entries of C with double-precision dot products. */
+static tmm_status spot_check(const mm_setup *st, double *max_error)
+{
+    const tmm_matmul_desc *d = &st->desc;
+    float *row = malloc(d->n * sizeof *row);
+    if (!row)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    *max_error = 0;
+    tmm_status s = TMM_OK;
+    for (uint32_t t = 0; t < 8 && s == TMM_OK; t++) {
+        uint32_t i = (uint32_t)(((uint64_t)t * 2654435761u + 7) % d->m);
+        s = tmm_buffer_read(st->c, (uint64_t)i * d->n * sizeof(float), row, d->n * sizeof(float));
+        for (uint32_t u = 0; u < 4 && s == TMM_OK; u++) {
+            uint32_t j = (uint32_t)(((uint64_t)(t * 4 + u) * 40503u + 3) % d->n);
+            double sum = 0;
+            for (uint64_t p = 0; p < d->k; p++) {
+                double x = d->trans_a ? st->ha[p * d->m + i] : st->ha[(uint64_t)i * d->k + p];
+                double y = d->trans_b ? st->hb[(uint64_t)j * d->k + p] : st->hb[p * d->n + j];
+                sum += x * y;
+            }
+            double err = fabs(row[j] - sum);
+            if (!(err <= *max_error)) /* catches NaN too */
+                *max_error = err;
+        }
+    }
+    free(row);
+    return s;
+}
+
+static tmm_status bench_variant(const mm_setup *st, tmm_matmul_variant variant, mm_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->variant = variant;
+    tmm_matmul_desc desc = st->desc;
+    desc.variant = variant;
+    tmm_recorder *rec;
+    TMM_TRY(tmm_recorder_create(st->dev, &rec));
+    double *times = NULL;
+    tmm_status s;
+    if ((s = tmm_recorder_begin(rec)) != TMM_OK ||
+        (s = tmm_record_region_begin(rec, "matmul")) != TMM_OK ||
+        (s = tmm_op_matmul(rec, &desc, tmm_whole(st->a), tmm_whole(st->b), (tmm_view){ 0 }, tmm_whole(st->c))) !=
+            TMM_OK ||
+        (s = tmm_record_region_end(rec)) != TMM_OK || (s = tmm_recorder_end(rec)) != TMM_OK)
+        goto done;
+    double warm;
+    if ((s = timed_run(rec, &warm, &res->host_timed)) != TMM_OK)
+        goto done;
+    uint32_t repeat = (uint32_t)st->repeat;
+    if (!repeat) {
+        double want = warm > 0 ? ceil(TARGET_MS / warm) : MAX_AUTO_REPEAT;
+        repeat = want < MIN_AUTO_REPEAT ? MIN_AUTO_REPEAT : want > MAX_AUTO_REPEAT ? MAX_AUTO_REPEAT : (uint32_t)want;
+    }
+    if (!(times = malloc(repeat * sizeof *times))) {
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < repeat && s == TMM_OK; i++)
+        s = timed_run(rec, &times[i], &res->host_timed);
+    if (s != TMM_OK)
+        goto done;
+    res->repeat = repeat;
+    res->ms = median(times, repeat);
+    s = spot_check(st, &res->max_error);
+done:
+    free(times);
+    tmm_recorder_destroy(rec);
+    return s;
+}
+
+static void matmul_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tmm bench matmul [--m M] [--n N] [--k K] [--variant auto|register|tiled|all]\n"
+            "                        [--trans-a] [--trans-b] [--repeat R] [--device N] [--json]\n\n"
+            "Times C[M,N] = A[M,K] * B[K,N] in float32 on the device: one warm-up run, then R\n"
+            "timed runs; reports the median device time (timestamp queries) and GFLOP/s\n"
+            "(2*M*N*K per run). A few entries of C are checked against a double-precision\n"
+            "dot product; a wrong result fails the benchmark.\n\n"
+            "options:\n"
+            "  --m M, --n N, --k K  matrix sizes (default 1024 each)\n"
+            "  --variant V          auto: what tmm picks for the device (register on CPU\n"
+            "                       devices, tiled on GPUs); register; tiled; all: register\n"
+            "                       and tiled side by side (default all)\n"
+            "  --trans-a            A is stored transposed, [K,M]\n"
+            "  --trans-b            B is stored transposed, [N,K]\n"
+            "  --repeat R           timed runs (default: enough for about %.1f s, %u to %u)\n"
+            "  --device N           use Vulkan device N (see 'tmm devices')\n"
+            "  --json               print a JSON array of results instead of a table\n"
+            "  -h, --help           show this help\n",
+            TARGET_MS / 1000, MIN_AUTO_REPEAT, MAX_AUTO_REPEAT);
+}
+
+static bool parse_size(const char *option, const char *text, uint32_t *out)
+{
+    unsigned long v;
+    if (!cli_parse_uint(option, text, UINT32_MAX, &v))
+        return false;
+    if (v == 0) {
+        fprintf(stderr, "tmm: %s must be at least 1\n", option);
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+static int bench_matmul(int argc, char **argv)
+{
+    enum { OPT_M = 256, OPT_N, OPT_K, OPT_VARIANT, OPT_TA, OPT_TB, OPT_REPEAT, OPT_DEVICE, OPT_JSON };
+    static const struct option longopts[] = { { "m", required_argument, NULL, OPT_M },
+                                              { "n", required_argument, NULL, OPT_N },
+                                              { "k", required_argument, NULL, OPT_K },
+                                              { "variant", required_argument, NULL, OPT_VARIANT },
+                                              { "trans-a", no_argument, NULL, OPT_TA },
+                                              { "trans-b", no_argument, NULL, OPT_TB },
+                                              { "repeat", required_argument, NULL, OPT_REPEAT },
+                                              { "device", required_argument, NULL, OPT_DEVICE },
+                                              { "json", no_argument, NULL, OPT_JSON },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { 0, 0, 0, 0 } };
+    mm_setup st = { 0 };
+    st.desc = (tmm_matmul_desc){ .m = 1024, .n = 1024, .k = 1024, .batch = 1 };
+    tmm_matmul_variant variants[2] = { TMM_MATMUL_REGISTER, TMM_MATMUL_TILED };
+    int n_variants = 2, index = -1, c;
+    bool json = false;
+    unsigned long v;
+    optind = 1;
+    opterr = 0; /* our own messages below */
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_M:
+            if (!parse_size("--m", optarg, &st.desc.m))
+                return 2;
+            break;
+        case OPT_N:
+            if (!parse_size("--n", optarg, &st.desc.n))
+                return 2;
+            break;
+        case OPT_K:
+            if (!parse_size("--k", optarg, &st.desc.k))
+                return 2;
+            break;
+        case OPT_VARIANT:
+            if (strcmp(optarg, "all") == 0) {
+                n_variants = 2;
+            } else {
+                n_variants = 1;
+                if (strcmp(optarg, "auto") == 0)
+                    variants[0] = TMM_MATMUL_AUTO;
+                else if (strcmp(optarg, "register") == 0)
+                    variants[0] = TMM_MATMUL_REGISTER;
+                else if (strcmp(optarg, "tiled") == 0)
+                    variants[0] = TMM_MATMUL_TILED;
+                else {
+                    fprintf(stderr, "tmm: --variant expects auto, register, tiled or all, got '%s'\n", optarg);
+                    return 2;
+                }
+            }
+            break;
+        case OPT_TA:
+            st.desc.trans_a = true;
+            break;
+        case OPT_TB:
+            st.desc.trans_b = true;
+            break;
+        case OPT_REPEAT:
+            if (!cli_parse_uint("--repeat", optarg, MAX_REPEAT, &st.repeat))
+                return 2;
+            if (st.repeat == 0) {
+                fprintf(stderr, "tmm: --repeat must be at least 1\n");
+                return 2;
+            }
+            break;
+        case OPT_DEVICE:
+            if (!cli_parse_uint("--device", optarg, 1000, &v))
+                return 2;
+            index = (int)v;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        case 'h':
+            matmul_usage(stdout);
+            return 0;
+        case ':':
+            fprintf(stderr, "tmm: bench matmul: %s needs a value\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "tmm: bench matmul: unknown option '%s'; see 'tmm bench matmul --help'\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "tmm: bench matmul: unexpected argument '%s'; see 'tmm bench matmul --help'\n",
+                argv[optind]);
+        return 2;
+    }
+
+    const uint64_t m = st.desc.m, n = st.desc.n, k = st.desc.k;
+    size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
+    if (cli_open_device(index, &st.dev))
+        return 1;
+    int rc = 0;
+    st.ha = malloc(na * sizeof(float));
+    st.hb = malloc(nb * sizeof(float));
+    tmm_status s = TMM_OK;
+    if (!st.ha || !st.hb) {
+        fprintf(stderr, "tmm: out of host memory for %llu x %llu x %llu matrices\n", (unsigned long long)m,
+                (unsigned long long)n, (unsigned long long)k);
+        rc = 1;
+        goto out;
+    }
+    uint64_t seed = 0x1234567u;
+    for (size_t i = 0; i < na; i++)
+        st.ha[i] = (float)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 40) * 0x1p-24f * 2 - 1;
+    for (size_t i = 0; i < nb; i++)
+        st.hb[i] = (float)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 40) * 0x1p-24f * 2 - 1;
+    if ((s = tmm_buffer_create(st.dev, na * sizeof(float), TMM_MEMORY_DEVICE, &st.a)) != TMM_OK ||
+        (s = tmm_buffer_create(st.dev, nb * sizeof(float), TMM_MEMORY_DEVICE, &st.b)) != TMM_OK ||
+        (s = tmm_buffer_create(st.dev, nc * sizeof(float), TMM_MEMORY_DEVICE, &st.c)) != TMM_OK ||
+        (s = tmm_buffer_write(st.a, 0, st.ha, na * sizeof(float))) != TMM_OK ||
+        (s = tmm_buffer_write(st.b, 0, st.hb, nb * sizeof(float))) != TMM_OK) {
+        rc = cli_error("cannot set up the matrices", s);
+        goto out;
+    }
+
+    const tmm_device_info *info = tmm_device_get_info(st.dev);
+    const char *trans = st.desc.trans_a ? (st.desc.trans_b ? "tt" : "tn") : (st.desc.trans_b ? "nt" : "nn");
+    /* float32 rounding over k terms of size <= 1: far below this unless wrong */
+    const double tolerance = 1e-3 * sqrt((double)k) + 1e-4;
+    mm_result results[2];
+    for (int i = 0; i < n_variants; i++) {
+        if ((s = bench_variant(&st, variants[i], &results[i])) != TMM_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "matmul (%s variant)", tmm_matmul_variant_name(variants[i]));
+            rc = cli_error(what, s);
+            goto out;
+        }
+        if (!(results[i].max_error <= tolerance)) {
+            fprintf(stderr, "tmm: matmul (%s variant) computed wrong results on %s: max |error| %.3g over "
+                            "spot-checked entries\n", tmm_matmul_variant_name(variants[i]), info->name,
+                    results[i].max_error);
+            rc = 1;
+            goto out;
+        }
+    }
+
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    if (json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; i < n_variants && arr; i++) {
+            const mm_result *r = &results[i];
+            cJSON *o = cJSON_CreateObject();
+            if (!o)
+                break;
+            cJSON_AddItemToArray(arr, o);
+            cJSON_AddStringToObject(o, "bench", "matmul");
+            cJSON_AddStringToObject(o, "variant", tmm_matmul_variant_name(r->variant));
+            if (r->variant == TMM_MATMUL_AUTO)
+                cJSON_AddStringToObject(o, "resolved",
+                                        info->type == TMM_DEVICE_CPU ? "register" : "tiled");
+            cJSON_AddNumberToObject(o, "m", (double)m);
+            cJSON_AddNumberToObject(o, "n", (double)n);
+            cJSON_AddNumberToObject(o, "k", (double)k);
+            cJSON_AddBoolToObject(o, "trans_a", st.desc.trans_a);
+            cJSON_AddBoolToObject(o, "trans_b", st.desc.trans_b);
+            cJSON_AddNumberToObject(o, "repeat", r->repeat);
+            cJSON_AddNumberToObject(o, "ms", r->ms);
+            cJSON_AddNumberToObject(o, "gflops", r->ms > 0 ? flop / (r->ms * 1e6) : 0);
+            cJSON_AddStringToObject(o, "timing", r->host_timed ? "host" : "device");
+            cJSON_AddStringToObject(o, "device", info->name);
+        }
+        char *text = arr ? cJSON_Print(arr) : NULL;
+        if (!text) {
+            fprintf(stderr, "tmm: out of host memory writing JSON\n");
+            rc = 1;
+        } else {
+            printf("%s\n", text);
+        }
+        free(text);
+        cJSON_Delete(arr);
+    } else {
+        printf("matmul on %s (%s), float32, C = %sA * %sB\n", info->name, tmm_device_type_name(info->type),
+               st.desc.trans_a ? "transposed " : "", st.desc.trans_b ? "transposed " : "");
+        printf("%-10s %6s %6s %6s %5s %7s %10s %9s\n", "variant", "m", "n", "k", "trans", "repeat", "ms",
+               "GFLOP/s");
+        for (int i = 0; i < n_variants; i++) {
+            const mm_result *r = &results[i];
+            char name[32];
+            if (r->variant == TMM_MATMUL_AUTO)
+                snprintf(name, sizeof name, "auto:%s", info->type == TMM_DEVICE_CPU ? "register" : "tiled");
+            else
+                snprintf(name, sizeof name, "%s", tmm_matmul_variant_name(r->variant));
+            printf("%-10s %6llu %6llu %6llu %5s %7u %10.3f %9.2f\n", name, (unsigned long long)m,
+                   (unsigned long long)n, (unsigned long long)k, trans, r->repeat, r->ms,
+                   r->ms > 0 ? flop / (r->ms * 1e6) : 0.0);
+        }
+        if (results[0].host_timed)
+            printf("(the device has no timestamp queries: times are host wall-clock per submission)\n");
+    }
+out:
+    tmm_buffer_destroy(st.a);
+    tmm_buffer_destroy(st.b);
+    tmm_buffer_destroy(st.c);
+    free(st.ha);
+    free(st.hb);
+    tmm_device_destroy(st.dev);
+    return rc;
+}
+
+/* ---- dispatch on the benchmark name -------------------------------------- */
+
+static const struct bench {
+    const char *name;
+    int (*run)(int, char **);
+    const char *summary;
+} benches[] = {
+    { "matmul", bench_matmul, "float32 matrix multiply, per kernel variant (GFLOP/s)" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tmm bench <benchmark> [options]\n"
+               "       tmm bench <benchmark> --help\n\n"
+               "Measures kernels on the device (median device time over repeated runs).\n\n"
+               "benchmarks:\n");
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        fprintf(f, "  %-8s %s\n", benches[i].name, benches[i].summary);
+}
 
 int cmd_bench(int argc, char **argv)
 {
-    fprintf(stderr, "tmm bench: not built yet\n");
-    return 1;
+    if (argc < 2) {
+        fprintf(stderr, "tmm: bench needs a benchmark name, e.g. 'tmm bench matmul'; see 'tmm bench --help'\n");
+        return 2;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        if (strcmp(name, benches[i].name) == 0)
+            return benches[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available: matmul (see 'tmm bench --help')\n", name);
+    return 2;
 }

@@ -1,0 +1,38 @@
+// Shared by matmul_reg.comp and matmul_tiled.comp (see src/ops/matmul.c).
+//   C_b[m, n] (+)= sum_k op(A_b)[m, k] * op(B_b)[k, n] + bias[n],  b = gl_WorkGroupID.z
+// A is stored [m, k] row-major, or [k, m] with TRANS_A; B [k, n], or [n, k]
+// with TRANS_B. Batch b of an operand starts at element base + b * stride of
+// its binding; the host binds at most maxStorageBufferRange bytes per operand
+// (splitting the batch over dispatches when needed) and passes the element
+// offset of batch 0 inside the bound range as base_*.
+// All indices fit in 32 bits: each bound range is below 4 GiB.
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+layout(constant_id = 3) const bool TRANS_A = false;
+layout(constant_id = 4) const bool TRANS_B = false;
+layout(constant_id = 5) const bool HAS_BIAS = false;   // otherwise binding 2 is a dummy
+layout(constant_id = 6) const bool ACCUMULATE = false; // C += ... instead of C = ...
+
+layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
+layout(std430, binding = 1) readonly buffer B1 { float b1[]; };
+layout(std430, binding = 2) readonly buffer Bias1 { float bias1[]; };
+layout(std430, binding = 3) buffer C1 { float c1[]; };
+
+layout(push_constant) uniform Push {
+    uint m, n, k;
+    uint stride_a, stride_b, stride_c;        // elements between batches
+    uint base_a, base_b, base_c, base_bias;   // element offset of batch 0
+} p;
+
+// C[row, col] of the current batch from the accumulated sum: adds the bias
+// and, when accumulating, the old value.
+void store_c(uint cbase, uint row, uint col, float sum)
+{
+    uint i = cbase + row * p.n + col;
+    float v = sum;
+    if (HAS_BIAS)
+        v += bias1[p.base_bias + col];
+    if (ACCUMULATE)
+        v += c1[i];
+    c1[i] = v;
+}

@@ -1,0 +1,79 @@
+/* The TMM on a device: parameters and gradients in two arenas of the same
+ * layout (model/params.h), activations planned from the config and the batch
+ * size, and one recording of the forward (and backward) pass that is
+ * replayed for every batch.
+ *
+ * Activations kept for the backward, per block (N = batch * n_ctx rows):
+ *   h_in [N,d], LN1 mean/rstd [N], x1 = LN1(h_in) [N,d], f1 = x1 W1ᵀ [N,e],
+ *   z = silu(f1 + b1) [N,e], h_mid [N,d], LN2 mean/rstd [N], x2 = LN2(h_mid) [N,d],
+ *   v = x2 Winᵀ + bin [N,d] (heads), y1 = T(v) [N,d], q = silu(y1) and
+ *   y2 = T2(q) [N,d] (expanded).
+ * Plus the final hidden state, the logits [N,V] (replaced by their gradient in
+ * the backward), gradient temporaries and one shared scratch buffer. All of
+ * it grows linearly in n (tmm_model_memory_plan). */
+#ifndef TMM_MODEL_MODEL_H
+#define TMM_MODEL_MODEL_H
+
+#include "model/params.h"
+#include "ops/toeplitz.h"
+#include "recorder.h"
+
+typedef struct tmm_model tmm_model;
+
+typedef struct tmm_model_memory {
+    uint64_t params;       /* bytes of the parameter arena */
+    uint64_t grads;        /* bytes of the gradient arena */
+    uint64_t activations;  /* bytes kept from the forward for the backward */
+    uint64_t workspace;    /* gradient temporaries, logits, batch inputs and op scratch */
+    uint64_t total;
+} tmm_model_memory;
+
+/* Device memory a model of this config needs at this batch size. */
+tmm_status tmm_model_memory_plan(const tmm_model_config *config, uint32_t batch, tmm_model_memory *out);
+
+/* Allocates the model for `batch` sequences and initializes the parameters
+ * from config->seed (tmm_param_init). */
+tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out);
+void tmm_model_destroy(tmm_model *model);
+
+const tmm_param_table *tmm_model_table(const tmm_model *model);
+uint32_t tmm_model_batch(const tmm_model *model);
+/* Choose the Toeplitz implementation (default AUTO); takes effect at the next record. */
+void tmm_model_set_toeplitz_impl(tmm_model *model, tmm_toeplitz_impl impl);
+
+/* Wrap every op in a timestamp region labelled by op ("matmul", "toeplitz bwd",
+ * ...) for per-op device time (tmm_recorder_region_time); next record. */
+void tmm_model_set_profile(tmm_model *model, bool profile);
+
+/* Host <-> device copies of the arenas (table->arena_floats floats). */
+tmm_status tmm_model_write_params(tmm_model *model, const float *arena);
+tmm_status tmm_model_read_params(tmm_model *model, float *arena);
+tmm_status tmm_model_read_grads(tmm_model *model, float *arena);
+
+/* The next batch: tokens and targets [batch, n_ctx]; a negative target is not
+ * scored. Checks every token and target against the vocabulary. */
+tmm_status tmm_model_set_batch(tmm_model *model, const uint32_t *tokens, const int32_t *targets);
+
+/* Runs the forward pass (and with backward, the backward pass, writing every
+ * gradient of the mean loss into the gradient arena; frozen parameters keep a
+ * zero gradient). Records on first use and whenever the mode or the number of
+ * scored targets changes; otherwise replays. */
+tmm_status tmm_model_run(tmm_model *model, bool backward);
+/* Records the forward (and backward) pass into an outside recorder, so a
+ * trainer can append its optimizer and replay the whole step. The recording
+ * bakes in the current batch's number of scored targets (tmm_model_scored):
+ * record again when it changes. After running it, tmm_model_mark_run lets
+ * the result getters below read the outputs. */
+tmm_status tmm_model_record(tmm_model *model, tmm_recorder *recorder, bool backward);
+uint32_t tmm_model_scored(const tmm_model *model);
+void tmm_model_mark_run(tmm_model *model, bool backward);
+tmm_buffer *tmm_model_param_buffer(tmm_model *model);
+tmm_buffer *tmm_model_grad_buffer(tmm_model *model);
+
+/* Results of the last run. Logits ([batch, n_ctx, V]) only after a forward-only run. */
+tmm_status tmm_model_loss(tmm_model *model, float *loss);
+tmm_status tmm_model_logits(tmm_model *model, float *logits);
+/* Predicted next token (argmax of the logits) at every position [batch, n_ctx]. */
+tmm_status tmm_model_argmax(tmm_model *model, uint32_t *argmax);
+
+#endif

@@ -1,0 +1,29 @@
+/* Reference of tmm_op_matmul: a plain triple loop per batch with double
+ * accumulation; bias and the previous C (when accumulating) are added in
+ * double too, and the result is rounded to float once. */
+#include "ref/ref.h"
+
+void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, const float *bias, float *c)
+{
+    const size_t m = desc->m, n = desc->n, k = desc->k;
+    const uint32_t batch = desc->batch ? desc->batch : 1;
+    for (uint32_t bi = 0; bi < batch; bi++) {
+        const float *ab = a ? a + bi * desc->stride_a : NULL;
+        const float *bb = b ? b + bi * desc->stride_b : NULL;
+        float *cb = c + bi * desc->stride_c;
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+                double s = 0;
+                for (size_t p = 0; p < k; p++) {
+                    double x = desc->trans_a ? ab[p * m + i] : ab[i * k + p];
+                    double y = desc->trans_b ? bb[j * k + p] : bb[p * n + j];
+                    s += x * y;
+                }
+                if (bias)
+                    s += bias[j];
+                if (desc->accumulate)
+                    s += cb[i * n + j];
+                cb[i * n + j] = (float)s;
+            }
+    }
+}

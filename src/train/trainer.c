@@ -1,0 +1,402 @@
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buffer.h"
+#include "files.h"
+#include "model/model.h"
+#include "ops/ops.h"
+#include "train/checkpoint.h"
+#include "train/data.h"
+#include "train/optim.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+tmm_status tmm_train_prepare(tmm_train_config *c, tmm_data **out)
+{
+    *out = NULL;
+    tmm_data_config dc;
+    tmm_data_config_init(&dc);
+    dc.task = c->task;
+    dc.seed = c->data_seed;
+    dc.n = c->model.n_ctx;
+    dc.copy_alphabet = c->copy_alphabet;
+    dc.text_paths = (const char *const *)c->text_files;
+    dc.text_path_count = c->text_file_count;
+    dc.text_mode = c->text_mode;
+    dc.val_fraction = c->val_fraction;
+    if (c->task == TMM_DATA_TEXT && c->text_file_count == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the text task needs training files: --data FILE");
+    tmm_data *data;
+    TMM_TRY(tmm_data_create(&dc, &data));
+    uint32_t need = tmm_data_vocab(data);
+    if (c->model.vocab == 0)
+        c->model.vocab = need;
+    tmm_status s = TMM_OK;
+    if (c->model.vocab < need)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model vocab %u is smaller than the task's %u tokens", c->model.vocab,
+                     need);
+    if (s == TMM_OK)
+        s = tmm_train_config_check(c);
+    if (s != TMM_OK) {
+        tmm_data_destroy(data);
+        return s;
+    }
+    *out = data;
+    return TMM_OK;
+}
+
+/* ---- held-out evaluation ---------------------------------------------------- */
+
+typedef struct batch_buf {
+    uint32_t *tokens;
+    int32_t *targets;
+} batch_buf;
+
+static tmm_status evaluate(tmm_model *m, const tmm_data *data, uint32_t batches, uint32_t *pred, batch_buf *b,
+                           double *loss, double *accuracy, uint64_t *scored_out)
+{
+    const uint32_t B = tmm_model_batch(m), n = tmm_model_table(m)->config.n_ctx;
+    double loss_sum = 0;
+    uint64_t scored = 0, correct = 0;
+    for (uint32_t i = 0; i < batches; i++) {
+        TMM_TRY(tmm_data_batch(data, TMM_SPLIT_VAL, i, B, n, b->tokens, b->targets));
+        TMM_TRY(tmm_model_set_batch(m, b->tokens, b->targets));
+        TMM_TRY(tmm_model_run(m, false));
+        float l;
+        TMM_TRY(tmm_model_loss(m, &l));
+        TMM_TRY(tmm_model_argmax(m, pred));
+        uint32_t here = tmm_model_scored(m);
+        loss_sum += (double)l * here; /* the model's loss is the mean over this batch's scored targets */
+        scored += here;
+        for (uint32_t r = 0; r < B * n; r++)
+            correct += b->targets[r] >= 0 && pred[r] == (uint32_t)b->targets[r];
+    }
+    *loss = scored ? loss_sum / (double)scored : 0.0;
+    *accuracy = scored ? (double)correct / (double)scored : 0.0;
+    if (scored_out)
+        *scored_out = scored;
+    return TMM_OK;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+typedef struct run {
+    tmm_device *dev;
+    tmm_train_config *c;
+    tmm_data *data;
+    tmm_model *model;
+    tmm_optim *optim;
+    tmm_recorder *step_rec;   /* [fwd, bwd, (axpy into acc | optimizer)] */
+    tmm_recorder *opt_rec;    /* accumulation: [optimizer on acc, zero acc] */
+    tmm_buffer *acc;          /* accumulated gradients (accum > 1) */
+    uint32_t recorded_scored;
+    bool recorded;
+    uint32_t micro, n;
+    batch_buf cur, next;
+    uint32_t *pred;
+    FILE *metrics;
+    char *config_json;
+} run;
+
+static tmm_status record_step(run *R)
+{
+    const tmm_param_table *t = tmm_model_table(R->model);
+    tmm_view params = tmm_whole(tmm_model_param_buffer(R->model));
+    tmm_view grads = tmm_whole(tmm_model_grad_buffer(R->model));
+    TMM_TRY(tmm_recorder_begin(R->step_rec));
+    TMM_TRY(tmm_model_record(R->model, R->step_rec, true));
+    if (R->c->accum == 1) {
+        TMM_TRY(tmm_optim_record(R->optim, R->step_rec, params, grads));
+    } else {
+        TMM_TRY(tmm_op_axpy(R->step_rec, 1.0f / (float)R->c->accum, grads, tmm_whole(R->acc),
+                            (uint32_t)t->arena_floats));
+        if (!R->opt_rec) {
+            TMM_TRY(tmm_recorder_create(R->dev, &R->opt_rec));
+            TMM_TRY(tmm_recorder_begin(R->opt_rec));
+            TMM_TRY(tmm_optim_record(R->optim, R->opt_rec, params, tmm_whole(R->acc)));
+            TMM_TRY(tmm_op_fill(R->opt_rec, tmm_whole(R->acc), (uint32_t)t->arena_floats, 0.0f));
+            TMM_TRY(tmm_recorder_end(R->opt_rec));
+        }
+    }
+    TMM_TRY(tmm_recorder_end(R->step_rec));
+    R->recorded = true;
+    R->recorded_scored = tmm_model_scored(R->model);
+    return TMM_OK;
+}
+
+static tmm_status load_batch(run *R, uint64_t index, batch_buf *b)
+{
+    return tmm_data_batch(R->data, TMM_SPLIT_TRAIN, index, R->micro, R->n, b->tokens, b->targets);
+}
+
+static tmm_status save(run *R, uint64_t step, tmm_train_result *res)
+{
+    const tmm_param_table *t = tmm_model_table(R->model);
+    const uint64_t floats = t->arena_floats;
+    float *params = malloc(floats * 4), *m = malloc(floats * 4), *v = malloc(floats * 4);
+    tmm_status s = (params && m && v) ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_view mv = tmm_optim_m(R->optim), vv = tmm_optim_v(R->optim);
+    if (s == TMM_OK)
+        s = tmm_model_read_params(R->model, params);
+    if (s == TMM_OK)
+        s = tmm_buffer_read(mv.buffer, mv.offset, m, floats * 4);
+    if (s == TMM_OK)
+        s = tmm_buffer_read(vv.buffer, vv.offset, v, floats * 4);
+    if (s == TMM_OK) {
+        tmm_train_state st = { .step = step, .m = m, .v = v, .n_words = 2,
+                               .words = { step * R->c->accum, R->c->data_seed } };
+        tmm_st_meta extra[] = { { "task", R->c->task == TMM_DATA_COPY ? "copy" : "text" },
+                                { "tokenizer", R->c->task == TMM_DATA_COPY ? "copy-symbols" : "bytes" },
+                                { "train_config", R->config_json } };
+        s = tmm_checkpoint_save(R->c->run_dir, step, t, params, &st, extra, 3, R->c->keep);
+    }
+    if (s == TMM_OK)
+        tmm_checkpoint_step_dir(R->c->run_dir, step, res->checkpoint, sizeof res->checkpoint);
+    free(params), free(m), free(v);
+    return s;
+}
+
+static tmm_status restore(run *R, const char *path, uint64_t *step)
+{
+    tmm_checkpoint ck;
+    TMM_TRY(tmm_checkpoint_load(path, &R->c->model, true, &ck));
+    tmm_status s = TMM_OK;
+    if (!ck.has_state)
+        s = tmm_fail(TMM_ERR_IO, "%s has no training state to resume from", ck.dir);
+    const uint64_t bytes = ck.table.arena_floats * 4;
+    tmm_view mv = tmm_optim_m(R->optim), vv = tmm_optim_v(R->optim);
+    if (s == TMM_OK)
+        s = tmm_model_write_params(R->model, ck.params);
+    if (s == TMM_OK)
+        s = tmm_buffer_write(mv.buffer, mv.offset, ck.state.m, bytes);
+    if (s == TMM_OK)
+        s = tmm_buffer_write(vv.buffer, vv.offset, ck.state.v, bytes);
+    if (s == TMM_OK && ck.state.n_words >= 1 && ck.state.words[0] != ck.step * R->c->accum)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s was saved with another accumulation setting", ck.dir);
+    *step = ck.step;
+    tmm_checkpoint_free(&ck);
+    return s;
+}
+
+static void write_metrics(run *R, const tmm_train_progress *p)
+{
+    if (!R->metrics)
+        return;
+    fprintf(R->metrics, "{\"step\": %llu, \"loss\": %.6g, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens_per_s\": %.6g, "
+                        "\"elapsed_s\": %.3f",
+            (unsigned long long)p->step, p->loss, p->lr, p->grad_norm, p->tokens_per_s, p->elapsed_s);
+    if (p->eval) {
+        fprintf(R->metrics, ", \"val_loss\": %.6g", p->val_loss);
+        fprintf(R->metrics, R->c->task == TMM_DATA_COPY ? ", \"copy_acc\": %.6g" : ", \"val_accuracy\": %.6g",
+                p->accuracy);
+    }
+    fputs("}\n", R->metrics);
+    fflush(R->metrics);
+}
+
+static void free_run(run *R)
+{
+    tmm_recorder_destroy(R->step_rec);
+    tmm_recorder_destroy(R->opt_rec);
+    tmm_buffer_destroy(R->acc);
+    tmm_optim_destroy(R->optim);
+    tmm_model_destroy(R->model);
+    tmm_data_destroy(R->data);
+    free(R->cur.tokens), free(R->cur.targets), free(R->next.tokens), free(R->next.targets), free(R->pred);
+    free(R->config_json);
+    if (R->metrics)
+        fclose(R->metrics);
+}
+
+static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hooks, tmm_train_result *res)
+{
+    tmm_train_config *c = R->c;
+    const double t0 = now_s();
+    double last_log = t0;
+    uint64_t tokens_since = 0;
+    double loss = 0;
+    TMM_TRY(load_batch(R, start * c->accum, &R->next));
+    for (uint64_t s = start; s < c->steps; s++) {
+        double lr = tmm_lr_at(&c->schedule, s, c->steps);
+        for (uint32_t i = 0; i < c->accum; i++) {
+            batch_buf tmp = R->cur;
+            R->cur = R->next;
+            R->next = tmp;
+            TMM_TRY(tmm_model_set_batch(R->model, R->cur.tokens, R->cur.targets));
+            if (!R->recorded || tmm_model_scored(R->model) != R->recorded_scored)
+                TMM_TRY(record_step(R));
+            if (c->accum == 1)
+                TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(s + 1), lr));
+            TMM_TRY(tmm_recorder_submit(R->step_rec));
+            /* the next batch is prepared while the device works */
+            uint64_t next_index = s * c->accum + i + 1;
+            if (next_index < c->steps * c->accum)
+                TMM_TRY(load_batch(R, next_index, &R->next));
+            TMM_TRY(tmm_recorder_wait(R->step_rec));
+            tmm_model_mark_run(R->model, true);
+            float l;
+            TMM_TRY(tmm_model_loss(R->model, &l));
+            loss = (i == 0 ? 0 : loss) + (double)l / c->accum;
+            tokens_since += (uint64_t)R->micro * R->n;
+        }
+        if (c->accum > 1) {
+            TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(s + 1), lr));
+            TMM_TRY(tmm_recorder_run(R->opt_rec));
+        }
+        tmm_optim_stats st = tmm_optim_get_stats(R->optim);
+        uint64_t done = s + 1;
+        res->step = done;
+        res->loss = loss;
+        if (!isfinite(loss))
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the loss became %g at step %llu: lower the learning rate "
+                            "(--lr) or raise the warmup", loss, (unsigned long long)done);
+        bool eval = c->eval_every && (done % c->eval_every == 0 || done == c->steps);
+        bool log = eval || (c->log_every && done % c->log_every == 0) || done == c->steps;
+        tmm_train_progress p = { .step = done, .steps = c->steps, .loss = loss, .lr = lr,
+                                 .grad_norm = st.grad_norm, .elapsed_s = now_s() - t0 };
+        if (eval) {
+            TMM_TRY(evaluate(R->model, R->data, c->eval_batches, R->pred, &R->cur, &p.val_loss, &p.accuracy, NULL));
+            p.eval = true;
+            res->val_loss = p.val_loss;
+            res->accuracy = p.accuracy; /* the next step uploads its own batch again */
+        }
+        if (log) {
+            double t = now_s();
+            p.tokens_per_s = (double)tokens_since / (t - last_log);
+            last_log = t;
+            tokens_since = 0;
+            write_metrics(R, &p);
+            if (hooks && hooks->on_progress)
+                hooks->on_progress(&p, hooks->user);
+        }
+        bool target = eval && c->task == TMM_DATA_COPY && c->target_accuracy > 0 && p.accuracy >= c->target_accuracy;
+        bool stop = (hooks && hooks->stop && *hooks->stop) || (hooks && hooks->stop_after && done >= hooks->stop_after);
+        if (target || stop || done == c->steps || (c->save_every && done % c->save_every == 0)) {
+            TMM_TRY(save(R, done, res));
+        }
+        if (target) {
+            res->reached_target = true;
+            break;
+        }
+        if (stop) {
+            res->interrupted = hooks->stop && *hooks->stop;
+            break;
+        }
+    }
+    res->seconds = now_s() - t0;
+    return TMM_OK;
+}
+
+tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, const tmm_train_hooks *hooks,
+                     tmm_train_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->accuracy = -1;
+    run R = { .dev = dev, .c = c };
+    tmm_status s = tmm_train_prepare(c, &R.data);
+    if (s != TMM_OK)
+        return s;
+    R.micro = c->batch / c->accum;
+    R.n = c->model.n_ctx;
+    const size_t rows = (size_t)R.micro * R.n;
+    R.cur = (batch_buf){ malloc(rows * 4), malloc(rows * 4) };
+    R.next = (batch_buf){ malloc(rows * 4), malloc(rows * 4) };
+    R.pred = malloc(rows * 4);
+    R.config_json = tmm_train_config_to_json(c);
+    if (!R.cur.tokens || !R.cur.targets || !R.next.tokens || !R.next.targets || !R.pred || !R.config_json)
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK)
+        s = tmm_model_create(dev, &c->model, R.micro, &R.model);
+    if (s == TMM_OK)
+        s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
+    if (s == TMM_OK)
+        s = tmm_recorder_create(dev, &R.step_rec);
+    if (s == TMM_OK && c->accum > 1) {
+        s = tmm_buffer_create(dev, tmm_model_table(R.model)->arena_floats * 4, TMM_MEMORY_DEVICE, &R.acc);
+        if (s == TMM_OK) {
+            float *zero = calloc(tmm_model_table(R.model)->arena_floats, 4);
+            s = zero ? tmm_buffer_write(R.acc, 0, zero, tmm_model_table(R.model)->arena_floats * 4)
+                     : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            free(zero);
+        }
+    }
+    uint64_t start = 0;
+    if (s == TMM_OK && resume)
+        s = restore(&R, resume, &start);
+    if (s == TMM_OK)
+        s = tmm_make_dirs(c->run_dir);
+    if (s == TMM_OK) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/config.json", c->run_dir);
+        s = tmm_write_file_atomic(path, R.config_json, strlen(R.config_json));
+        snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
+        if (s == TMM_OK && !(R.metrics = fopen(path, resume ? "a" : "w")))
+            s = tmm_fail(TMM_ERR_IO, "cannot write %s", path);
+    }
+    if (s == TMM_OK && start >= c->steps)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the checkpoint is at step %llu, the run has %llu steps: nothing to "
+                     "do (raise --steps to train further)", (unsigned long long)start, (unsigned long long)c->steps);
+    if (s == TMM_OK)
+        s = train_loop(&R, start, hooks, res);
+    free_run(&R);
+    return s;
+}
+
+tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *c)
+{
+    tmm_checkpoint ck;
+    TMM_TRY(tmm_checkpoint_load(path, NULL, false, &ck));
+    const char *json = tmm_checkpoint_meta(&ck, "train_config");
+    tmm_status s = TMM_OK;
+    if (!json)
+        s = tmm_fail(TMM_ERR_IO, "%s was not written by tmm train (no train_config)", ck.model_path);
+    if (s == TMM_OK) {
+        tmm_train_config_default(c);
+        s = tmm_train_config_apply_json(c, json, ck.model_path);
+    }
+    tmm_checkpoint_free(&ck);
+    return s;
+}
+
+tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batches, tmm_eval_result *out)
+{
+    memset(out, 0, sizeof *out);
+    tmm_train_config c;
+    TMM_TRY(tmm_train_config_from_checkpoint(path, &c));
+    tmm_data *data = NULL;
+    tmm_model *m = NULL;
+    tmm_checkpoint ck = { 0 };
+    uint32_t B = c.batch / c.accum, n = c.model.n_ctx;
+    batch_buf b = { malloc((size_t)B * n * 4), malloc((size_t)B * n * 4) };
+    uint32_t *pred = malloc((size_t)B * n * 4);
+    tmm_status s = (b.tokens && b.targets && pred) ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+    if (s == TMM_OK)
+        s = tmm_train_prepare(&c, &data);
+    if (s == TMM_OK)
+        s = tmm_checkpoint_load(path, &c.model, false, &ck);
+    if (s == TMM_OK)
+        s = tmm_model_create(dev, &c.model, B, &m);
+    if (s == TMM_OK)
+        s = tmm_model_write_params(m, ck.params);
+    if (s == TMM_OK)
+        s = evaluate(m, data, batches ? batches : c.eval_batches, pred, &b, &out->loss, &out->accuracy, &out->tokens);
+    out->perplexity = exp(out->loss);
+    out->copy = c.task == TMM_DATA_COPY;
+    tmm_model_destroy(m);
+    tmm_data_destroy(data);
+    tmm_checkpoint_free(&ck);
+    tmm_train_config_free(&c);
+    free(b.tokens), free(b.targets), free(pred);
+    return s;
+}

@@ -1,0 +1,61 @@
+/* The training loop: one recording of [forward, backward, clip + AdamW]
+ * replayed every step, batches prepared on the CPU while the device works,
+ * periodic evaluation, metrics, checkpoints and exact resumption. */
+#ifndef TMM_TRAINER_H
+#define TMM_TRAINER_H
+
+#include <signal.h>
+
+#include "device.h"
+#include "train/train_config.h"
+
+typedef struct tmm_train_progress {
+    uint64_t step, steps;        /* optimizer steps done, of the run's total */
+    double loss, lr, grad_norm;
+    double tokens_per_s, elapsed_s;
+    bool eval;                   /* an evaluation finished at this step */
+    double val_loss, accuracy;   /* held-out: mean loss, teacher-forced argmax accuracy on scored tokens */
+} tmm_train_progress;
+
+typedef struct tmm_train_hooks {
+    void (*on_progress)(const tmm_train_progress *progress, void *user); /* every log_every steps and each eval */
+    void *user;
+    volatile sig_atomic_t *stop;  /* set (e.g. by SIGINT): save a checkpoint and return */
+    uint64_t stop_after;          /* stop (and save) after this many steps; 0: never */
+} tmm_train_hooks;
+
+typedef struct tmm_train_result {
+    uint64_t step;               /* optimizer steps done */
+    double loss;                 /* the last step's training loss */
+    double val_loss, accuracy;   /* the last evaluation (accuracy < 0: none ran) */
+    double seconds;              /* wall time of this invocation */
+    bool interrupted;            /* stopped by hooks->stop */
+    bool reached_target;         /* the copy accuracy reached config->target_accuracy */
+    char checkpoint[1100];       /* the last checkpoint written */
+} tmm_train_result;
+
+/* Resolves what the config leaves open (vocab from the task), checks it,
+ * creates the data source and returns its description. */
+typedef struct tmm_data tmm_data;
+tmm_status tmm_train_prepare(tmm_train_config *config, tmm_data **data);
+
+/* Trains config->steps steps into config->run_dir. With resume set (a run or
+ * checkpoint directory), continues from that checkpoint's weights, optimizer
+ * state, step and data position: N steps then a resumed N give the same
+ * weights, bit for bit, as 2N steps in one go. */
+tmm_status tmm_train(tmm_device *device, tmm_train_config *config, const char *resume,
+                     const tmm_train_hooks *hooks, tmm_train_result *result);
+
+/* Reads the training config a checkpoint was made with. */
+tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *config);
+
+typedef struct tmm_eval_result {
+    double loss, perplexity, accuracy;
+    uint64_t tokens;             /* scored tokens evaluated */
+    bool copy;                   /* accuracy is the copy task's held-out accuracy */
+} tmm_eval_result;
+
+/* Evaluates a checkpoint on its task's held-out data (batches of its batch size). */
+tmm_status tmm_eval_checkpoint(tmm_device *device, const char *path, uint32_t batches, tmm_eval_result *result);
+
+#endif

@@ -1,0 +1,161 @@
+/* Verification 2: the Vulkan model against the reference model (double) on
+ * the same weights and batch, for every variant; n not a power of two and d
+ * not a multiple of any tile size. Also: memory grows linearly in n, and
+ * runs are deterministic. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "model/model.h"
+#include "model/rng.h"
+#include "ref/ref_model.h"
+
+typedef struct variant {
+    const char *name;
+    tmm_model_config config;
+} variant;
+
+#define CFG(h, k, e, f) { .vocab = 37, .d_model = 20, .n_ctx = 13, .n_layers = 2, .heads = (h), .expansion = 2, \
+                          .kernel = (k), .expanded = (e), .frozen = (f), .seed = 3 }
+static const variant variants[] = {
+    { "flat", CFG(0, 1, false, false) },
+    { "heads 4", CFG(4, 1, false, false) },
+    { "kernel 3", CFG(0, 3, false, false) },
+    { "expanded heads 4", CFG(4, 1, true, false) },
+    { "frozen heads 4", CFG(4, 2, false, true) },
+};
+
+enum { B = 2 };
+
+static void make_batch(const tmm_model_config *c, uint32_t *tok, int32_t *tgt)
+{
+    for (uint32_t i = 0; i < B * c->n_ctx; i++) {
+        tok[i] = (uint32_t)(tmm_rng_bits(21, i) % c->vocab);
+        tgt[i] = i % 5 == 3 ? -100 : (int32_t)(tmm_rng_bits(22, i) % c->vocab);
+    }
+}
+
+/* Largest |got - ref| over a tensor, and the bound it must meet: float32
+ * kernels against double, through L blocks of sums of up to max(e*d, n, V)
+ * terms; errors grow with the tensor's scale, so the bound is relative to
+ * its largest |ref| (measured margins are printed). */
+static double deviation(const float *got, const double *ref, uint64_t n, double *scale)
+{
+    double worst = 0, big = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)got[i] - ref[i]));
+        big = fmax(big, fabs(ref[i]));
+    }
+    *scale = big;
+    return worst;
+}
+
+static void check_variant(const variant *v)
+{
+    const tmm_model_config *c = &v->config;
+    tmm_model *m;
+    H_OK(tmm_model_create(h_dev, c, B, &m));
+    const tmm_param_table *t = tmm_model_table(m);
+    float *w = h_floats(t->arena_floats), *g = h_floats(t->arena_floats);
+    double *wd = calloc(t->arena_floats, sizeof *wd), *gd = calloc(t->arena_floats, sizeof *gd);
+    H_OK(tmm_model_read_params(m, w)); /* initialized on the device from the seed */
+    for (uint64_t i = 0; i < t->arena_floats; i++)
+        wd[i] = w[i] = w[i] + (float)(0.2 * (tmm_rng_uniform(4, i) - 0.5));
+    H_OK(tmm_model_write_params(m, w));
+
+    const uint32_t N = B * c->n_ctx, V = c->vocab;
+    uint32_t tok[B * 13];
+    int32_t tgt[B * 13];
+    make_batch(c, tok, tgt);
+    H_OK(tmm_model_set_batch(m, tok, tgt));
+
+    double *ref_logits = calloc((size_t)N * V, sizeof *ref_logits);
+    double ref_loss = ref_model_run(t, wd, B, tok, tgt, ref_logits, gd);
+
+    float loss, *logits = h_floats((size_t)N * V);
+    H_OK(tmm_model_run(m, false));
+    H_OK(tmm_model_loss(m, &loss));
+    H_OK(tmm_model_logits(m, logits));
+    double scale, dev = deviation(logits, ref_logits, (uint64_t)N * V, &scale);
+    printf("  %-18s logits: max|dev| %.2g (scale %.2g); loss %.7g vs %.7g\n", v->name, dev, scale, (double)loss,
+           ref_loss);
+    cr_assert(dev <= 1e-5 * (1 + scale), "%s: logits deviate by %g", v->name, dev);
+    cr_assert(fabs(loss - ref_loss) <= 1e-5 * (1 + ref_loss), "%s: loss %g vs %g", v->name, (double)loss, ref_loss);
+
+    uint32_t am[B * 13];
+    H_OK(tmm_model_argmax(m, am));
+    for (uint32_t r = 0; r < N; r++) {
+        uint32_t best = 0;
+        for (uint32_t j = 1; j < V; j++)
+            if (ref_logits[(size_t)r * V + j] > ref_logits[(size_t)r * V + best])
+                best = j;
+        cr_assert_eq(am[r], best, "%s: argmax at row %u is %u, reference %u", v->name, r, am[r], best);
+    }
+
+    H_OK(tmm_model_run(m, true));
+    float loss2;
+    H_OK(tmm_model_loss(m, &loss2));
+    cr_assert_eq(loss2, loss, "the forward of a training run gives another loss");
+    H_OK(tmm_model_read_grads(m, g));
+    double worst_rel = 0;
+    for (uint32_t i = 0; i < t->count; i++) {
+        const tmm_param *p = &t->params[i];
+        dev = deviation(g + p->offset, gd + p->offset, p->numel, &scale);
+        worst_rel = fmax(worst_rel, dev / (1e-6 + scale));
+        cr_assert(dev <= 1e-4 * scale + 1e-6, "%s: gradient of %s deviates by %g (scale %g)", v->name, p->name,
+                  dev, scale);
+        if (!p->trainable)
+            cr_assert_eq(scale, 0.0, "%s: frozen %s has a gradient", v->name, p->name);
+    }
+    printf("  %-18s gradients: max |dev| / max |ref| over tensors = %.2g\n", v->name, worst_rel);
+
+    /* replaying the recording gives the same bits */
+    float *g2 = h_floats(t->arena_floats);
+    H_OK(tmm_model_run(m, true));
+    H_OK(tmm_model_read_grads(m, g2));
+    cr_assert(memcmp(g, g2, t->arena_floats * 4) == 0, "%s: two identical runs differ", v->name);
+
+    free(w), free(g), free(g2), free(wd), free(gd), free(ref_logits), free(logits);
+    tmm_model_destroy(m);
+}
+
+H_TEST(model_gpu, flat) { check_variant(&variants[0]); }
+H_TEST(model_gpu, heads4) { check_variant(&variants[1]); }
+H_TEST(model_gpu, kernel3) { check_variant(&variants[2]); }
+H_TEST(model_gpu, expanded) { check_variant(&variants[3]); }
+H_TEST(model_gpu, frozen) { check_variant(&variants[4]); }
+
+Test(model_gpu, activation_memory_grows_linearly_in_n)
+{
+    tmm_model_config c = { .vocab = 256, .d_model = 256, .n_ctx = 512, .n_layers = 4, .heads = 4, .expansion = 4,
+                           .kernel = 1, .seed = 1 };
+    tmm_model_memory a, b;
+    H_OK(tmm_model_memory_plan(&c, 2, &a));
+    c.n_ctx = 1024;
+    H_OK(tmm_model_memory_plan(&c, 2, &b));
+    printf("  n=512: params %llu, activations %llu bytes; n=1024: activations %llu bytes\n",
+           (unsigned long long)a.params, (unsigned long long)a.activations, (unsigned long long)b.activations);
+    cr_assert_eq(b.activations, 2 * a.activations, "activations are not linear in n");
+    cr_assert_lt(b.workspace, 2 * a.workspace + 4096 * 1024, "workspace grows faster than n");
+    cr_assert_eq(a.total, a.params + a.grads + a.activations + a.workspace);
+}
+
+H_TEST(model_gpu, bad_batches_are_refused)
+{
+    tmm_model_config c = CFG(0, 1, false, false);
+    tmm_model *m;
+    H_OK(tmm_model_create(h_dev, &c, 1, &m));
+    cr_assert_eq(tmm_model_run(m, false), TMM_ERR_INVALID_ARGUMENT, "run before a batch");
+    uint32_t tok[13] = { 0 };
+    int32_t tgt[13] = { 0 };
+    tok[5] = 37;
+    cr_assert_eq(tmm_model_set_batch(m, tok, tgt), TMM_ERR_INVALID_ARGUMENT);
+    tok[5] = 0;
+    tgt[7] = 99;
+    cr_assert_eq(tmm_model_set_batch(m, tok, tgt), TMM_ERR_INVALID_ARGUMENT);
+    tmm_model_destroy(m);
+    tmm_model *none;
+    cr_assert_eq(tmm_model_create(h_dev, &c, 0, &none), TMM_ERR_INVALID_ARGUMENT);
+}
