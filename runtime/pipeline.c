@@ -2,9 +2,7 @@
 #include "pipeline.h"
 
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 struct tmm_pipeline_set {
     tmm_pipeline **items;
@@ -129,12 +127,7 @@ tmm_status tmm_pipeline_get(tmm_device *device, const tmm_kernel *kernel, tmm_pi
     if (!p)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     p->kernel = *kernel;
-    struct timespec t0, t1;
-    timespec_get(&t0, TIME_UTC);
     tmm_status s = create(device, kernel, p);
-    timespec_get(&t1, TIME_UTC);
-    if (getenv("TMM_DEBUG_PIPELINES"))
-        fprintf(stderr, "pipeline %-22s spec", kernel->spirv->name), fprintf(stderr, "\n%.3f s\n", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     if (s != TMM_OK) {
         pipeline_free(device, p);
         return s;
