@@ -17,7 +17,8 @@ void tmm_train_config_default(tmm_train_config *c)
     memset(c, 0, sizeof *c);
     c->model = tmm_model_config_default();
     c->model.vocab = 0;
-    c->model.heads = 4;
+    c->model.n_ctx = 128;
+    c->model.heads = 0;
     c->model.expansion = 2;
     c->optim = tmm_optim_config_default();
     c->schedule = tmm_lr_schedule_default();
@@ -27,7 +28,7 @@ void tmm_train_config_default(tmm_train_config *c)
     c->copy_alphabet = TMM_COPY_DEFAULT_ALPHABET;
     c->text_mode = TMM_TEXT_WINDOWS;
     c->val_fraction = TMM_DATA_DEFAULT_VAL_FRACTION;
-    c->steps = 3000;
+    c->steps = 1500;
     c->batch = 16;
     c->accum = 1;
     c->data_seed = 1;

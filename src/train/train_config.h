@@ -40,7 +40,8 @@ typedef struct tmm_train_config {
     char run_dir[1024];
 } tmm_train_config;
 
-/* The defaults: the small copy run of `tmm train` with no arguments. */
+/* The defaults: the small copy run of `tmm train` with no arguments (the
+ * tiny-copy preset: flat mixing, d 64, n 128, 2 layers, 16 symbols). */
 void tmm_train_config_default(tmm_train_config *config);
 void tmm_train_config_free(tmm_train_config *config);
 /* Applies a JSON document on top of config; `source` names it in errors. */
