@@ -170,8 +170,11 @@ H_TEST(train, accumulation_and_interrupts)
     for (uint64_t i = 0; i < n1; i++)
         worst = fmax(worst, fabs((double)p1[i] - p2[i]));
     printf("  accum 2 vs 1 after 5 steps: loss %.6f vs %.6f, max |dweight| %.2g\n", r2.loss, r.loss, worst);
-    cr_assert_lt(worst, 1e-4);
-    cr_assert_lt(fabs(r.loss - r2.loss), 1e-4 * (1 + r.loss));
+    /* Adam divides by sqrt(v): for gradients near 0 rounding can change an
+     * update by up to lr, so weights agree within the sum of the 5 learning
+     * rates (4.5e-3), while the losses agree closely */
+    cr_assert_lt(worst, 4.5e-3);
+    cr_assert_lt(fabs(r.loss - r2.loss), 1e-5 * (1 + r.loss));
     free(p1), free(p2);
 
     volatile sig_atomic_t flag = 1; /* as SIGINT sets it */
