@@ -48,9 +48,20 @@ tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors,
         if (!m)
             s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
+    /* The format allows no holes between tensors: writing 8-byte elements
+     * before 4-byte ones keeps every tensor aligned to its element size (the
+     * data section starts 8-byte aligned), so readers may use it in place. */
+    uint32_t *order = malloc((count ? count : 1) * sizeof *order);
+    if (!order)
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    uint32_t n_order = 0;
+    for (size_t size = 8; order && size >= 4; size /= 2)
+        for (uint32_t i = 0; i < count; i++)
+            if (tmm_st_dtype_size(tensors[i].dtype) == size)
+                order[n_order++] = i;
     uint64_t offset = 0;
-    for (uint32_t i = 0; s == TMM_OK && i < count; i++) {
-        const tmm_st_tensor *t = &tensors[i];
+    for (uint32_t k = 0; s == TMM_OK && k < count; k++) {
+        const tmm_st_tensor *t = &tensors[order[k]];
         uint64_t bytes = tmm_st_numel(t) * tmm_st_dtype_size(t->dtype);
         cJSON *o = cJSON_AddObjectToObject(root, t->name);
         cJSON *shape = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
@@ -59,24 +70,27 @@ tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors,
             s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
             break;
         }
-        for (uint32_t k = 0; k < t->ndim; k++)
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[k]));
+        for (uint32_t dim = 0; dim < t->ndim; dim++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[dim]));
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(offset + bytes)));
         offset += bytes;
     }
     char *json = s == TMM_OK ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
-    if (s != TMM_OK)
+    if (s == TMM_OK && !json)
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s != TMM_OK) {
+        free(order);
         return s;
-    if (!json)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
     /* pad the header with spaces so the data starts 8-byte aligned */
     size_t hlen = strlen(json), padded = (hlen + 7) / 8 * 8;
     size_t total = 8 + padded + offset;
     unsigned char *buf = malloc(total);
     if (!buf) {
         free(json);
+        free(order);
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory for %s", path);
     }
     put_u64le(buf, padded);
@@ -84,11 +98,13 @@ tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors,
     memset(buf + 8 + hlen, ' ', padded - hlen);
     free(json);
     unsigned char *data = buf + 8 + padded;
-    for (uint32_t i = 0; i < count; i++) {
-        uint64_t bytes = tmm_st_numel(&tensors[i]) * tmm_st_dtype_size(tensors[i].dtype);
-        memcpy(data, tensors[i].data, bytes);
+    for (uint32_t k = 0; k < count; k++) {
+        const tmm_st_tensor *t = &tensors[order[k]];
+        uint64_t bytes = tmm_st_numel(t) * tmm_st_dtype_size(t->dtype);
+        memcpy(data, t->data, bytes);
         data += bytes;
     }
+    free(order);
     s = tmm_write_file_atomic(path, buf, total);
     free(buf);
     return s;

@@ -29,14 +29,19 @@ typedef struct tmm_st_meta {
 size_t tmm_st_dtype_size(tmm_st_dtype dtype);
 uint64_t tmm_st_numel(const tmm_st_tensor *t);
 
-/* Writes the file atomically (temporary file, fsync, rename). */
+/* Writes the file atomically (temporary file, fsync, rename). Tensors with
+ * 8-byte elements come first in the data, so every tensor is aligned to its
+ * element size. */
 tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors, uint32_t count,
                                  const tmm_st_meta *meta, uint32_t meta_count);
 
 /* A file read into memory; tensors point into it. */
 typedef struct tmm_safetensors tmm_safetensors;
 
-/* Reads and validates a file: header size, JSON, dtypes, shapes and that every
+/* A tensor's data points into the file in memory: aligned for files written
+ * here; a file from elsewhere may place an F64 tensor at a 4-byte offset
+ * (copy it out with memcpy before reading doubles from such a file).
+ * Reads and validates a file: header size, JSON, dtypes, shapes and that every
  * tensor's bytes lie inside the file without overlap. */
 tmm_status tmm_safetensors_read(const char *path, tmm_safetensors **out);
 void tmm_safetensors_free(tmm_safetensors *st);
