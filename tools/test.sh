@@ -12,7 +12,6 @@ opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   opts=(-DCMAKE_BUILD_TYPE=Debug -DTMM_SANITIZE=ON)
-  export ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/tools/lsan.supp:print_suppressions=0"
 fi
 cmake -S . -B "$dir" "${opts[@]}" ${TMM_WERROR:+-DTMM_WERROR=ON}
 cmake --build "$dir" -j "$(nproc)"
