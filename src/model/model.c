@@ -26,15 +26,18 @@ struct tmm_model {
 
     tmm_buffer *params, *grads;
     layer_acts *layers;
-    tmm_buffer *h_out, *logits, *row_loss, *loss, *argmax;
-    tmm_buffer *tokens, *targets, *index;
+    tmm_buffer *h_out, *logits, *row_loss;
+    /* host-visible inputs and outputs, one set per slot (double buffering) */
+    tmm_buffer *tokens[TMM_MODEL_SLOTS], *targets[TMM_MODEL_SLOTS], *index[TMM_MODEL_SLOTS];
+    tmm_buffer *loss[TMM_MODEL_SLOTS], *argmax[TMM_MODEL_SLOTS];
+    uint32_t n_scored[TMM_MODEL_SLOTS];
+    bool have_batch[TMM_MODEL_SLOTS];
+    uint32_t slot;
     tmm_buffer *dh, *g1, *g2, *ge, *zeros_d, *dummy_d, *scratch;
 
     tmm_recorder *recorder;
     int recorded;          /* -1 none, 0 forward, 1 forward + backward */
-    uint32_t recorded_scored;
-    uint32_t n_scored;
-    bool have_batch;
+    uint32_t recorded_scored, recorded_slot;
     int last_run;          /* like recorded, for what the buffers hold */
 };
 
@@ -109,11 +112,13 @@ static tmm_status allocate(tmm_model *m)
     TMM_TRY(alloc(m, &m->h_out, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
     TMM_TRY(alloc(m, &m->logits, N * V, MEM_WORK, TMM_MEMORY_DEVICE));
     TMM_TRY(alloc(m, &m->row_loss, N, MEM_WORK, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->loss, 1, MEM_WORK, TMM_MEMORY_HOST));
-    TMM_TRY(alloc(m, &m->argmax, N, MEM_WORK, TMM_MEMORY_HOST));
-    TMM_TRY(alloc(m, &m->tokens, N, MEM_WORK, TMM_MEMORY_HOST));
-    TMM_TRY(alloc(m, &m->targets, N, MEM_WORK, TMM_MEMORY_HOST));
-    TMM_TRY(alloc(m, &m->index, tmm_nn_embedding_index_words((uint32_t)N), MEM_WORK, TMM_MEMORY_HOST));
+    for (uint32_t k = 0; k < TMM_MODEL_SLOTS; k++) {
+        TMM_TRY(alloc(m, &m->loss[k], 1, MEM_WORK, TMM_MEMORY_HOST));
+        TMM_TRY(alloc(m, &m->argmax[k], N, MEM_WORK, TMM_MEMORY_HOST));
+        TMM_TRY(alloc(m, &m->tokens[k], N, MEM_WORK, TMM_MEMORY_HOST));
+        TMM_TRY(alloc(m, &m->targets[k], N, MEM_WORK, TMM_MEMORY_HOST));
+        TMM_TRY(alloc(m, &m->index[k], tmm_nn_embedding_index_words((uint32_t)N), MEM_WORK, TMM_MEMORY_HOST));
+    }
     TMM_TRY(alloc(m, &m->dh, N * d, MEM_WORK, TMM_MEMORY_DEVICE));
     TMM_TRY(alloc(m, &m->g1, N * d, MEM_WORK, TMM_MEMORY_DEVICE));
     TMM_TRY(alloc(m, &m->g2, N * d, MEM_WORK, TMM_MEMORY_DEVICE));
@@ -163,8 +168,13 @@ void tmm_model_destroy(tmm_model *m)
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
                 tmm_buffer_destroy(all[i]);
         }
-    tmm_buffer *all[] = { m->params, m->grads, m->h_out, m->logits, m->row_loss, m->loss, m->argmax, m->tokens, m->targets,
-                          m->index, m->dh, m->g1, m->g2, m->ge, m->zeros_d, m->dummy_d, m->scratch };
+    for (uint32_t k = 0; k < TMM_MODEL_SLOTS; k++) {
+        tmm_buffer *io[] = { m->loss[k], m->argmax[k], m->tokens[k], m->targets[k], m->index[k] };
+        for (size_t i = 0; i < sizeof io / sizeof io[0]; i++)
+            tmm_buffer_destroy(io[i]);
+    }
+    tmm_buffer *all[] = { m->params, m->grads, m->h_out, m->logits, m->row_loss, m->dh, m->g1, m->g2, m->ge,
+                          m->zeros_d, m->dummy_d, m->scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
     free(m->layers);
@@ -255,13 +265,13 @@ tmm_status tmm_model_set_batch(tmm_model *m, const uint32_t *tokens, const int32
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     tmm_status s = tmm_nn_embedding_index(tokens, N, V, index);
     if (s == TMM_OK)
-        s = tmm_buffer_write(m->index, 0, index, words * 4);
+        s = tmm_buffer_write(m->index[m->slot], 0, index, words * 4);
     free(index);
     TMM_TRY(s);
-    TMM_TRY(tmm_buffer_write(m->tokens, 0, tokens, (uint64_t)N * 4));
-    TMM_TRY(tmm_buffer_write(m->targets, 0, targets, (uint64_t)N * 4));
-    m->n_scored = scored;
-    m->have_batch = true;
+    TMM_TRY(tmm_buffer_write(m->tokens[m->slot], 0, tokens, (uint64_t)N * 4));
+    TMM_TRY(tmm_buffer_write(m->targets[m->slot], 0, targets, (uint64_t)N * 4));
+    m->n_scored[m->slot] = scored;
+    m->have_batch[m->slot] = true;
     return TMM_OK;
 }
 
@@ -324,7 +334,7 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     const tmm_toeplitz_desc td = toeplitz_desc(m);
     tmm_view scratch = A(m->scratch);
 
-    OP("embedding", tmm_op_embedding_forward(r, A(m->tokens), P(m, m->table.embed), N, V, d, A(m->layers[0].h_in)));
+    OP("embedding", tmm_op_embedding_forward(r, A(m->tokens[m->slot]), P(m, m->table.embed), N, V, d, A(m->layers[0].h_in)));
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &m->table.blocks[l];
         layer_acts *a = &m->layers[l];
@@ -357,9 +367,10 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
             OP("residual", tmm_op_axpy(r, 1.0f, mix, next, N * d));
     }
     OP("matmul", linear(r, A(m->h_out), N, d, V, P(m, m->table.head), none, A(m->logits), false));
-    OP("xent bwd", tmm_op_xent(r, A(m->logits), A(m->targets), N, V, m->n_scored, backward, scratch, A(m->row_loss),
-                        A(m->argmax)));
-    OP("xent", tmm_op_xent_mean(r, A(m->row_loss), N, m->n_scored, scratch, A(m->loss)));
+    const uint32_t k = m->slot;
+    OP("xent bwd", tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->n_scored[k], backward, scratch,
+                               A(m->row_loss), A(m->argmax[k])));
+    OP("xent", tmm_op_xent_mean(r, A(m->row_loss), N, m->n_scored[k], scratch, A(m->loss[k])));
     return TMM_OK;
 }
 
@@ -420,7 +431,7 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
                                           false, scratch, g1, G(m, bp->ln1_w), G(m, bp->ln1_b)));
         OP("residual", tmm_op_axpy(r, 1.0f, g1, dh, N * d));
     }
-    OP("embedding bwd", tmm_op_embedding_backward(r, A(m->index), dh, N, V, d, false, scratch, G(m, m->table.embed)));
+    OP("embedding bwd", tmm_op_embedding_backward(r, A(m->index[m->slot]), dh, N, V, d, false, scratch, G(m, m->table.embed)));
     return TMM_OK;
 }
 
@@ -430,7 +441,9 @@ tmm_status tmm_model_record(tmm_model *m, tmm_recorder *r, bool backward)
     return backward ? record_backward(m, r) : TMM_OK;
 }
 
-uint32_t tmm_model_scored(const tmm_model *m) { return m->n_scored; }
+uint32_t tmm_model_scored(const tmm_model *m) { return m->n_scored[m->slot]; }
+
+void tmm_model_set_slot(tmm_model *m, uint32_t slot) { m->slot = slot % TMM_MODEL_SLOTS; }
 
 tmm_buffer *tmm_model_param_buffer(tmm_model *m) { return m->params; }
 tmm_buffer *tmm_model_grad_buffer(tmm_model *m) { return m->grads; }
@@ -439,16 +452,17 @@ void tmm_model_mark_run(tmm_model *m, bool backward) { m->last_run = backward ? 
 
 tmm_status tmm_model_run(tmm_model *m, bool backward)
 {
-    if (!m->have_batch)
+    if (!m->have_batch[m->slot])
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "tmm_model_run before tmm_model_set_batch");
     int mode = backward ? 1 : 0;
-    if (m->recorded != mode || m->recorded_scored != m->n_scored) {
+    if (m->recorded != mode || m->recorded_scored != m->n_scored[m->slot] || m->recorded_slot != m->slot) {
         m->recorded = -1;
         TMM_TRY(tmm_recorder_begin(m->recorder));
         TMM_TRY(tmm_model_record(m, m->recorder, backward));
         TMM_TRY(tmm_recorder_end(m->recorder));
         m->recorded = mode;
-        m->recorded_scored = m->n_scored;
+        m->recorded_scored = m->n_scored[m->slot];
+        m->recorded_slot = m->slot;
     }
     m->last_run = -1;
     TMM_TRY(tmm_recorder_run(m->recorder));
@@ -460,14 +474,14 @@ tmm_status tmm_model_loss(tmm_model *m, float *loss)
 {
     if (m->last_run < 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no finished run to read a loss from");
-    return tmm_buffer_read(m->loss, 0, loss, 4);
+    return tmm_buffer_read(m->loss[m->slot], 0, loss, 4);
 }
 
 tmm_status tmm_model_argmax(tmm_model *m, uint32_t *argmax)
 {
     if (m->last_run < 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no finished run to read predictions from");
-    return tmm_buffer_read(m->argmax, 0, argmax, (uint64_t)m->rows * 4);
+    return tmm_buffer_read(m->argmax[m->slot], 0, argmax, (uint64_t)m->rows * 4);
 }
 
 tmm_status tmm_model_logits(tmm_model *m, float *logits)

@@ -20,6 +20,11 @@
 
 typedef struct tmm_model tmm_model;
 
+/* Sets of host-visible inputs (tokens, targets) and outputs (loss, argmax):
+ * while the device runs a step recorded on one slot, the host fills the next
+ * batch into the other. */
+#define TMM_MODEL_SLOTS 2
+
 typedef struct tmm_model_memory {
     uint64_t params;       /* bytes of the parameter arena */
     uint64_t grads;        /* bytes of the gradient arena */
@@ -59,6 +64,10 @@ tmm_status tmm_model_set_batch(tmm_model *model, const uint32_t *tokens, const i
  * zero gradient). Records on first use and whenever the mode or the number of
  * scored targets changes; otherwise replays. */
 tmm_status tmm_model_run(tmm_model *model, bool backward);
+/* Selects the slot that set_batch fills, record binds and the result getters
+ * read (default 0). */
+void tmm_model_set_slot(tmm_model *model, uint32_t slot);
+
 /* Records the forward (and backward) pass into an outside recorder, so a
  * trainer can append its optimizer and replay the whole step. The recording
  * bakes in the current batch's number of scored targets (tmm_model_scored):

@@ -97,30 +97,32 @@ typedef struct run {
     tmm_data *data;
     tmm_model *model;
     tmm_optim *optim;
-    tmm_recorder *step_rec;   /* [fwd, bwd, (axpy into acc | optimizer)] */
+    /* one recording per model slot: [fwd, bwd, (optimizer | axpy into acc)] */
+    tmm_recorder *step_rec[TMM_MODEL_SLOTS];
+    uint32_t recorded_scored[TMM_MODEL_SLOTS];
+    bool recorded[TMM_MODEL_SLOTS];
     tmm_recorder *opt_rec;    /* accumulation: [optimizer on acc, zero acc] */
     tmm_buffer *acc;          /* accumulated gradients (accum > 1) */
-    uint32_t recorded_scored;
-    bool recorded;
     uint32_t micro, n;
-    batch_buf cur, next;
+    batch_buf host[TMM_MODEL_SLOTS], scratch_batch;
     uint32_t *pred;
     FILE *metrics;
     char *config_json;
 } run;
 
-static tmm_status record_step(run *R)
+/* Records the step of the model's current slot. */
+static tmm_status record_step(run *R, uint32_t slot)
 {
     const tmm_param_table *t = tmm_model_table(R->model);
     tmm_view params = tmm_whole(tmm_model_param_buffer(R->model));
     tmm_view grads = tmm_whole(tmm_model_grad_buffer(R->model));
-    TMM_TRY(tmm_recorder_begin(R->step_rec));
-    TMM_TRY(tmm_model_record(R->model, R->step_rec, true));
+    tmm_recorder *r = R->step_rec[slot];
+    TMM_TRY(tmm_recorder_begin(r));
+    TMM_TRY(tmm_model_record(R->model, r, true));
     if (R->c->accum == 1) {
-        TMM_TRY(tmm_optim_record(R->optim, R->step_rec, params, grads));
+        TMM_TRY(tmm_optim_record(R->optim, r, params, grads));
     } else {
-        TMM_TRY(tmm_op_axpy(R->step_rec, 1.0f / (float)R->c->accum, grads, tmm_whole(R->acc),
-                            (uint32_t)t->arena_floats));
+        TMM_TRY(tmm_op_axpy(r, 1.0f / (float)R->c->accum, grads, tmm_whole(R->acc), (uint32_t)t->arena_floats));
         if (!R->opt_rec) {
             TMM_TRY(tmm_recorder_create(R->dev, &R->opt_rec));
             TMM_TRY(tmm_recorder_begin(R->opt_rec));
@@ -129,15 +131,43 @@ static tmm_status record_step(run *R)
             TMM_TRY(tmm_recorder_end(R->opt_rec));
         }
     }
-    TMM_TRY(tmm_recorder_end(R->step_rec));
-    R->recorded = true;
-    R->recorded_scored = tmm_model_scored(R->model);
+    TMM_TRY(tmm_recorder_end(r));
+    R->recorded[slot] = true;
+    R->recorded_scored[slot] = tmm_model_scored(R->model);
     return TMM_OK;
 }
 
-static tmm_status load_batch(run *R, uint64_t index, batch_buf *b)
+/* Generates micro-batch `index` and uploads it into a slot (recording that
+ * slot's step again if the number of scored targets changed). The slot must
+ * not be in use by the device. */
+static tmm_status prepare(run *R, uint64_t index, uint32_t slot)
 {
-    return tmm_data_batch(R->data, TMM_SPLIT_TRAIN, index, R->micro, R->n, b->tokens, b->targets);
+    batch_buf *b = &R->host[slot];
+    TMM_TRY(tmm_data_batch(R->data, TMM_SPLIT_TRAIN, index, R->micro, R->n, b->tokens, b->targets));
+    tmm_model_set_slot(R->model, slot);
+    TMM_TRY(tmm_model_set_batch(R->model, b->tokens, b->targets));
+    if (!R->recorded[slot] || tmm_model_scored(R->model) != R->recorded_scored[slot])
+        TMM_TRY(record_step(R, slot));
+    return TMM_OK;
+}
+
+static tmm_status submit(run *R, uint64_t step, uint32_t slot)
+{
+    if (R->c->accum == 1) /* with accumulation the optimizer runs in opt_rec */
+        TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(step + 1), tmm_lr_at(&R->c->schedule, step, R->c->steps)));
+    return tmm_recorder_submit(R->step_rec[slot]);
+}
+
+/* Waits for the step in a slot and returns its loss. */
+static tmm_status finish(run *R, uint32_t slot, double *loss)
+{
+    TMM_TRY(tmm_recorder_wait(R->step_rec[slot]));
+    tmm_model_set_slot(R->model, slot);
+    tmm_model_mark_run(R->model, true);
+    float l;
+    TMM_TRY(tmm_model_loss(R->model, &l));
+    *loss = l;
+    return TMM_OK;
 }
 
 static tmm_status save(run *R, uint64_t step, tmm_train_result *res)
@@ -207,69 +237,95 @@ static void write_metrics(run *R, const tmm_train_progress *p)
 
 static void free_run(run *R)
 {
-    tmm_recorder_destroy(R->step_rec);
+    for (uint32_t k = 0; k < TMM_MODEL_SLOTS; k++) {
+        tmm_recorder_destroy(R->step_rec[k]);
+        free(R->host[k].tokens), free(R->host[k].targets);
+    }
     tmm_recorder_destroy(R->opt_rec);
     tmm_buffer_destroy(R->acc);
     tmm_optim_destroy(R->optim);
     tmm_model_destroy(R->model);
     tmm_data_destroy(R->data);
-    free(R->cur.tokens), free(R->cur.targets), free(R->next.tokens), free(R->next.targets), free(R->pred);
+    free(R->scratch_batch.tokens), free(R->scratch_batch.targets), free(R->pred);
     free(R->config_json);
     if (R->metrics)
         fclose(R->metrics);
 }
 
+/* One optimizer step with gradient accumulation: micro-batches one after the
+ * other, then the optimizer (no overlap with the host). */
+static tmm_status accumulated_step(run *R, uint64_t s, double *loss)
+{
+    *loss = 0;
+    for (uint32_t i = 0; i < R->c->accum; i++) {
+        double l;
+        TMM_TRY(prepare(R, s * R->c->accum + i, 0));
+        TMM_TRY(submit(R, s, 0));
+        TMM_TRY(finish(R, 0, &l));
+        *loss += l / R->c->accum;
+    }
+    TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(s + 1), tmm_lr_at(&R->c->schedule, s, R->c->steps)));
+    return tmm_recorder_run(R->opt_rec);
+}
+
+static bool is_boundary(const tmm_train_config *c, const tmm_train_hooks *hooks, uint64_t done)
+{
+    return done == c->steps || (c->eval_every && done % c->eval_every == 0) ||
+           (c->save_every && done % c->save_every == 0) || (hooks && hooks->stop_after && done >= hooks->stop_after);
+}
+
+/* Steps alternate between the model's two slots: while the device runs step s
+ * from one slot, the host generates and uploads step s+1 into the other, and
+ * submits it as soon as s is done. At evaluations, saves and the end nothing
+ * is in flight. */
 static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hooks, tmm_train_result *res)
 {
     tmm_train_config *c = R->c;
+    const bool overlap = c->accum == 1;
     const double t0 = now_s();
     double last_log = t0;
     uint64_t tokens_since = 0;
-    double loss = 0;
-    TMM_TRY(load_batch(R, start * c->accum, &R->next));
+    bool in_flight = false;
     for (uint64_t s = start; s < c->steps; s++) {
-        double lr = tmm_lr_at(&c->schedule, s, c->steps);
-        for (uint32_t i = 0; i < c->accum; i++) {
-            batch_buf tmp = R->cur;
-            R->cur = R->next;
-            R->next = tmp;
-            TMM_TRY(tmm_model_set_batch(R->model, R->cur.tokens, R->cur.targets));
-            if (!R->recorded || tmm_model_scored(R->model) != R->recorded_scored)
-                TMM_TRY(record_step(R));
-            if (c->accum == 1)
-                TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(s + 1), lr));
-            TMM_TRY(tmm_recorder_submit(R->step_rec));
-            /* the next batch is prepared while the device works */
-            uint64_t next_index = s * c->accum + i + 1;
-            if (next_index < c->steps * c->accum)
-                TMM_TRY(load_batch(R, next_index, &R->next));
-            TMM_TRY(tmm_recorder_wait(R->step_rec));
-            tmm_model_mark_run(R->model, true);
-            float l;
-            TMM_TRY(tmm_model_loss(R->model, &l));
-            loss = (i == 0 ? 0 : loss) + (double)l / c->accum;
-            tokens_since += (uint64_t)R->micro * R->n;
+        const uint32_t slot = (uint32_t)(s % TMM_MODEL_SLOTS), other = (slot + 1) % TMM_MODEL_SLOTS;
+        const uint64_t done = s + 1;
+        double loss;
+        if (overlap) {
+            if (!in_flight) {
+                TMM_TRY(prepare(R, s, slot));
+                TMM_TRY(submit(R, s, slot));
+            }
+            bool chain = done < c->steps && !is_boundary(c, hooks, done) && !(hooks && hooks->stop && *hooks->stop);
+            if (chain)
+                TMM_TRY(prepare(R, done, other));
+            TMM_TRY(finish(R, slot, &loss));
+            in_flight = chain;
+            if (chain)
+                TMM_TRY(submit(R, done, other));
+        } else {
+            TMM_TRY(accumulated_step(R, s, &loss));
         }
-        if (c->accum > 1) {
-            TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(s + 1), lr));
-            TMM_TRY(tmm_recorder_run(R->opt_rec));
-        }
+        tokens_since += (uint64_t)c->batch * R->n;
         tmm_optim_stats st = tmm_optim_get_stats(R->optim);
-        uint64_t done = s + 1;
         res->step = done;
         res->loss = loss;
-        if (!isfinite(loss))
+        if (!isfinite(loss)) {
+            if (in_flight)
+                tmm_recorder_wait(R->step_rec[other]);
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the loss became %g at step %llu: lower the learning rate "
                             "(--lr) or raise the warmup", loss, (unsigned long long)done);
+        }
         bool eval = c->eval_every && (done % c->eval_every == 0 || done == c->steps);
         bool log = eval || (c->log_every && done % c->log_every == 0) || done == c->steps;
-        tmm_train_progress p = { .step = done, .steps = c->steps, .loss = loss, .lr = lr,
-                                 .grad_norm = st.grad_norm, .elapsed_s = now_s() - t0 };
+        tmm_train_progress p = { .step = done, .steps = c->steps, .loss = loss,
+                                 .lr = tmm_lr_at(&c->schedule, s, c->steps), .grad_norm = st.grad_norm,
+                                 .elapsed_s = now_s() - t0 };
         if (eval) {
-            TMM_TRY(evaluate(R->model, R->data, c->eval_batches, R->pred, &R->cur, &p.val_loss, &p.accuracy, NULL));
+            TMM_TRY(evaluate(R->model, R->data, c->eval_batches, R->pred, &R->scratch_batch, &p.val_loss,
+                             &p.accuracy, NULL));
             p.eval = true;
             res->val_loss = p.val_loss;
-            res->accuracy = p.accuracy; /* the next step uploads its own batch again */
+            res->accuracy = p.accuracy;
         }
         if (log) {
             double t = now_s();
@@ -281,10 +337,12 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
                 hooks->on_progress(&p, hooks->user);
         }
         bool target = eval && c->task == TMM_DATA_COPY && c->target_accuracy > 0 && p.accuracy >= c->target_accuracy;
-        bool stop = (hooks && hooks->stop && *hooks->stop) || (hooks && hooks->stop_after && done >= hooks->stop_after);
-        if (target || stop || done == c->steps || (c->save_every && done % c->save_every == 0)) {
+        /* a stop request that arrives while the next step is in flight is
+         * honoured after that step, so a checkpoint never races an update */
+        bool stop = !in_flight && ((hooks && hooks->stop && *hooks->stop) ||
+                                   (hooks && hooks->stop_after && done >= hooks->stop_after));
+        if (target || stop || done == c->steps || (c->save_every && done % c->save_every == 0))
             TMM_TRY(save(R, done, res));
-        }
         if (target) {
             res->reached_target = true;
             break;
@@ -310,18 +368,22 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
     R.micro = c->batch / c->accum;
     R.n = c->model.n_ctx;
     const size_t rows = (size_t)R.micro * R.n;
-    R.cur = (batch_buf){ malloc(rows * 4), malloc(rows * 4) };
-    R.next = (batch_buf){ malloc(rows * 4), malloc(rows * 4) };
+    bool allocated = true;
+    for (uint32_t k = 0; k < TMM_MODEL_SLOTS; k++) {
+        R.host[k] = (batch_buf){ malloc(rows * 4), malloc(rows * 4) };
+        allocated &= R.host[k].tokens && R.host[k].targets;
+    }
+    R.scratch_batch = (batch_buf){ malloc(rows * 4), malloc(rows * 4) };
     R.pred = malloc(rows * 4);
     R.config_json = tmm_train_config_to_json(c);
-    if (!R.cur.tokens || !R.cur.targets || !R.next.tokens || !R.next.targets || !R.pred || !R.config_json)
+    if (!allocated || !R.scratch_batch.tokens || !R.scratch_batch.targets || !R.pred || !R.config_json)
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK)
         s = tmm_model_create(dev, &c->model, R.micro, &R.model);
     if (s == TMM_OK)
         s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
-    if (s == TMM_OK)
-        s = tmm_recorder_create(dev, &R.step_rec);
+    for (uint32_t k = 0; s == TMM_OK && k < TMM_MODEL_SLOTS; k++)
+        s = tmm_recorder_create(dev, &R.step_rec[k]);
     if (s == TMM_OK && c->accum > 1) {
         s = tmm_buffer_create(dev, tmm_model_table(R.model)->arena_floats * 4, TMM_MEMORY_DEVICE, &R.acc);
         if (s == TMM_OK) {
