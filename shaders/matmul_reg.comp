@@ -1,52 +1,55 @@
 #version 450
 // Register-blocked matmul for CPU devices (lavapipe): no shared memory and no
-// barriers; each invocation computes a BM x BN block of C in registers, K
-// unrolled by 4. Rows and columns past the edge are clamped to the last valid
-// one for loading (no branches in the inner loop) and skipped when storing,
-// so any m, n, k work. VEC (id 7) says which operands may be read as vec4
-// (bit 0: A, bit 1: B) and whether C may be written as vec4 (bit 2): the host
-// sets a bit when the base offset, batch stride and row stride of the operand
-// are all multiples of 4 floats.
+// barriers; each invocation computes a BM x BN block of C, K unrolled by KU,
+// with each accumulator updated KU times in a row (llvmpipe keeps most of
+// them on the stack, so this halves the spill traffic). Rows and columns
+// past the edge are clamped to the last valid one for loading (no branches
+// in the inner loop) and skipped when storing, so any m, n, k work.
+//
+// FLAGS (id 7), set by src/ops/matmul.c:
+//   bit 0, 1: A, B may be read as vec4 (base offset, batch stride and row
+//             stride all multiples of 4 floats)
+//   bit 2:    C may be accessed as vec4 (same condition)
+//   bit 3:    16 x 16 blocks instead of 8 x 8. On llvmpipe every load from a
+//             divergent address is a loop over the SIMD lanes, so the larger
+//             block is about twice as fast, but takes LLVM ~10x longer to
+//             compile; the host picks it for large matmuls.
+// Workgroup: 8 x 4 x 1 (any size works; the host sizes the dispatch from it).
 #extension GL_EXT_control_flow_attributes : require
-#define BM 16
-#define BN 16
 #include "matmul_common.glsl"
 
-layout(constant_id = 7) const uint VEC = 0u;
-const bool VA = (VEC & 1u) != 0u;
-const bool VB = (VEC & 2u) != 0u;
-const bool VC = (VEC & 4u) != 0u;
+layout(constant_id = 7) const uint FLAGS = 0u;
+const bool VA = (FLAGS & 1u) != 0u;
+const bool VB = (FLAGS & 2u) != 0u;
+const bool VC = (FLAGS & 4u) != 0u;
+const bool BIG = (FLAGS & 8u) != 0u;
 
+// vec4 views of the bindings of matmul_common.glsl
 layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(std430, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(std430, binding = 3) buffer C4 { vec4 c4[]; };
 
-#ifndef BM
-#endif
-#ifndef BN
-#endif
+// Loops over these unroll fully once the pipeline is specialized; arrays are
+// sized for the larger block and the unused part is optimized away.
+const uint BM = BIG ? 16u : 8u;
+const uint BN = BIG ? 16u : 8u;
+#define BMAX 16
+#define KU 4
 
 void main()
 {
     const uint M = p.m, N = p.n, K = p.k;
-#ifdef SWAP
-    const uint m0 = gl_GlobalInvocationID.x * BM;
-    const uint n0 = gl_GlobalInvocationID.y * BN;
-#else
     const uint m0 = gl_GlobalInvocationID.y * BM;
     const uint n0 = gl_GlobalInvocationID.x * BN;
-#endif
-    if (m0 >= M || n0 >= N)
-        return;
     const uint batch = gl_WorkGroupID.z;
     const uint abase = p.base_a + batch * p.stride_a;
     const uint bbase = p.base_b + batch * p.stride_b;
     const uint cbase = p.base_c + batch * p.stride_c;
 
-    // Per-row (A) and per-column (B) start offsets, clamped at the edges.
-    // Along the contiguous axis of a vec4 operand the clamp is per group of 4:
-    // with the extent a multiple of 4, a group is either wholly in or out.
-    uint ra[BM], cb[BN];
+    // Offsets of A's rows and B's columns, clamped at the edges. Along the
+    // contiguous axis of a vec4 operand the clamp is per group of 4: with the
+    // extent a multiple of 4, a group is either wholly inside or outside.
+    uint ra[BMAX], cb[BMAX];
     [[unroll]] for (uint i = 0; i < BM; i++) {
         uint r = min(m0 + i, M - 1u);
         if (TRANS_A && VA)
@@ -60,56 +63,57 @@ void main()
         cb[j] = TRANS_B ? bbase + c * K : bbase + c;
     }
 
-    float acc[BM][BN];
+    float acc[BMAX][BMAX];
     [[unroll]] for (uint i = 0; i < BM; i++)
         [[unroll]] for (uint j = 0; j < BN; j++)
             acc[i][j] = 0.0;
 
     uint k = 0;
-    for (; k + 4u <= K; k += 4u) {
-        float av[BM][4], bv[4][BN];
-        // A: element (i, k + kk)
+    for (; k + KU <= K; k += KU) {
+        float av[BMAX][KU], bv[KU][BMAX];   // A(m0 + i, k + kk), B(k + kk, n0 + j)
         if (!TRANS_A && VA) {
-            [[unroll]] for (uint i = 0; i < BM; i++) {
-                vec4 v = a4[(ra[i] + k) >> 2];
-                av[i][0] = v.x; av[i][1] = v.y; av[i][2] = v.z; av[i][3] = v.w;
-            }
+            [[unroll]] for (uint i = 0; i < BM; i++)
+                [[unroll]] for (uint kq = 0; kq < KU; kq += 4) {
+                    vec4 v = a4[(ra[i] + k + kq) >> 2];
+                    av[i][kq] = v.x; av[i][kq + 1] = v.y; av[i][kq + 2] = v.z; av[i][kq + 3] = v.w;
+                }
         } else if (TRANS_A && VA) {
-            [[unroll]] for (uint kk = 0; kk < 4; kk++)
+            [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint i = 0; i < BM; i += 4) {
                     vec4 v = a4[(ra[i] + (k + kk) * M) >> 2];
                     av[i][kk] = v.x; av[i + 1][kk] = v.y; av[i + 2][kk] = v.z; av[i + 3][kk] = v.w;
                 }
         } else {
-            [[unroll]] for (uint kk = 0; kk < 4; kk++)
-                [[unroll]] for (uint i = 0; i < BM; i++)
+            [[unroll]] for (uint i = 0; i < BM; i++)
+                [[unroll]] for (uint kk = 0; kk < KU; kk++)
                     av[i][kk] = TRANS_A ? a1[ra[i] + (k + kk) * M] : a1[ra[i] + k + kk];
         }
-        // B: element (k + kk, j)
         if (TRANS_B && VB) {
-            [[unroll]] for (uint j = 0; j < BN; j++) {
-                vec4 v = b4[(cb[j] + k) >> 2];
-                bv[0][j] = v.x; bv[1][j] = v.y; bv[2][j] = v.z; bv[3][j] = v.w;
-            }
+            [[unroll]] for (uint j = 0; j < BN; j++)
+                [[unroll]] for (uint kq = 0; kq < KU; kq += 4) {
+                    vec4 v = b4[(cb[j] + k + kq) >> 2];
+                    bv[kq][j] = v.x; bv[kq + 1][j] = v.y; bv[kq + 2][j] = v.z; bv[kq + 3][j] = v.w;
+                }
         } else if (!TRANS_B && VB) {
-            [[unroll]] for (uint kk = 0; kk < 4; kk++)
+            [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint j = 0; j < BN; j += 4) {
                     vec4 v = b4[(cb[j] + (k + kk) * N) >> 2];
                     bv[kk][j] = v.x; bv[kk][j + 1] = v.y; bv[kk][j + 2] = v.z; bv[kk][j + 3] = v.w;
                 }
         } else {
-            [[unroll]] for (uint kk = 0; kk < 4; kk++)
+            [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint j = 0; j < BN; j++)
                     bv[kk][j] = TRANS_B ? b1[cb[j] + k + kk] : b1[cb[j] + (k + kk) * N];
         }
+        // kk innermost: each accumulator is loaded and stored once per KU steps
         [[unroll]] for (uint i = 0; i < BM; i++)
             [[unroll]] for (uint j = 0; j < BN; j++)
-                [[unroll]] for (uint kk = 0; kk < 4; kk++)
+                [[unroll]] for (uint kk = 0; kk < KU; kk++)
                     acc[i][j] = fma(av[i][kk], bv[kk][j], acc[i][j]);
     }
-    // The last k % 4 steps (never with a vec4 operand whose rows run along k).
+    // The last K % KU steps (never with a vec4 operand whose rows run along k).
     for (; k < K; k++) {
-        float av[BM], bv[BN];
+        float av[BMAX], bv[BMAX];
         [[unroll]] for (uint i = 0; i < BM; i++)
             av[i] = TRANS_A ? a1[ra[i] + k * M] : a1[ra[i] + k];
         [[unroll]] for (uint j = 0; j < BN; j++)
@@ -119,16 +123,24 @@ void main()
                 acc[i][j] = fma(av[i], bv[j], acc[i][j]);
     }
 
-    if (VC && m0 + BM <= M && n0 + BN <= N) {
-        vec4 bias[BN / 4];
-        [[unroll]] for (uint q = 0; q < BN / 4; q++)
-            bias[q] = HAS_BIAS ? vec4(bias1[p.base_bias + n0 + 4 * q], bias1[p.base_bias + n0 + 4 * q + 1],
-                                      bias1[p.base_bias + n0 + 4 * q + 2], bias1[p.base_bias + n0 + 4 * q + 3])
-                               : vec4(0.0);
-        [[unroll]] for (uint i = 0; i < BM; i++)
+    // The stores are not unrolled: on llvmpipe every access to a buffer is a
+    // loop over the SIMD lanes, and one copy of that per output (three with
+    // bias and accumulation) takes LLVM seconds to compile, for little gain.
+    float outv[BMAX][BMAX];
+    [[unroll]] for (uint i = 0; i < BM; i++)
+        [[unroll]] for (uint j = 0; j < BN; j++)
+            outv[i][j] = acc[i][j];
+    const uint rows = m0 < M ? min(M - m0, BM) : 0u, cols = n0 < N ? min(N - n0, BN) : 0u;
+    if (VC && cols == BN) {
+        vec4 bias[BMAX / 4];
+        [[unroll]] for (uint q = 0; q < BN / 4; q++) {
+            uint b = p.base_bias + n0 + 4 * q;
+            bias[q] = HAS_BIAS ? vec4(bias1[b], bias1[b + 1], bias1[b + 2], bias1[b + 3]) : vec4(0.0);
+        }
+        [[dont_unroll]] for (uint i = 0; i < rows; i++)
             [[unroll]] for (uint q = 0; q < BN / 4; q++) {
                 uint idx = (cbase + (m0 + i) * N + n0 + 4 * q) >> 2;
-                vec4 v = vec4(acc[i][4 * q], acc[i][4 * q + 1], acc[i][4 * q + 2], acc[i][4 * q + 3]);
+                vec4 v = vec4(outv[i][4 * q], outv[i][4 * q + 1], outv[i][4 * q + 2], outv[i][4 * q + 3]);
                 if (HAS_BIAS)
                     v += bias[q];
                 if (ACCUMULATE)
@@ -136,9 +148,8 @@ void main()
                 c4[idx] = v;
             }
     } else {
-        [[unroll]] for (uint i = 0; i < BM; i++)
-            [[unroll]] for (uint j = 0; j < BN; j++)
-                if (m0 + i < M && n0 + j < N)
-                    store_c(cbase, m0 + i, n0 + j, acc[i][j]);
+        [[dont_unroll]] for (uint i = 0; i < rows; i++)
+            [[dont_unroll]] for (uint j = 0; j < cols; j++)
+                store_c(cbase, m0 + i, n0 + j, outv[i][j]);
     }
 }

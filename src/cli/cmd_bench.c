@@ -16,6 +16,7 @@
 #include "ops/ops.h"
 
 #define MAX_REPEAT 10000u
+#define MAX_SIDE (1u << 20) /* keeps m*k*4 and friends far from overflowing */
 /* Without --repeat: enough timed runs for about this much device time. */
 #define TARGET_MS 1500.0
 #define MIN_AUTO_REPEAT 3u
@@ -118,11 +119,15 @@ static tmm_status bench_variant(const mm_setup *st, tmm_matmul_variant variant, 
             TMM_OK ||
         (s = tmm_record_region_end(rec)) != TMM_OK || (s = tmm_recorder_end(rec)) != TMM_OK)
         goto done;
+    /* The warm-up run also pays for compiling the kernel (llvmpipe compiles
+     * at the first dispatch); without --repeat a second run sizes R. */
     double warm;
     if ((s = timed_run(rec, &warm, &res->host_timed)) != TMM_OK)
         goto done;
     uint32_t repeat = (uint32_t)st->repeat;
     if (!repeat) {
+        if ((s = timed_run(rec, &warm, &res->host_timed)) != TMM_OK)
+            goto done;
         double want = warm > 0 ? ceil(TARGET_MS / warm) : MAX_AUTO_REPEAT;
         repeat = want < MIN_AUTO_REPEAT ? MIN_AUTO_REPEAT : want > MAX_AUTO_REPEAT ? MAX_AUTO_REPEAT : (uint32_t)want;
     }
@@ -169,7 +174,7 @@ static void matmul_usage(FILE *f)
 static bool parse_size(const char *option, const char *text, uint32_t *out)
 {
     unsigned long v;
-    if (!cli_parse_uint(option, text, UINT32_MAX, &v))
+    if (!cli_parse_uint(option, text, MAX_SIDE, &v))
         return false;
     if (v == 0) {
         fprintf(stderr, "tmm: %s must be at least 1\n", option);
@@ -392,6 +397,7 @@ static const struct bench {
     const char *summary;
 } benches[] = {
     { "matmul", bench_matmul, "float32 matrix multiply, per kernel variant (GFLOP/s)" },
+    { "train", bench_train, "training steps: tokens/s, ms per step, device time per op" },
 };
 
 static void usage(FILE *f)
@@ -418,6 +424,6 @@ int cmd_bench(int argc, char **argv)
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         if (strcmp(name, benches[i].name) == 0)
             return benches[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available: matmul (see 'tmm bench --help')\n", name);
+    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available: matmul, train (see 'tmm bench --help')\n", name);
     return 2;
 }

@@ -1,0 +1,366 @@
+/* tmm_op_matmul against ref_matmul, for both variants: transposes, bias,
+ * accumulation, batches with strides (and stride 0), edge shapes, zero
+ * sizes, bad arguments, and batches split over several bindings.
+ *
+ * Tolerance: inputs are uniform in [-1, 1), so each of the k products has
+ * magnitude <= 1 and the partial sums grow like sqrt(k)/3. Each fma step
+ * rounds with an error <= 2^-24 times the partial sum; with random signs the
+ * k roundings add up to ~2^-24 * k/3 (4e-6 at k = 421, the largest k here),
+ * whatever the order of summation (blocks, tiles). atol = 1e-5 * sqrt(k)
+ * (2e-4 at k = 421, 1e-5 at k = 1) is over 25 times that for every k used,
+ * and for the sweeps (k <= 100) it even bounds the worst case of all
+ * roundings having one sign (2^-24 * k * sqrt(k)/3). rtol = 1e-5 (~170 ulp)
+ * covers the rounding of the bias and accumulate additions on outputs far
+ * from zero. The reference sums in double: exact to well below these bounds.
+ *
+ * The register kernel has two block sizes (8 x 8, and 16 x 16 from 2^26
+ * multiply-adds with m, n >= 64); each is swept over edge shapes. A 16 x 16
+ * specialization takes llvmpipe ~2 s to compile, so those tests use few
+ * shapes and specializations.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ops/ops.h"
+#include "ref/ref.h"
+
+static const uint32_t sizes[] = { 1, 3, 17, 64, 65, 100 };
+#define N_SIZES (sizeof sizes / sizeof sizes[0])
+
+typedef struct mm_opts {
+    bool bias;
+    uint32_t a_offset, b_offset, c_offset; /* floats before each operand in its buffer */
+} mm_opts;
+
+static uint64_t span(uint32_t batch, uint64_t stride, uint64_t one)
+{
+    return one ? (uint64_t)(batch - 1) * stride + one : 0;
+}
+
+/* Runs one matmul on the device and compares all of C (including the gaps
+ * between batches, which must keep their old values) with the reference. */
+static void check(const tmm_matmul_desc *d, const mm_opts *o, uint64_t seed)
+{
+    const uint32_t batch = d->batch ? d->batch : 1;
+    const uint64_t m = d->m, n = d->n, k = d->k;
+    const uint64_t na = span(batch, d->stride_a, m * k), nb = span(batch, d->stride_b, k * n);
+    const uint64_t nc = span(batch, d->stride_c, m * n), nbias = o->bias ? n : 0;
+    const uint64_t ta = o->a_offset + na, tb = o->b_offset + nb, tc = o->c_offset + nc;
+
+    float *a = h_floats(ta), *b = h_floats(tb), *bias = h_floats(nbias), *c = h_floats(tc), *want = h_floats(tc);
+    h_rand(a, ta, seed, -1, 1);
+    h_rand(b, tb, seed + 1, -1, 1);
+    h_rand(bias, nbias, seed + 2, -1, 1);
+    h_rand(c, tc, seed + 3, -1, 1);
+    memcpy(want, c, tc * sizeof *c);
+    ref_matmul(d, a + o->a_offset, b + o->b_offset, o->bias ? bias : NULL, want + o->c_offset);
+
+    tmm_buffer *ba = h_buffer(a, ta), *bb = h_buffer(b, tb), *bbias = h_buffer(bias, nbias), *bc = h_buffer(c, tc);
+    tmm_view va = tmm_sub(ba, o->a_offset * sizeof(float), na * sizeof(float));
+    tmm_view vb = tmm_sub(bb, o->b_offset * sizeof(float), nb * sizeof(float));
+    tmm_view vc = tmm_sub(bc, o->c_offset * sizeof(float), nc * sizeof(float));
+    tmm_view vbias = o->bias ? tmm_whole(bbias) : (tmm_view){ 0 };
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_matmul(r, d, va, vb, vbias, vc));
+    h_run(r);
+    h_read(bc, c, tc);
+
+    char what[128];
+    snprintf(what, sizeof what, "%s %c%c %llux%llux%llu b%u%s%s", tmm_matmul_variant_name(d->variant),
+             d->trans_a ? 't' : 'n', d->trans_b ? 't' : 'n', (unsigned long long)m, (unsigned long long)n,
+             (unsigned long long)k, batch, o->bias ? " bias" : "", d->accumulate ? " acc" : "");
+    h_compare(what, c, want, tc, 1e-5 * sqrt((double)(k ? k : 1)), 1e-5);
+
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bbias);
+    tmm_buffer_destroy(bc);
+    free(a);
+    free(b);
+    free(bias);
+    free(c);
+    free(want);
+}
+
+static void check_simple(tmm_matmul_variant v, bool ta, bool tb, uint32_t m, uint32_t n, uint32_t k, bool bias,
+                         bool acc, uint64_t seed)
+{
+    tmm_matmul_desc d = { .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .accumulate = acc, .variant = v };
+    mm_opts o = { .bias = bias };
+    check(&d, &o, seed);
+}
+
+/* Every shape from sizes^3 for one transpose combination. */
+static void sweep(tmm_matmul_variant v, bool ta, bool tb)
+{
+    uint64_t seed = 1000 * (ta * 2 + tb + 1);
+    for (size_t i = 0; i < N_SIZES; i++)
+        for (size_t j = 0; j < N_SIZES; j++)
+            for (size_t l = 0; l < N_SIZES; l++)
+                check_simple(v, ta, tb, sizes[i], sizes[j], sizes[l], false, false, seed++);
+}
+
+/* ---- register variant ---------------------------------------------------- */
+
+H_TEST(matmul_register, shapes_nn) { sweep(TMM_MATMUL_REGISTER, false, false); }
+H_TEST(matmul_register, shapes_tn) { sweep(TMM_MATMUL_REGISTER, true, false); }
+H_TEST(matmul_register, shapes_nt) { sweep(TMM_MATMUL_REGISTER, false, true); }
+H_TEST(matmul_register, shapes_tt) { sweep(TMM_MATMUL_REGISTER, true, true); }
+
+/* 16 x 16 blocks: shapes past 2^26 multiply-adds that are not multiples of
+ * the block, the workgroup tile (64 x 128) or 4 (scalar loads), and
+ * multiples of 4 that are not multiples of 16 (vec4 loads). */
+static void big_blocks(bool ta, bool tb, uint64_t seed)
+{
+    check_simple(TMM_MATMUL_REGISTER, ta, tb, 401, 403, 417, false, false, seed);
+    check_simple(TMM_MATMUL_REGISTER, ta, tb, 404, 420, 396, false, false, seed + 1);
+}
+
+H_TEST(matmul_register, big_blocks_n) { big_blocks(false, false, 81); big_blocks(false, true, 83); }
+H_TEST(matmul_register, big_blocks_t) { big_blocks(true, false, 85); big_blocks(true, true, 87); }
+
+H_TEST(matmul_register, big_blocks_batched)
+{
+    /* 64 batches of 64 x 68 x 256 (over 2^26 multiply-adds in all: 16 x 16
+     * blocks, see src/ops/matmul.c), B shared */
+    tmm_matmul_desc d = { .m = 64, .n = 68, .k = 256, .batch = 64, .accumulate = true,
+                          .variant = TMM_MATMUL_REGISTER };
+    d.stride_a = 64 * 256 + 4;
+    d.stride_b = 0;
+    d.stride_c = 64 * 68;
+    mm_opts o = { .bias = true, .a_offset = 4 };
+    check(&d, &o, 91);
+    /* one large matmul with bias and accumulation, sizes not multiples of 4 */
+    d = (tmm_matmul_desc){ .m = 403, .n = 397, .k = 421, .trans_b = true, .accumulate = true,
+                           .variant = TMM_MATMUL_REGISTER };
+    o = (mm_opts){ .bias = true, .c_offset = 1 };
+    check(&d, &o, 92);
+}
+
+H_TEST(matmul_register, bias_and_accumulate)
+{
+    static const uint32_t shapes[][3] = { { 1, 1, 1 }, { 3, 17, 65 }, { 65, 100, 64 }, { 64, 64, 64 }, { 100, 3, 17 } };
+    uint64_t seed = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const uint32_t *sh = shapes[s];
+        check_simple(TMM_MATMUL_REGISTER, false, false, sh[0], sh[1], sh[2], true, false, seed++);
+        check_simple(TMM_MATMUL_REGISTER, true, true, sh[0], sh[1], sh[2], false, true, seed++);
+        check_simple(TMM_MATMUL_REGISTER, true, false, sh[0], sh[1], sh[2], true, true, seed++);
+    }
+}
+
+/* Batched, with gaps between batches, broadcast operands (stride 0) and
+ * operands at odd offsets in their buffers. */
+static void batched(tmm_matmul_variant v)
+{
+    tmm_matmul_desc d = { .m = 17, .n = 33, .k = 10, .batch = 3, .variant = v };
+    mm_opts o = { .bias = true };
+    d.stride_a = 17 * 10 + 5;
+    d.stride_b = 0; /* one B for all batches */
+    d.stride_c = 17 * 33 + 3;
+    check(&d, &o, 11);
+
+    d.trans_a = true;
+    d.stride_a = 0; /* one A for all batches */
+    d.stride_b = 33 * 10;
+    d.accumulate = true;
+    o = (mm_opts){ .bias = false, .a_offset = 1, .b_offset = 2, .c_offset = 3 };
+    check(&d, &o, 12);
+
+    /* vec4-friendly sizes and strides, 4 batches, B transposed */
+    d = (tmm_matmul_desc){ .m = 20, .n = 36, .k = 44, .batch = 4, .trans_b = true, .variant = v };
+    d.stride_a = 20 * 44 + 4;
+    d.stride_b = 36 * 44;
+    d.stride_c = 20 * 36 + 8;
+    o = (mm_opts){ .bias = true, .a_offset = 4, .b_offset = 8, .c_offset = 12 };
+    check(&d, &o, 13);
+    /* the same at offsets that are not multiples of 4 floats */
+    o = (mm_opts){ .bias = true, .a_offset = 1, .b_offset = 3, .c_offset = 5 };
+    check(&d, &o, 14);
+}
+
+H_TEST(matmul_register, batched_strides) { batched(TMM_MATMUL_REGISTER); }
+
+/* Several workgroups along x, y and z (8 x 8 blocks: the tile is 32 x 64). */
+H_TEST(matmul_register, large)
+{
+    tmm_matmul_desc d = { .m = 200, .n = 150, .k = 70, .batch = 2, .variant = TMM_MATMUL_REGISTER };
+    d.stride_a = 200 * 70;
+    d.stride_b = 150 * 70;
+    d.stride_c = 200 * 150;
+    mm_opts o = { .bias = true };
+    check(&d, &o, 21);
+    d.trans_a = d.trans_b = true;
+    check(&d, &o, 22);
+    d = (tmm_matmul_desc){ .m = 200, .n = 152, .k = 72, .variant = TMM_MATMUL_REGISTER };
+    check(&d, &o, 23);
+}
+
+/* ---- tiled variant (slow on lavapipe: modest shapes) ----------------------- */
+
+H_TEST(matmul_tiled, shapes_nn) { sweep(TMM_MATMUL_TILED, false, false); }
+H_TEST(matmul_tiled, shapes_tn) { sweep(TMM_MATMUL_TILED, true, false); }
+H_TEST(matmul_tiled, shapes_nt) { sweep(TMM_MATMUL_TILED, false, true); }
+H_TEST(matmul_tiled, shapes_tt) { sweep(TMM_MATMUL_TILED, true, true); }
+
+H_TEST(matmul_tiled, bias_and_accumulate)
+{
+    static const uint32_t shapes[][3] = { { 1, 1, 1 }, { 3, 17, 65 }, { 65, 100, 64 }, { 100, 3, 17 } };
+    uint64_t seed = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const uint32_t *sh = shapes[s];
+        check_simple(TMM_MATMUL_TILED, false, false, sh[0], sh[1], sh[2], true, false, seed++);
+        check_simple(TMM_MATMUL_TILED, true, true, sh[0], sh[1], sh[2], false, true, seed++);
+        check_simple(TMM_MATMUL_TILED, false, true, sh[0], sh[1], sh[2], true, true, seed++);
+    }
+}
+
+H_TEST(matmul_tiled, batched_strides) { batched(TMM_MATMUL_TILED); }
+
+/* Several 64 x 64 tiles in x and y, two batches in z. */
+H_TEST(matmul_tiled, large)
+{
+    tmm_matmul_desc d = { .m = 130, .n = 70, .k = 40, .batch = 2, .variant = TMM_MATMUL_TILED };
+    d.stride_a = 130 * 40;
+    d.stride_b = 70 * 40;
+    d.stride_c = 130 * 70;
+    mm_opts o = { .bias = true };
+    check(&d, &o, 31);
+    d.trans_a = true;
+    check(&d, &o, 32);
+}
+
+/* ---- both ------------------------------------------------------------------ */
+
+/* Workgroup ids past a split: one workgroup per vkCmdDispatchBase. */
+H_TEST(matmul, split_dispatch)
+{
+    tmm_device_set_dispatch_limit(h_dev, 1, 1, 1);
+    tmm_matmul_desc d = { .m = 130, .n = 140, .k = 9, .batch = 2, .variant = TMM_MATMUL_REGISTER };
+    d.stride_a = 130 * 9;
+    d.stride_b = 0;
+    d.stride_c = 130 * 140;
+    mm_opts o = { .bias = true };
+    check(&d, &o, 41);
+    d.variant = TMM_MATMUL_TILED;
+    check(&d, &o, 42);
+}
+
+/* k == 0: C = bias (or 0), or C += bias when accumulating; m or n == 0: no-op. */
+H_TEST(matmul, zero_sizes)
+{
+    for (int v = TMM_MATMUL_REGISTER; v <= TMM_MATMUL_TILED; v++) {
+        check_simple((tmm_matmul_variant)v, false, false, 5, 7, 0, true, false, 51);
+        check_simple((tmm_matmul_variant)v, false, false, 5, 7, 0, false, false, 52);
+        check_simple((tmm_matmul_variant)v, true, false, 5, 7, 0, true, true, 53);
+        check_simple((tmm_matmul_variant)v, false, true, 5, 7, 0, false, true, 54);
+    }
+    /* nothing to compute: empty views are fine */
+    tmm_matmul_desc d = { .m = 0, .n = 5, .k = 3 };
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_matmul(r, &d, (tmm_view){ 0 }, (tmm_view){ 0 }, (tmm_view){ 0 }, (tmm_view){ 0 }));
+    d = (tmm_matmul_desc){ .m = 4, .n = 0, .k = 3, .batch = 5 };
+    H_OK(tmm_op_matmul(r, &d, (tmm_view){ 0 }, (tmm_view){ 0 }, (tmm_view){ 0 }, (tmm_view){ 0 }));
+    cr_assert_eq(tmm_recorder_dispatches(r), 0);
+    h_run(r);
+}
+
+/* AUTO picks REGISTER on CPU devices (lavapipe) and TILED elsewhere; both
+ * give the same result here. */
+H_TEST(matmul, auto_variant)
+{
+    cr_assert_str_eq(tmm_matmul_variant_name(TMM_MATMUL_AUTO), "auto");
+    cr_assert_str_eq(tmm_matmul_variant_name(TMM_MATMUL_REGISTER), "register");
+    cr_assert_str_eq(tmm_matmul_variant_name(TMM_MATMUL_TILED), "tiled");
+    check_simple(TMM_MATMUL_AUTO, false, true, 33, 20, 12, true, false, 61);
+}
+
+static tmm_status try_matmul(const tmm_matmul_desc *d, tmm_view a, tmm_view b, tmm_view bias, tmm_view c)
+{
+    tmm_recorder *r = h_begin();
+    tmm_status s = tmm_op_matmul(r, d, a, b, bias, c);
+    h_run(r);
+    return s;
+}
+
+H_TEST(matmul, bad_arguments)
+{
+    const uint32_t m = 6, n = 5, k = 4;
+    tmm_buffer *ba = h_buffer(NULL, m * k), *bb = h_buffer(NULL, k * n), *bc = h_buffer(NULL, 2 * m * n);
+    tmm_buffer *bbias = h_buffer(NULL, n);
+    tmm_view a = tmm_whole(ba), b = tmm_whole(bb), c = tmm_sub(bc, 0, m * n * sizeof(float)), none = { 0 };
+    tmm_view small = tmm_sub(bc, 0, (m * n - 1) * sizeof(float));
+    for (int v = TMM_MATMUL_AUTO; v <= TMM_MATMUL_TILED; v++) {
+        tmm_matmul_desc d = { .m = m, .n = n, .k = k, .variant = (tmm_matmul_variant)v };
+        H_OK(try_matmul(&d, a, b, none, c));
+        cr_assert_eq(try_matmul(&d, tmm_sub(ba, 0, 4), b, none, c), TMM_ERR_INVALID_ARGUMENT, "A too small");
+        cr_assert_eq(try_matmul(&d, a, tmm_sub(bb, 0, 4), none, c), TMM_ERR_INVALID_ARGUMENT, "B too small");
+        cr_assert_eq(try_matmul(&d, a, b, none, small), TMM_ERR_INVALID_ARGUMENT, "C too small");
+        cr_assert_eq(try_matmul(&d, a, b, tmm_sub(bbias, 0, 4), c), TMM_ERR_INVALID_ARGUMENT, "bias too small");
+        cr_assert_eq(try_matmul(&d, none, b, none, c), TMM_ERR_INVALID_ARGUMENT, "no A");
+        cr_assert_eq(try_matmul(&d, a, b, none, none), TMM_ERR_INVALID_ARGUMENT, "no C");
+        cr_assert_eq(try_matmul(&d, a, b, none, tmm_sub(bc, 2, m * n * sizeof(float))), TMM_ERR_INVALID_ARGUMENT,
+                     "C not float-aligned");
+        /* the view claims more than its buffer holds */
+        cr_assert_eq(try_matmul(&d, a, b, none, tmm_sub(bc, m * n * sizeof(float), 2 * m * n * sizeof(float))),
+                     TMM_ERR_INVALID_ARGUMENT, "C overruns its buffer");
+        d.trans_a = true; /* the same floats are needed either way */
+        cr_assert_eq(try_matmul(&d, tmm_sub(ba, 0, (m * k - 1) * sizeof(float)), b, none, c),
+                     TMM_ERR_INVALID_ARGUMENT, "transposed A too small");
+        d.trans_a = false;
+        /* two batches need stride * (batch - 1) + m * k floats */
+        d.batch = 2;
+        d.stride_c = m * n;
+        d.stride_a = 1;
+        cr_assert_eq(try_matmul(&d, a, b, none, tmm_whole(bc)), TMM_ERR_INVALID_ARGUMENT, "batched A too small");
+        d.stride_a = 0;
+        H_OK(try_matmul(&d, a, b, none, tmm_whole(bc)));
+        d.stride_c = m * n - 1; /* batches of C would overlap */
+        cr_assert_eq(try_matmul(&d, a, b, none, tmm_whole(bc)), TMM_ERR_INVALID_ARGUMENT, "C batches overlap");
+        d.batch = 1;
+        /* the output may not alias an input */
+        cr_assert_eq(try_matmul(&d, tmm_sub(bc, 0, m * k * sizeof(float)), b, none,
+                                tmm_sub(bc, 4 * sizeof(float), m * n * sizeof(float))),
+                     TMM_ERR_INVALID_ARGUMENT, "C aliases A");
+    }
+    tmm_matmul_desc d = { .m = m, .n = n, .k = k, .variant = (tmm_matmul_variant)7 };
+    cr_assert_eq(try_matmul(&d, a, b, none, c), TMM_ERR_INVALID_ARGUMENT, "unknown variant");
+    cr_assert_eq(tmm_op_matmul(NULL, &d, a, b, none, c), TMM_ERR_INVALID_ARGUMENT);
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bc);
+    tmm_buffer_destroy(bbias);
+}
+
+/* A batch whose A spans more than maxStorageBufferRange (128 MiB on
+ * lavapipe) is split over dispatches, each binding from an aligned offset;
+ * the odd stride makes the later chunks start mid-alignment. */
+H_TEST(matmul, batch_larger_than_binding)
+{
+    const tmm_device_info *info = tmm_device_get_info(h_dev);
+    tmm_matmul_desc d = { .m = 1000, .n = 3, .k = 1024, .variant = TMM_MATMUL_REGISTER };
+    d.stride_a = (uint64_t)d.m * d.k + 1;
+    d.stride_b = (uint64_t)d.k * d.n;
+    d.stride_c = (uint64_t)d.m * d.n;
+    uint64_t per_batch = d.stride_a * sizeof(float);
+    d.batch = (uint32_t)(info->max_storage_buffer_range / per_batch + 3);
+    if ((uint64_t)d.batch * per_batch > 512ull << 20) {
+        cr_log_info("maxStorageBufferRange is %llu bytes: skipping the split test",
+                    (unsigned long long)info->max_storage_buffer_range);
+        return;
+    }
+    mm_opts o = { .bias = true };
+    check(&d, &o, 71);
+    /* a single batch over the limit cannot be split */
+    tmm_matmul_desc big = { .m = 1, .n = 1, .k = (uint32_t)(info->max_storage_buffer_range / 4 + 1) };
+    tmm_buffer *ba = h_buffer(NULL, big.k), *bb = h_buffer(NULL, big.k), *bc = h_buffer(NULL, 1);
+    cr_assert_eq(try_matmul(&big, tmm_whole(ba), tmm_whole(bb), (tmm_view){ 0 }, tmm_whole(bc)),
+                 TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "maxStorageBufferRange"), "message: %s", tmm_last_error());
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bc);
+}
