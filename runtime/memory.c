@@ -95,6 +95,20 @@ static int choose_type(const tmm_device *device, uint32_t allowed, tmm_memory_ki
     return -1;
 }
 
+/* Room for one more free range. */
+static bool reserve_range(tmm_block *b)
+{
+    if (b->n_free < b->cap_free)
+        return true;
+    uint32_t cap = b->cap_free * 2;
+    tmm_range *nf = realloc(b->free, cap * sizeof *nf);
+    if (!nf)
+        return false;
+    b->free = nf;
+    b->cap_free = cap;
+    return true;
+}
+
 static bool block_take(tmm_block *b, uint64_t size, uint64_t align, uint64_t *offset)
 {
     for (uint32_t i = 0; i < b->n_free; i++) {
@@ -105,15 +119,9 @@ static bool block_take(tmm_block *b, uint64_t size, uint64_t align, uint64_t *of
         uint64_t end = start + size, r_end = r->offset + r->size;
         /* Split the free range into [r.offset, start) and [end, r_end). */
         if (start > r->offset && end < r_end) {
-            if (b->n_free == b->cap_free) {
-                uint32_t cap = b->cap_free * 2;
-                tmm_range *nf = realloc(b->free, cap * sizeof *nf);
-                if (!nf)
-                    return false;
-                b->free = nf;
-                b->cap_free = cap;
-                r = &b->free[i];
-            }
+            if (!reserve_range(b))
+                return false;
+            r = &b->free[i];
             memmove(&b->free[i + 2], &b->free[i + 1], (b->n_free - i - 1) * sizeof *r);
             b->free[i].size = start - r->offset;
             b->free[i + 1].offset = end;
@@ -151,14 +159,8 @@ static bool block_give(tmm_block *b, uint64_t offset, uint64_t size)
         b->free[i].offset = offset;
         b->free[i].size += size;
     } else {
-        if (b->n_free == b->cap_free) {
-            uint32_t cap = b->cap_free * 2;
-            tmm_range *nf = realloc(b->free, cap * sizeof *nf);
-            if (!nf)
-                return false;
-            b->free = nf;
-            b->cap_free = cap;
-        }
+        if (!reserve_range(b))
+            return false;
         memmove(&b->free[i + 1], &b->free[i], (b->n_free - i) * sizeof *b->free);
         b->free[i].offset = offset;
         b->free[i].size = size;
