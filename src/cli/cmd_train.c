@@ -319,9 +319,11 @@ int cmd_train(int argc, char **argv)
             printf("reached the target accuracy of %.0f%%\n", 100 * c.target_accuracy);
         if (res.interrupted)
             printf("resume with: tmm train --resume %s\n", c.run_dir);
-        else
+        else if (c.task == TMM_DATA_COPY && !c.model.frozen)
             printf("next: tmm eval --checkpoint %s   |   tmm train --frozen (the ablation: copying fails)\n",
                    c.run_dir);
+        else
+            printf("next: tmm eval --checkpoint %s\n", c.run_dir);
         rc = res.interrupted ? 130 : 0;
     }
     tmm_device_destroy(dev);
