@@ -52,11 +52,12 @@ static double deviation(const float *got, const double *ref, uint64_t n, double 
     return worst;
 }
 
-static void check_variant(const variant *v)
+static void check_variant(const variant *v, tmm_toeplitz_impl impl)
 {
     const tmm_model_config *c = &v->config;
     tmm_model *m;
     H_OK(tmm_model_create(h_dev, c, B, &m));
+    tmm_model_set_toeplitz_impl(m, impl);
     const tmm_param_table *t = tmm_model_table(m);
     float *w = h_floats(t->arena_floats), *g = h_floats(t->arena_floats);
     double *wd = calloc(t->arena_floats, sizeof *wd), *gd = calloc(t->arena_floats, sizeof *gd);
@@ -79,8 +80,8 @@ static void check_variant(const variant *v)
     H_OK(tmm_model_loss(m, &loss));
     H_OK(tmm_model_logits(m, logits));
     double scale, dev = deviation(logits, ref_logits, (uint64_t)N * V, &scale);
-    printf("  %-18s logits: max|dev| %.2g (scale %.2g); loss %.7g vs %.7g\n", v->name, dev, scale, (double)loss,
-           ref_loss);
+    printf("  %-18s %-6s logits: max|dev| %.2g (scale %.2g); loss %.7g vs %.7g\n", v->name,
+           tmm_toeplitz_impl_name(impl), dev, scale, (double)loss, ref_loss);
     cr_assert(dev <= 1e-5 * (1 + scale), "%s: logits deviate by %g", v->name, dev);
     cr_assert(fabs(loss - ref_loss) <= 1e-5 * (1 + ref_loss), "%s: loss %g vs %g", v->name, (double)loss, ref_loss);
 
@@ -109,7 +110,8 @@ static void check_variant(const variant *v)
         if (!p->trainable)
             cr_assert_eq(scale, 0.0, "%s: frozen %s has a gradient", v->name, p->name);
     }
-    printf("  %-18s gradients: max |dev| / max |ref| over tensors = %.2g\n", v->name, worst_rel);
+    printf("  %-18s %-6s gradients: max |dev| / max |ref| over tensors = %.2g\n", v->name,
+           tmm_toeplitz_impl_name(impl), worst_rel);
 
     /* replaying the recording gives the same bits */
     float *g2 = h_floats(t->arena_floats);
@@ -121,11 +123,18 @@ static void check_variant(const variant *v)
     tmm_model_destroy(m);
 }
 
-H_TEST(model_gpu, flat) { check_variant(&variants[0]); }
-H_TEST(model_gpu, heads4) { check_variant(&variants[1]); }
-H_TEST(model_gpu, kernel3) { check_variant(&variants[2]); }
-H_TEST(model_gpu, expanded) { check_variant(&variants[3]); }
-H_TEST(model_gpu, frozen) { check_variant(&variants[4]); }
+H_TEST(model_gpu, flat) { check_variant(&variants[0], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, heads4) { check_variant(&variants[1], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, kernel3) { check_variant(&variants[2], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, expanded) { check_variant(&variants[3], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, frozen) { check_variant(&variants[4], TMM_TOEPLITZ_DIRECT); }
+
+/* The same checks with the Toeplitz layers computed by FFT */
+H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, heads4) { check_variant(&variants[1], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, kernel3) { check_variant(&variants[2], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_TOEPLITZ_FFT); }
 
 Test(model_gpu, activation_memory_grows_linearly_in_n)
 {

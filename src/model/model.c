@@ -6,6 +6,7 @@
 
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
+#include "ops/toeplitz_fft.h"
 
 typedef struct layer_acts {
     tmm_buffer *h_in, *mean1, *rstd1, *x1, *f1, *z, *h_mid, *mean2, *rstd2, *x2, *v, *y1, *q, *y2;
@@ -18,6 +19,7 @@ struct tmm_model {
     tmm_param_table table;
     uint32_t batch, rows;
     tmm_toeplitz_impl impl;
+    tmm_toeplitz_fft *fft;  /* the FFT plan, when impl is FFT */
     bool profile;          /* wrap every op in a timestamp region */
 
     /* dry run: only count the bytes each buffer would take */
@@ -160,6 +162,7 @@ void tmm_model_destroy(tmm_model *m)
     if (!m)
         return;
     tmm_recorder_destroy(m->recorder);
+    tmm_toeplitz_fft_destroy(m->fft);
     if (m->layers)
         for (uint32_t l = 0; l < m->table.config.n_layers; l++) {
             layer_acts *a = &m->layers[l];
@@ -327,6 +330,24 @@ static tmm_status linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t r
     return tmm_op_matmul(r, &d, dy, x, none, dw);
 }
 
+/* The Toeplitz layer through the chosen implementation. */
+static tmm_status toeplitz_fwd(tmm_model *m, tmm_recorder *r, const tmm_toeplitz_desc *td, tmm_view u, tmm_view w,
+                               tmm_view beta, tmm_view y)
+{
+    if (m->fft)
+        return tmm_toeplitz_fft_record_forward(r, m->fft, u, w, beta, y);
+    return tmm_op_toeplitz_forward(r, td, u, w, beta, y);
+}
+
+static tmm_status toeplitz_bwd(tmm_model *m, tmm_recorder *r, const tmm_toeplitz_desc *td, uint32_t flags,
+                               tmm_view u, tmm_view w, tmm_view gy, tmm_view scratch, tmm_view du, tmm_view dw,
+                               tmm_view dbeta)
+{
+    if (m->fft)
+        return tmm_toeplitz_fft_record_backward(r, m->fft, flags, u, w, gy, du, dw, dbeta);
+    return tmm_op_toeplitz_backward(r, td, flags, u, w, gy, scratch, du, dw, dbeta);
+}
+
 static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
 {
     const tmm_model_config *c = &m->table.config;
@@ -352,11 +373,11 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
             OP("matmul", linear(r, u, N, d, d, P(m, bp->in_w), P(m, bp->in_b), A(a->v), false));
             u = A(a->v);
         }
-        OP("toeplitz", tmm_op_toeplitz_forward(r, &td, u, P(m, bp->w), P(m, bp->beta), A(a->y1)));
+        OP("toeplitz", toeplitz_fwd(m, r, &td, u, P(m, bp->w), P(m, bp->beta), A(a->y1)));
         tmm_view mix = A(a->y1);
         if (c->expanded) {
             OP("silu", tmm_op_bias_silu_forward(r, A(a->y1), A(m->zeros_d), N, d, A(a->q)));
-            OP("toeplitz", tmm_op_toeplitz_forward(r, &td, A(a->q), P(m, bp->w2), P(m, bp->beta2), A(a->y2)));
+            OP("toeplitz", toeplitz_fwd(m, r, &td, A(a->q), P(m, bp->w2), P(m, bp->beta2), A(a->y2)));
             mix = A(a->y2);
         }
         tmm_view next = A(l + 1 < c->n_layers ? m->layers[l + 1].h_in : m->h_out);
@@ -399,7 +420,7 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
         }
         tmm_view dy1 = dmix;
         if (c->expanded) {
-            OP("toeplitz bwd", tmm_op_toeplitz_backward(r, &td, flags, A(a->q), P(m, bp->w2), dmix, scratch, g2,
+            OP("toeplitz bwd", toeplitz_bwd(m, r, &td, flags, A(a->q), P(m, bp->w2), dmix, scratch, g2,
                                              c->frozen ? none : G(m, bp->w2), c->frozen ? none : G(m, bp->beta2)));
             OP("silu bwd", tmm_op_bias_silu_backward(r, A(a->y1), A(m->zeros_d), g2, N, d, false, scratch, g2,
                                               A(m->dummy_d)));
@@ -407,7 +428,7 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
         }
         tmm_view dv = dy1.buffer == m->g1 ? g2 : g1;
         tmm_view u = A(c->heads ? a->v : a->x2);
-        OP("toeplitz bwd", tmm_op_toeplitz_backward(r, &td, flags, u, P(m, bp->w), dy1, scratch, dv,
+        OP("toeplitz bwd", toeplitz_bwd(m, r, &td, flags, u, P(m, bp->w), dy1, scratch, dv,
                                          c->frozen ? none : G(m, bp->w), c->frozen ? none : G(m, bp->beta)));
         tmm_view dx2 = dv;
         if (c->heads) {
@@ -437,6 +458,13 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 
 tmm_status tmm_model_record(tmm_model *m, tmm_recorder *r, bool backward)
 {
+    if (m->impl == TMM_TOEPLITZ_FFT && !m->fft) {
+        tmm_toeplitz_desc td = toeplitz_desc(m);
+        TMM_TRY(tmm_toeplitz_fft_create(m->device, &td, &m->fft));
+    } else if (m->impl != TMM_TOEPLITZ_FFT && m->fft) {
+        tmm_toeplitz_fft_destroy(m->fft);
+        m->fft = NULL;
+    }
     TMM_TRY(record_forward(m, r, backward));
     return backward ? record_backward(m, r) : TMM_OK;
 }

@@ -43,7 +43,9 @@ void tmm_model_destroy(tmm_model *model);
 
 const tmm_param_table *tmm_model_table(const tmm_model *model);
 uint32_t tmm_model_batch(const tmm_model *model);
-/* Choose the Toeplitz implementation (default AUTO); takes effect at the next record. */
+/* Choose the Toeplitz implementation (default AUTO, the direct kernel for
+ * now; FFT creates a plan at the next record, and recordings made before
+ * must be made again). */
 void tmm_model_set_toeplitz_impl(tmm_model *model, tmm_toeplitz_impl impl);
 
 /* Wrap every op in a timestamp region labelled by op ("matmul", "toeplitz bwd",
