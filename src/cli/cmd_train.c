@@ -51,6 +51,7 @@ static void usage(FILE *f)
             "  --run-dir DIR        where checkpoints and metrics.jsonl go (default runs/latest)\n"
             "  --eval-every N --eval-batches N --log-every N --save-every N --keep N\n"
             "  --target-acc X       copy: stop once held-out accuracy reaches X (0: never; default 0.99)\n"
+            "  --mixer-impl auto|direct|fft   how the Toeplitz layers are computed (auto: direct for now)\n"
             "  --device N           Vulkan device (see tmm devices)\n"
             "  --quiet              no progress output\n\n"
             "Ctrl-C saves a checkpoint and exits; resume with --resume DIR.\n");
@@ -60,7 +61,7 @@ enum {
     O_PRESET = 256, O_CONFIG, O_RESUME, O_DMODEL, O_NCTX, O_LAYERS, O_HEADS, O_EXPANSION, O_KERNEL, O_EXPANDED,
     O_FROZEN, O_MSEED, O_TASK, O_ALPHABET, O_DATA, O_TEXTMODE, O_STEPS, O_BATCH, O_ACCUM, O_LR, O_WARMUP,
     O_SCHEDULE, O_WD, O_CLIP, O_SEED, O_RUNDIR, O_EVAL_EVERY, O_EVAL_BATCHES, O_LOG_EVERY, O_SAVE_EVERY, O_KEEP,
-    O_TARGET, O_DEVICE, O_QUIET, O_STOP_AFTER,
+    O_TARGET, O_DEVICE, O_QUIET, O_STOP_AFTER, O_MIXER,
 };
 
 static const struct option train_options[] = {
@@ -81,7 +82,8 @@ static const struct option train_options[] = {
     { "log-every", required_argument, NULL, O_LOG_EVERY }, { "save-every", required_argument, NULL, O_SAVE_EVERY },
     { "keep", required_argument, NULL, O_KEEP },         { "target-acc", required_argument, NULL, O_TARGET },
     { "device", required_argument, NULL, O_DEVICE },     { "quiet", no_argument, NULL, O_QUIET },
-    { "stop-after", required_argument, NULL, O_STOP_AFTER }, { "help", no_argument, NULL, 'h' },
+    { "stop-after", required_argument, NULL, O_STOP_AFTER }, { "mixer-impl", required_argument, NULL, O_MIXER },
+    { "help", no_argument, NULL, 'h' },
     { 0, 0, 0, 0 },
 };
 
@@ -256,6 +258,12 @@ int cmd_train(int argc, char **argv)
         case O_TARGET: ok = parse_double("--target-acc", optarg, 0, 1, &x), c.target_accuracy = x; break;
         case O_DEVICE: ok = cli_parse_uint("--device", optarg, 1000, &v), device = (int)v; break;
         case O_QUIET: quiet = true; break;
+        case O_MIXER:
+            if (tmm_mixer_impl_parse(optarg, &c.mixer_impl) != TMM_OK) {
+                fprintf(stderr, "tmm train: --mixer-impl is auto, direct or fft, got '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case O_STOP_AFTER: ok = cli_parse_uint("--stop-after", optarg, 1ul << 40, &v), stop_after = v; break;
         default: break;
         }

@@ -215,6 +215,10 @@ static void apply_train(reader *rd, tmm_train_config *c, const cJSON *obj)
         else if (is(it, "save_every")) set_u32(rd, s, it, &c->save_every);
         else if (is(it, "keep")) set_u32(rd, s, it, &c->keep);
         else if (is(it, "target_accuracy")) set_double(rd, s, it, &c->target_accuracy);
+        else if (is(it, "mixer_impl")) {
+            if (!cJSON_IsString(it) || tmm_mixer_impl_parse(it->valuestring, &c->mixer_impl) != TMM_OK)
+                fail(rd, s, it->string, "must be \"auto\", \"direct\" or \"fft\"");
+        }
         else if (is(it, "run_dir")) {
             if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof c->run_dir)
                 fail(rd, s, it->string, "must be a path");
@@ -253,6 +257,17 @@ tmm_status tmm_train_config_apply_json(tmm_train_config *c, const char *json, co
     }
     cJSON_Delete(root);
     return rd.status;
+}
+
+tmm_status tmm_mixer_impl_parse(const char *name, tmm_toeplitz_impl *out)
+{
+    static const tmm_toeplitz_impl all[] = { TMM_TOEPLITZ_AUTO, TMM_TOEPLITZ_DIRECT, TMM_TOEPLITZ_FFT };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (strcmp(name, tmm_toeplitz_impl_name(all[i])) == 0) {
+            *out = all[i];
+            return TMM_OK;
+        }
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "mixer implementation '%s': use auto, direct or fft", name);
 }
 
 tmm_status tmm_train_config_check(const tmm_train_config *c)
@@ -325,6 +340,7 @@ char *tmm_train_config_to_json(const tmm_train_config *c)
     cJSON_AddNumberToObject(tr, "save_every", c->save_every);
     cJSON_AddNumberToObject(tr, "keep", c->keep);
     cJSON_AddNumberToObject(tr, "target_accuracy", c->target_accuracy);
+    cJSON_AddStringToObject(tr, "mixer_impl", tmm_toeplitz_impl_name(c->mixer_impl));
     cJSON_AddStringToObject(tr, "run_dir", c->run_dir);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

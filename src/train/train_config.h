@@ -10,10 +10,12 @@
  *     "task":      { "name": "copy"|"text", "alphabet", "files": [..], "mode": "windows"|"documents",
  *                    "val_fraction" },
  *     "train":     { "steps", "batch", "accum", "seed", "eval_every", "eval_batches", "log_every",
- *                    "save_every", "keep", "target_accuracy", "run_dir" } } */
+ *                    "save_every", "keep", "target_accuracy", "mixer_impl": "auto"|"direct"|"fft",
+ *                    "run_dir" } } */
 #ifndef TMM_TRAIN_CONFIG_H
 #define TMM_TRAIN_CONFIG_H
 
+#include "ops/toeplitz.h"
 #include "tmm/model.h"
 #include "train/data.h"
 #include "train/optim.h"
@@ -37,6 +39,7 @@ typedef struct tmm_train_config {
     uint64_t data_seed;
     uint32_t eval_every, eval_batches, log_every, save_every, keep;
     double target_accuracy;       /* copy: stop once held-out accuracy reaches it (0: never) */
+    tmm_toeplitz_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
     char run_dir[1024];
 } tmm_train_config;
 
@@ -50,6 +53,8 @@ tmm_status tmm_train_config_apply_json(tmm_train_config *config, const char *jso
 const char *tmm_train_preset(const char *name);
 /* Names of the built-in presets, NULL-terminated. */
 const char *const *tmm_train_preset_names(void);
+/* "auto", "direct" or "fft". */
+tmm_status tmm_mixer_impl_parse(const char *name, tmm_toeplitz_impl *out);
 /* Checks the whole config (after the vocab is known). */
 tmm_status tmm_train_config_check(const tmm_train_config *config);
 /* The resolved config as JSON (malloc'ed), in the layout above. */
