@@ -75,6 +75,10 @@ fi
 expect_fail "resume past the end" 1 "nothing to do" "$tmm" train --resume "$dir/b" --steps 1 --quiet
 check "resume" "$tmm" train --resume "$dir/b" --steps "$(( $(sed 's/step-0*//' "$dir/b/checkpoints/latest") + 5 ))" --quiet
 
+check "bench mixer" "$tmm" bench mixer --n 64 --d 16 --heads 2 --json --svg "$dir/mixer.svg"
+check "bench mixer plot" grep -q "<polyline" "$dir/mixer.svg"
+check "bench train" "$tmm" bench train --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 2 --json
+
 # a flipped byte in the saved weights is refused
 model="$dir/a/checkpoints/$(cat "$dir/a/checkpoints/latest")/model.safetensors"
 size=$(stat -c %s "$model")

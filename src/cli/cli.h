@@ -12,6 +12,8 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 /* tmm bench train (cmd_bench_train.c), dispatched by cmd_bench. */
 int bench_train(int argc, char **argv);
+/* tmm bench mixer (cmd_bench_mixer.c). */
+int bench_mixer(int argc, char **argv);
 
 /* Prints "tmm: <what>: <last error>" and a hint for the status; returns 1. */
 int cli_error(const char *what, tmm_status status);

@@ -398,6 +398,7 @@ static const struct bench {
 } benches[] = {
     { "matmul", bench_matmul, "float32 matrix multiply, per kernel variant (GFLOP/s)" },
     { "train", bench_train, "training steps: tokens/s, ms per step, device time per op" },
+    { "mixer", bench_mixer, "Toeplitz mixing (direct, FFT) against causal attention over n" },
 };
 
 static void usage(FILE *f)
@@ -424,6 +425,6 @@ int cmd_bench(int argc, char **argv)
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         if (strcmp(name, benches[i].name) == 0)
             return benches[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available: matmul, train (see 'tmm bench --help')\n", name);
+    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available: matmul, train, mixer (see 'tmm bench --help')\n", name);
     return 2;
 }
