@@ -12,6 +12,7 @@
 #include "ops/attention.h"
 #include "ops/toeplitz.h"
 #include "ops/toeplitz_fft.h"
+#include "model/mixer_select.h"
 
 enum { IMPL_DIRECT, IMPL_FFT, IMPL_AUTO, IMPL_ATTENTION, N_IMPLS };
 static const char *const impl_names[N_IMPLS] = { "direct", "fft", "auto", "attention" };
@@ -115,7 +116,13 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
         uint64_t sizes[9] = { act, G * n, G * n, act, act, act, G * n, G * n, scratch };
         for (int i = 0; i < 9 && s == TMM_OK; i++)
             s = make(dev, &set, sizes[i], &v[i]);
-        if (s == TMM_OK && impl == IMPL_FFT)
+        bool use_fft = impl == IMPL_FFT;
+        if (s == TMM_OK && impl == IMPL_AUTO) {
+            tmm_toeplitz_impl chosen;
+            s = tmm_mixer_resolve(dev, TMM_TOEPLITZ_AUTO, n, &chosen);
+            use_fft = chosen == TMM_TOEPLITZ_FFT;
+        }
+        if (s == TMM_OK && use_fft)
             s = tmm_toeplitz_fft_create(dev, &td, &fft);
     }
     for (int pass = 0; pass < 2 && s == TMM_OK; pass++) {
@@ -250,7 +257,8 @@ int bench_mixer(int argc, char **argv)
                    "                       [--time-cap SECONDS] [--svg FILE] [--device N] [--json]\n\n"
                    "Times causal token mixing, forward and forward+backward, for n = 256, 512, ... up to\n"
                    "--max-n (default 65536), or one length with --n: Toeplitz mixing computed directly\n"
-                   "(O(n^2)), by FFT (O(n log n)) and as auto chooses, beside causal softmax attention\n"
+                   "(O(n^2)), by FFT (O(n log n)) and as auto chooses (FFT from the crossover length\n"
+                   "measured on the device), beside causal softmax attention\n"
                    "(memory-efficient). Reports device time (median of 3 after a warm-up), peak device\n"
                    "memory of the op's buffers, tokens/s, and the fitted exponent of time against n over\n"
                    "the upper half of the range. A run predicted to take longer than --time-cap (default\n"

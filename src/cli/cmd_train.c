@@ -51,7 +51,8 @@ static void usage(FILE *f)
             "  --run-dir DIR        where checkpoints and metrics.jsonl go (default runs/latest)\n"
             "  --eval-every N --eval-batches N --log-every N --save-every N --keep N\n"
             "  --target-acc X       copy: stop once held-out accuracy reaches X (0: never; default 0.99)\n"
-            "  --mixer-impl auto|direct|fft   how the Toeplitz layers are computed (auto: direct for now)\n"
+            "  --mixer-impl auto|direct|fft   how the Toeplitz layers are computed (auto: FFT from the\n"
+            "                       crossover length measured on the device)\n"
             "  --device N           Vulkan device (see tmm devices)\n"
             "  --quiet              no progress output\n\n"
             "Ctrl-C saves a checkpoint and exits; resume with --resume DIR.\n");

@@ -7,6 +7,7 @@
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "ops/toeplitz_fft.h"
+#include "model/mixer_select.h"
 
 typedef struct layer_acts {
     tmm_buffer *h_in, *mean1, *rstd1, *x1, *f1, *z, *h_mid, *mean2, *rstd2, *x2, *v, *y1, *q, *y2;
@@ -458,10 +459,12 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 
 tmm_status tmm_model_record(tmm_model *m, tmm_recorder *r, bool backward)
 {
-    if (m->impl == TMM_TOEPLITZ_FFT && !m->fft) {
+    tmm_toeplitz_impl impl;
+    TMM_TRY(tmm_mixer_resolve(m->device, m->impl, m->table.config.n_ctx, &impl));
+    if (impl == TMM_TOEPLITZ_FFT && !m->fft) {
         tmm_toeplitz_desc td = toeplitz_desc(m);
         TMM_TRY(tmm_toeplitz_fft_create(m->device, &td, &m->fft));
-    } else if (m->impl != TMM_TOEPLITZ_FFT && m->fft) {
+    } else if (impl != TMM_TOEPLITZ_FFT && m->fft) {
         tmm_toeplitz_fft_destroy(m->fft);
         m->fft = NULL;
     }
