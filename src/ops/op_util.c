@@ -30,3 +30,31 @@ uint64_t tmm_op_chunk_elems(const tmm_device *d)
     uint64_t bytes = d->info.max_storage_buffer_range / align * align;
     return bytes / sizeof(float);
 }
+
+tmm_status tmm_op_need_floats(const char *op, const char *name, tmm_view v, uint64_t n)
+{
+    TMM_TRY(tmm_op_need(op, name, v, n));
+    if (v.offset % sizeof(float))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s starts at byte %llu, not a multiple of 4", op, name,
+                        (unsigned long long)v.offset);
+    if (v.offset > v.buffer->size || v.size > v.buffer->size - v.offset)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s overruns its buffer", op, name);
+    return TMM_OK;
+}
+
+tmm_status tmm_op_no_overlap(const char *op, const tmm_op_span *out, const tmm_op_span *all, size_t count)
+{
+    if (!out->n)
+        return TMM_OK;
+    uint64_t a0 = out->v.offset, a1 = a0 + out->n * sizeof(float);
+    for (size_t i = 0; i < count; i++) {
+        const tmm_op_span *o = &all[i];
+        if (!o->n || o->v.buffer != out->v.buffer || o == out)
+            continue;
+        uint64_t b0 = o->v.offset, b1 = b0 + o->n * sizeof(float);
+        if (a0 < b1 && b0 < a1)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s overlaps %s; outputs must not alias other arguments",
+                            op, out->name, o->name);
+    }
+    return TMM_OK;
+}

@@ -15,6 +15,20 @@ tmm_status tmm_op_pipeline(tmm_recorder *r, const tmm_spirv *spirv, uint32_t n_b
 /* Fails unless view holds at least n floats. */
 tmm_status tmm_op_need(const char *op, const char *name, tmm_view v, uint64_t n);
 
+/* tmm_op_need, and the view starts at a float boundary inside its buffer. */
+tmm_status tmm_op_need_floats(const char *op, const char *name, tmm_view v, uint64_t n);
+
+/* A view and how many floats of it an op uses (0: not used). */
+typedef struct tmm_op_span {
+    const char *name;
+    tmm_view v;
+    uint64_t n;
+} tmm_op_span;
+
+/* Fails when the floats `out` uses overlap those of any other of `all`
+ * (`out` may be one of them). */
+tmm_status tmm_op_no_overlap(const char *op, const tmm_op_span *out, const tmm_op_span *all, size_t count);
+
 /* Elements per chunk for elementwise ops so that every bound range stays
  * within maxStorageBufferRange and chunk offsets keep the offset alignment. */
 uint64_t tmm_op_chunk_elems(const tmm_device *d);

@@ -120,17 +120,6 @@ tmm_status tmm_toeplitz_check(const tmm_recorder *r, const tmm_toeplitz_desc *de
     return resolve("toeplitz", r, desc, &g);
 }
 
-/* The view holds n floats, starts at a float boundary and lies in its buffer. */
-static tmm_status need(const char *op, const char *name, tmm_view v, uint64_t n)
-{
-    TMM_TRY(tmm_op_need(op, name, v, n));
-    if (v.offset % sizeof(float))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s starts at byte %llu, not a multiple of 4", op, name,
-                        (unsigned long long)v.offset);
-    if (v.offset > v.buffer->size || v.size > v.buffer->size - v.offset)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s overruns its buffer", op, name);
-    return TMM_OK;
-}
 
 /* Views bound directly by the deterministic sums must be aligned. */
 static tmm_status need_aligned(const tmm_recorder *r, const char *op, const char *name, tmm_view v)
@@ -143,28 +132,6 @@ static tmm_status need_aligned(const tmm_recorder *r, const char *op, const char
     return TMM_OK;
 }
 
-typedef struct span {
-    const char *name;
-    tmm_view v;
-    uint64_t n; /* floats used; 0: not used */
-} span;
-
-static tmm_status no_overlap(const char *op, const span *out, const span *others, size_t count)
-{
-    if (!out->n)
-        return TMM_OK;
-    uint64_t a0 = out->v.offset, a1 = a0 + out->n * sizeof(float);
-    for (size_t i = 0; i < count; i++) {
-        const span *o = &others[i];
-        if (!o->n || o->v.buffer != out->v.buffer || o == out)
-            continue;
-        uint64_t b0 = o->v.offset, b1 = b0 + o->n * sizeof(float);
-        if (a0 < b1 && b0 < a1)
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s overlaps %s; outputs must not alias other arguments",
-                            op, out->name, o->name);
-    }
-    return TMM_OK;
-}
 
 /* Floats [e0, e0 + count) of v, bound from the largest aligned offset at or
  * before them; *base is e0's element offset in the binding. */
@@ -222,11 +189,11 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
     const uint64_t seq = (uint64_t)g.n * g.d, act = seq * g.B;
     if (act == 0)
         return TMM_OK; /* y is empty */
-    span s[4] = { { "u", u, act }, { "w", w, (uint64_t)g.G * g.K * g.n }, { "beta", beta, (uint64_t)g.G * g.n },
+    tmm_op_span s[4] = { { "u", u, act }, { "w", w, (uint64_t)g.G * g.K * g.n }, { "beta", beta, (uint64_t)g.G * g.n },
                   { "y", y, act } };
     for (int i = 0; i < 4; i++)
-        TMM_TRY(need(op, s[i].name, s[i].v, s[i].n));
-    TMM_TRY(no_overlap(op, &s[3], s, 4));
+        TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
+    TMM_TRY(tmm_op_no_overlap(op, &s[3], s, 4));
 
     const uint32_t tc = pick_tc(g.dg), tt = pick_tt(&g, tc);
     const uint32_t nbg = tmm_div_up(g.dg, tc), ncb = g.G * nbg, ntb = tmm_div_up(g.n, tt);
@@ -424,7 +391,7 @@ tmm_status tmm_op_toeplitz_backward(tmm_recorder *r, const tmm_toeplitz_desc *de
     const bool want_du = !(flags & TMM_TOEPLITZ_SKIP_DU), want_params = !(flags & TMM_TOEPLITZ_SKIP_PARAMS);
     const uint64_t act = (uint64_t)g.B * g.n * g.d;
     const uint64_t n_scratch = tmm_op_toeplitz_backward_scratch(desc, flags);
-    span s[7] = {
+    tmm_op_span s[7] = {
         { "u", u, want_params ? act : 0 },
         { "w", w, want_du && act ? (uint64_t)g.G * g.K * g.n : 0 },
         { "gy", gy, act },
@@ -437,9 +404,9 @@ tmm_status tmm_op_toeplitz_backward(tmm_recorder *r, const tmm_toeplitz_desc *de
         s[2].n = 0;
     for (int i = 0; i < 7; i++)
         if (s[i].n)
-            TMM_TRY(need(op, s[i].name, s[i].v, s[i].n));
+            TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
     for (int i = 3; i < 7; i++)
-        TMM_TRY(no_overlap(op, &s[i], s, 7));
+        TMM_TRY(tmm_op_no_overlap(op, &s[i], s, 7));
     for (int i = 4; i < 7; i++)
         if (s[i].n)
             TMM_TRY(need_aligned(r, op, s[i].name, s[i].v));

@@ -127,39 +127,7 @@ tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *
 
 /* ---- view checks and bindings -------------------------------------------- */
 
-static tmm_status need(const char *op, const char *name, tmm_view v, uint64_t n)
-{
-    TMM_TRY(tmm_op_need(op, name, v, n));
-    if (v.offset % sizeof(float))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s starts at byte %llu, not a multiple of 4", op, name,
-                        (unsigned long long)v.offset);
-    if (v.offset > v.buffer->size || v.size > v.buffer->size - v.offset)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s overruns its buffer", op, name);
-    return TMM_OK;
-}
 
-typedef struct span {
-    const char *name;
-    tmm_view v;
-    uint64_t n; /* floats used; 0: not used */
-} span;
-
-static tmm_status no_overlap(const char *op, const span *out, const span *others, size_t count)
-{
-    if (!out->n)
-        return TMM_OK;
-    uint64_t a0 = out->v.offset, a1 = a0 + out->n * sizeof(float);
-    for (size_t i = 0; i < count; i++) {
-        const span *o = &others[i];
-        if (!o->n || o->v.buffer != out->v.buffer || o == out)
-            continue;
-        uint64_t b0 = o->v.offset, b1 = b0 + o->n * sizeof(float);
-        if (a0 < b1 && b0 < a1)
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s overlaps %s; outputs must not alias other arguments",
-                            op, out->name, o->name);
-    }
-    return TMM_OK;
-}
 
 /* count floats of v, bound from the largest aligned offset at or before it;
  * *base is the view's element offset in the binding. Fails beyond
@@ -280,11 +248,11 @@ tmm_status tmm_toeplitz_fft_record_forward(tmm_recorder *r, tmm_toeplitz_fft *p,
     const uint64_t act = p->bd * p->n;
     if (act == 0)
         return TMM_OK; /* y is empty */
-    span s[4] = { { "u", u, act }, { "w", w, p->gk * p->n }, { "beta", beta, (uint64_t)p->G * p->n },
+    tmm_op_span s[4] = { { "u", u, act }, { "w", w, p->gk * p->n }, { "beta", beta, (uint64_t)p->G * p->n },
                   { "y", y, act } };
     for (int i = 0; i < 4; i++)
-        TMM_TRY(need(op, s[i].name, s[i].v, s[i].n));
-    TMM_TRY(no_overlap(op, &s[3], s, 4));
+        TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
+    TMM_TRY(tmm_op_no_overlap(op, &s[3], s, 4));
     tmm_view bu, bw, bb, by;
     uint32_t base_u, base_w, base_b, base_y;
     TMM_TRY(bind(r, op, "u", u, act, &bu, &base_u));
@@ -312,7 +280,7 @@ tmm_status tmm_toeplitz_fft_record_backward(tmm_recorder *r, tmm_toeplitz_fft *p
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", op, flags);
     const bool want_du = !(flags & TMM_TOEPLITZ_SKIP_DU), want_params = !(flags & TMM_TOEPLITZ_SKIP_PARAMS);
     const uint64_t act = p->bd * p->n, nw = p->gk * p->n, nb = (uint64_t)p->G * p->n;
-    span s[6] = {
+    tmm_op_span s[6] = {
         { "u", u, want_params ? act : 0 },
         { "w", w, want_du && act ? nw : 0 },
         { "gy", gy, want_du || want_params ? act : 0 },
@@ -322,9 +290,9 @@ tmm_status tmm_toeplitz_fft_record_backward(tmm_recorder *r, tmm_toeplitz_fft *p
     };
     for (int i = 0; i < 6; i++)
         if (s[i].n)
-            TMM_TRY(need(op, s[i].name, s[i].v, s[i].n));
+            TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
     for (int i = 3; i < 6; i++)
-        TMM_TRY(no_overlap(op, &s[i], s, 6));
+        TMM_TRY(tmm_op_no_overlap(op, &s[i], s, 6));
     if (want_params && p->n && act == 0) {
         /* no terms: the gradients are zero */
         TMM_TRY(tmm_op_fill(r, dw, (uint32_t)nw, 0.0f));
