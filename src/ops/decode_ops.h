@@ -1,0 +1,34 @@
+/* Ops of cached decoding (tmm-spec.md "Autoregressive decoding"): every
+ * sequence b of a batch is at its own position pos[b]; the Toeplitz layer's
+ * inputs of positions 0..pos[b] are kept in a cache [B, n, d] (the same
+ * layout as the model's activations, so a prefill fills it), and the new
+ * position's output is one dot product over the cache per channel.
+ *
+ * pos is a buffer of B uint32 values, each < n (the caller checks; the
+ * kernels trust it). Shapes follow ops/toeplitz.h:
+ *   cache [B, n, d], x and y [B, d], w [G, K, n], beta [G, n].
+ * Meaning: ref_toeplitz_step (src/ref/ref_decode.h). */
+#ifndef TMM_OPS_DECODE_H
+#define TMM_OPS_DECODE_H
+
+#include "toeplitz.h"
+
+/* Positions summed by one invocation of the step kernel (times K taps it
+ * stays under the loop cap); n / TMM_STEP_CHUNK chunks run in parallel. */
+#define TMM_STEP_CHUNK 256u
+
+/* cache[b, pos[b], :] = x[b, :] for every b < desc->batch. */
+tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
+                              tmm_view cache);
+
+/* Floats of scratch tmm_op_toeplitz_step needs. */
+uint64_t tmm_op_toeplitz_step_scratch(const tmm_toeplitz_desc *desc);
+
+/* y[b, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * cache[b, s, c-(K-1)+a],
+ * t = pos[b]: O(t * K) per channel, the same sum as the forward's row t.
+ * w, beta and scratch are bound as given (offsets multiples of
+ * minStorageBufferOffsetAlignment). */
+tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view cache,
+                                tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y);
+
+#endif

@@ -1,0 +1,84 @@
+/* Cached-decoding ops against their C reference: cache writes at per-sequence
+ * positions and the one-position Toeplitz step, for flat, heads and kernel-k
+ * shapes, positions at the start, inside and at the end of the sequence, and
+ * lengths past one chunk (TMM_STEP_CHUNK) of the step kernel. The step is
+ * also checked against row t of the full forward op. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ops/decode_ops.h"
+#include "ref/ref_decode.h"
+#include "ref/ref_toeplitz.h"
+
+static tmm_buffer *uint_buffer(const uint32_t *v, size_t n)
+{
+    tmm_buffer *b = h_buffer(NULL, n);
+    H_OK(tmm_buffer_write(b, 0, v, n * 4));
+    return b;
+}
+
+static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint64_t seed)
+{
+    tmm_toeplitz_desc desc = { B, n, d, G, K, TMM_TOEPLITZ_DIRECT };
+    const size_t nc = (size_t)B * n * d, nw = (size_t)G * K * n, nb = (size_t)G * n, nx = (size_t)B * d;
+    float *cache = h_floats(nc), *w = h_floats(nw), *beta = h_floats(nb), *x = h_floats(nx);
+    h_rand(cache, nc, seed, -1, 1);
+    h_rand(w, nw, seed + 1, -1, 1);
+    h_rand(beta, nb, seed + 2, -1, 1);
+    h_rand(x, nx, seed + 3, -1, 1);
+    uint32_t *pos = malloc(B * sizeof *pos);
+    for (uint32_t b = 0; b < B; b++) /* the first, the last and positions between */
+        pos[b] = b == 0 ? 0 : b == 1 ? n - 1 : (uint32_t)((seed * 7919 + b * 104729) % n);
+
+    tmm_buffer *bc = h_buffer(cache, nc), *bw = h_buffer(w, nw), *bbeta = h_buffer(beta, nb), *bx = h_buffer(x, nx);
+    tmm_buffer *bpos = uint_buffer(pos, B), *by = h_buffer(NULL, nx);
+    tmm_buffer *scratch = h_buffer(NULL, tmm_op_toeplitz_step_scratch(&desc));
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_cache_write(r, &desc, tmm_whole(bpos), tmm_whole(bx), tmm_whole(bc)));
+    H_OK(tmm_op_toeplitz_step(r, &desc, tmm_whole(bpos), tmm_whole(bc), tmm_whole(bw), tmm_whole(bbeta),
+                              tmm_whole(scratch), tmm_whole(by)));
+    h_run(r);
+
+    ref_cache_write(&desc, pos, x, cache);
+    float *got_cache = h_floats(nc), *y = h_floats(nx), *ref_y = h_floats(nx);
+    h_read(bc, got_cache, nc);
+    cr_assert(memcmp(got_cache, cache, nc * 4) == 0, "cache_write B %u n %u d %u: the cache differs", B, n, d);
+    h_read(by, y, nx);
+    ref_toeplitz_step(&desc, pos, cache, w, beta, ref_y);
+    h_compare("toeplitz_step", y, ref_y, nx, 1e-5, 1e-5);
+
+    /* the same numbers as row pos[b] of the full forward over the cache */
+    float *full = h_floats(nc);
+    ref_toeplitz_forward(&desc, cache, w, beta, full);
+    for (uint32_t b = 0; b < B; b++)
+        h_compare("step vs forward row", y + (size_t)b * d, full + ((size_t)b * n + pos[b]) * d, d, 1e-5, 1e-5);
+
+    tmm_buffer *all[] = { bc, bw, bbeta, bx, bpos, by, scratch };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(cache), free(w), free(beta), free(x), free(pos), free(got_cache), free(y), free(ref_y), free(full);
+}
+
+H_TEST(decode_ops, flat) { check_step(3, 13, 5, 1, 1, 1); }
+H_TEST(decode_ops, one_position) { check_step(1, 1, 7, 1, 1, 2); }
+H_TEST(decode_ops, heads) { check_step(4, 33, 12, 4, 1, 3); }
+H_TEST(decode_ops, kernel) { check_step(2, 20, 9, 1, 3, 4); }
+H_TEST(decode_ops, heads_and_kernel) { check_step(3, 17, 8, 2, 2, 5); }
+/* several chunks of the step kernel, a partial last one */
+H_TEST(decode_ops, long_sequence) { check_step(3, 2 * TMM_STEP_CHUNK + 37, 6, 2, 2, 6); }
+
+H_TEST(decode_ops, bad_shapes_are_refused)
+{
+    tmm_toeplitz_desc desc = { 2, 8, 6, 4, 1, TMM_TOEPLITZ_DIRECT }; /* 4 groups do not divide 6 channels */
+    tmm_buffer *b = h_buffer(NULL, 2 * 8 * 6);
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_cache_write(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(b)), TMM_ERR_INVALID_ARGUMENT);
+    desc.groups = 2;
+    tmm_buffer *small = h_buffer(NULL, 5);
+    cr_assert_eq(tmm_op_cache_write(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(small)),
+                 TMM_ERR_INVALID_ARGUMENT, "a cache of too few floats");
+    h_run(r);
+    tmm_buffer_destroy(b);
+    tmm_buffer_destroy(small);
+}
