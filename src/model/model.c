@@ -515,6 +515,28 @@ tmm_status tmm_model_argmax(tmm_model *m, uint32_t *argmax)
     return tmm_buffer_read(m->argmax[m->slot], 0, argmax, (uint64_t)m->rows * 4);
 }
 
+tmm_status tmm_model_logits_rows(tmm_model *m, uint64_t row0, uint64_t count, float *logits)
+{
+    if (m->last_run != 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "logits are kept only by a forward-only run");
+    if (row0 > m->rows || count > m->rows - row0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "logit rows [%llu, +%llu) are outside the %u rows",
+                        (unsigned long long)row0, (unsigned long long)count, m->rows);
+    const uint64_t V = m->table.config.vocab;
+    return tmm_buffer_read(m->logits, row0 * V * 4, logits, count * V * 4);
+}
+
+tmm_status tmm_model_mixer_inputs(tmm_model *m, uint32_t layer, tmm_view *u1, tmm_view *u2)
+{
+    const tmm_model_config *c = &m->table.config;
+    if (layer >= c->n_layers)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "layer %u of a %u-layer model", layer, c->n_layers);
+    const layer_acts *a = &m->layers[layer];
+    *u1 = tmm_whole(c->heads ? a->v : a->x2);
+    *u2 = c->expanded ? tmm_whole(a->q) : none;
+    return TMM_OK;
+}
+
 tmm_status tmm_model_logits(tmm_model *m, float *logits)
 {
     if (m->last_run != 0)

@@ -84,7 +84,16 @@ tmm_buffer *tmm_model_grad_buffer(tmm_model *model);
 /* Results of the last run. Logits ([batch, n_ctx, V]) only after a forward-only run. */
 tmm_status tmm_model_loss(tmm_model *model, float *loss);
 tmm_status tmm_model_logits(tmm_model *model, float *logits);
+/* Logits of rows [row0, row0 + count) of the [batch * n_ctx, V] logits, after
+ * a forward-only run. */
+tmm_status tmm_model_logits_rows(tmm_model *model, uint64_t row0, uint64_t count, float *logits);
 /* Predicted next token (argmax of the logits) at every position [batch, n_ctx]. */
 tmm_status tmm_model_argmax(tmm_model *model, uint32_t *argmax);
+
+/* The inputs of layer l's Toeplitz layers as the last forward left them,
+ * [batch, n_ctx, d]: u1 of the first (LN2's output, or after the
+ * in-projection with heads), u2 of the second (expanded only; else empty).
+ * Cached decoding keeps them as its cache (src/gen/generator.c). */
+tmm_status tmm_model_mixer_inputs(tmm_model *model, uint32_t layer, tmm_view *u1, tmm_view *u2);
 
 #endif

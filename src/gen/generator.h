@@ -1,0 +1,23 @@
+/* Internals of generation (the public API is include/tmm/generate.h): the
+ * tokenizers, usable without a loaded model. */
+#ifndef TMM_GEN_GENERATOR_H
+#define TMM_GEN_GENERATOR_H
+
+#include <stddef.h>
+
+#include "model/model.h"
+#include "tmm/generate.h"
+
+typedef enum tmm_gen_tokenizer { TMM_GEN_TOKENIZER_BYTES, TMM_GEN_TOKENIZER_COPY } tmm_gen_tokenizer;
+
+/* The tokenizer named by a checkpoint's "tokenizer" metadata ("bytes",
+ * "copy-symbols"); NULL (older checkpoints) picks bytes for vocab 257 and
+ * copy symbols otherwise. Fails for an unknown name or a vocabulary that
+ * does not fit it. */
+tmm_status tmm_gen_tokenizer_pick(const char *name, uint32_t vocab, tmm_gen_tokenizer *out);
+const char *tmm_gen_tokenizer_name(tmm_gen_tokenizer tokenizer);
+tmm_status tmm_gen_tokenize(tmm_gen_tokenizer tokenizer, uint32_t vocab, const char *text, size_t length,
+                            uint32_t **tokens, uint32_t *count);
+size_t tmm_gen_detokenize(tmm_gen_tokenizer tokenizer, uint32_t vocab, uint32_t token, char *buf, size_t size);
+
+#endif

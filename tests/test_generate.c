@@ -1,0 +1,271 @@
+/* Generation: cached decoding against the full forward (the double C
+ * reference model, and the device's own prefill) at every position, for
+ * every variant, with prompts of different lengths in one batch; greedy and
+ * seeded sampling; the tokenizers; errors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gen/generator.h"
+#include "harness.h"
+#include "model/rng.h"
+#include "ref/ref_model.h"
+#include "train/checkpoint.h"
+
+#define CFG(n, h, k, e) { .vocab = 29, .d_model = 12, .n_ctx = (n), .n_layers = 2, .heads = (h), .expansion = 2, \
+                          .kernel = (k), .expanded = (e), .seed = 5 }
+
+typedef struct fixture {
+    char dir[64], path[96];
+    tmm_param_table table;
+    float *params;
+} fixture;
+
+/* A model file of random weights (beta too, so that every term shows). */
+static void make_checkpoint(fixture *f, const tmm_model_config *c, const char *tokenizer)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/tmm-gen-XXXXXX");
+    cr_assert_not_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/model.safetensors", f->dir);
+    H_OK(tmm_param_table_build(c, &f->table));
+    f->params = h_floats(f->table.arena_floats);
+    tmm_param_init(&f->table, f->params);
+    for (uint32_t i = 0; i < f->table.count; i++) {
+        const tmm_param *p = &f->table.params[i];
+        if (p->kind == TMM_PARAM_TOEPLITZ_BETA || p->kind == TMM_PARAM_LINEAR_BIAS)
+            h_rand(f->params + p->offset, p->numel, 100 + i, -0.5f, 0.5f);
+    }
+    tmm_st_meta extra[] = { { "tokenizer", tokenizer } };
+    H_OK(tmm_checkpoint_write_model(f->path, 7, &f->table, f->params, extra, 1));
+}
+
+static void drop_checkpoint(fixture *f)
+{
+    unlink(f->path);
+    rmdir(f->dir);
+    tmm_param_table_free(&f->table);
+    free(f->params);
+}
+
+/* max |got - ref| / (1 + max |ref|) over one row of logits */
+static double row_error(const float *got, const double *ref, uint32_t V)
+{
+    double worst = 0, big = 0;
+    for (uint32_t i = 0; i < V; i++) {
+        worst = fmax(worst, fabs(got[i] - ref[i]));
+        big = fmax(big, fabs(ref[i]));
+    }
+    return worst / (1 + big);
+}
+
+static void check_cached(const char *name, tmm_model_config c, uint32_t B, const uint32_t *lengths, tmm_mixer_impl impl)
+{
+    fixture f;
+    make_checkpoint(&f, &c, "copy-symbols");
+    const uint32_t n = c.n_ctx, V = c.vocab;
+    uint32_t *tok = malloc((size_t)B * n * sizeof *tok);
+    int32_t *tgt = malloc((size_t)B * n * sizeof *tgt);
+    for (uint32_t i = 0; i < B * n; i++)
+        tok[i] = (uint32_t)(tmm_rng_bits(77, i) % V), tgt[i] = -100;
+    double *pd = malloc(f.table.arena_floats * sizeof *pd), *ref = malloc((size_t)B * n * V * sizeof *ref);
+    for (uint64_t i = 0; i < f.table.arena_floats; i++)
+        pd[i] = f.params[i];
+    ref_model_run(&f.table, pd, B, tok, tgt, ref, NULL);
+
+    tmm_generator *g;
+    H_OK(tmm_generator_load(h_dev, f.path, B, &g));
+    tmm_generator_set_mixer(g, impl);
+    const uint32_t *prompts[8];
+    for (uint32_t b = 0; b < B; b++)
+        prompts[b] = tok + (size_t)b * n;
+    float *logits = h_floats((size_t)B * V), *again = h_floats((size_t)B * V);
+    H_OK(tmm_generator_prefill(g, prompts, lengths, logits));
+    double worst_prefill = 0, worst_step = 0;
+    for (uint32_t b = 0; b < B; b++)
+        worst_prefill = fmax(worst_prefill, row_error(logits + b * V, ref + ((size_t)b * n + lengths[b] - 1) * V, V));
+    /* step every sequence through the rest of its row; a sequence that is
+     * full is fed again from a fresh prefill of a longer prompt below */
+    uint32_t steps = 0, next[8];
+    for (;;) {
+        bool full = false;
+        for (uint32_t b = 0; b < B; b++) {
+            uint32_t t = tmm_generator_position(g, b);
+            full |= t == n;
+            next[b] = t < n ? tok[(size_t)b * n + t] : 0;
+        }
+        if (full)
+            break;
+        H_OK(tmm_generator_step(g, next, logits));
+        steps++;
+        for (uint32_t b = 0; b < B; b++) {
+            uint32_t t = tmm_generator_position(g, b) - 1;
+            worst_step = fmax(worst_step, row_error(logits + b * V, ref + ((size_t)b * n + t) * V, V));
+        }
+    }
+    /* the context is full for one sequence: a step is refused, nothing moves */
+    uint32_t before = tmm_generator_position(g, 0);
+    cr_assert_eq(tmm_generator_step(g, next, logits), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "context"), "%s", tmm_last_error());
+    cr_assert_eq(tmm_generator_position(g, 0), before);
+
+    /* the device's own full forward (a prefill of the longer prompt) agrees too */
+    uint32_t longer[8];
+    for (uint32_t b = 0; b < B; b++)
+        longer[b] = tmm_generator_position(g, b);
+    H_OK(tmm_generator_prefill(g, prompts, longer, again));
+    double worst_self = 0;
+    for (uint32_t b = 0; b < B; b++)
+        worst_self = fmax(worst_self,
+                          row_error(again + b * V, ref + ((size_t)b * n + longer[b] - 1) * V, V));
+    printf("%-22s B %u n %u: %u steps; vs reference: prefill %.2e, cached %.2e, prefill again %.2e\n", name, B, n,
+           steps, worst_prefill, worst_step, worst_self);
+    cr_assert(steps > 0);
+    cr_assert(worst_prefill < 2e-5 && worst_step < 2e-5 && worst_self < 2e-5, "%s: logits differ", name);
+
+    tmm_generator_destroy(g);
+    free(tok), free(tgt), free(pd), free(ref), free(logits), free(again);
+    drop_checkpoint(&f);
+}
+
+static const uint32_t two_lengths[] = { 1, 9 };
+static const uint32_t three_lengths[] = { 5, 17, 2 };
+
+H_TEST(generate, cached_flat) { check_cached("flat", (tmm_model_config)CFG(23, 0, 1, false), 2, two_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_heads) { check_cached("heads 3", (tmm_model_config)CFG(23, 3, 1, false), 3, three_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_kernel) { check_cached("kernel 3", (tmm_model_config)CFG(23, 0, 3, false), 2, two_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_expanded_fft) { check_cached("expanded heads 2, fft", (tmm_model_config)CFG(23, 2, 2, true), 3, three_lengths, TMM_MIXER_FFT); }
+/* several chunks of the step kernel */
+H_TEST(generate, cached_long)
+{
+    static const uint32_t lengths[] = { 590 };
+    check_cached("flat n 600", (tmm_model_config)CFG(600, 0, 1, false), 1, lengths, TMM_MIXER_AUTO);
+}
+
+H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
+{
+    tmm_model_config c = CFG(32, 2, 1, false);
+    fixture f;
+    make_checkpoint(&f, &c, "copy-symbols");
+    tmm_generator *g;
+    H_OK(tmm_generator_load(h_dev, f.path, 1, &g));
+    const uint32_t prompt[] = { 3, 1, 4, 1, 5 }, len = 5;
+    const uint32_t *pp = prompt;
+    tmm_sampler greedy = TMM_SAMPLER_DEFAULT, hot = TMM_SAMPLER_DEFAULT;
+    greedy.greedy = true;
+    hot.seed = 11, hot.top_k = 10, hot.top_p = 0.95f, hot.temperature = 1.5f;
+    uint32_t out[4][20];
+    const tmm_sampler *which[4] = { &greedy, &greedy, &hot, &hot };
+    float logits[29];
+    for (int run = 0; run < 4; run++) {
+        H_OK(tmm_generator_prefill(g, &pp, &len, logits));
+        for (uint32_t i = 0; i < 20; i++) {
+            H_OK(tmm_sample(which[run], logits, c.vocab, i, &out[run][i]));
+            H_OK(tmm_generator_step(g, &out[run][i], logits));
+        }
+    }
+    cr_assert(memcmp(out[0], out[1], sizeof out[0]) == 0, "greedy differs between runs");
+    cr_assert(memcmp(out[2], out[3], sizeof out[2]) == 0, "seeded sampling differs between runs");
+    cr_assert(memcmp(out[0], out[2], sizeof out[0]) != 0, "sampling at temperature 1.5 gave the greedy tokens");
+    tmm_generator_destroy(g);
+    drop_checkpoint(&f);
+}
+
+Test(sample, rules)
+{
+    const float logits[4] = { 0.0f, logf(3.0f), -1.0f, logf(3.0f) };
+    tmm_sampler s = TMM_SAMPLER_DEFAULT;
+    uint32_t tok, count[4] = { 0 };
+    s.greedy = true;
+    H_OK(tmm_sample(&s, logits, 4, 0, &tok));
+    cr_assert_eq(tok, 1, "greedy takes the lowest of equal maxima");
+    s.greedy = false;
+    s.top_k = 1;
+    H_OK(tmm_sample(&s, logits, 4, 0, &tok));
+    cr_assert_eq(tok, 1);
+    /* top-k 2 leaves tokens 1 and 3 (equal), top-p 0.3 leaves only token 1 */
+    s.top_k = 2;
+    for (uint64_t i = 0; i < 4000; i++) {
+        H_OK(tmm_sample(&s, logits, 4, i, &tok));
+        count[tok]++;
+    }
+    cr_assert(count[0] == 0 && count[2] == 0 && count[1] > 1800 && count[3] > 1800, "%u %u %u %u", count[0],
+              count[1], count[2], count[3]);
+    s.top_k = 0, s.top_p = 0.3f;
+    for (uint64_t i = 0; i < 100; i++) {
+        H_OK(tmm_sample(&s, logits, 4, i, &tok));
+        cr_assert_eq(tok, 1);
+    }
+    /* the full distribution: p(0) = 1 / (1 + 3 + e^-1 + 3) */
+    s.top_p = 1.0f;
+    memset(count, 0, sizeof count);
+    for (uint64_t i = 0; i < 20000; i++) {
+        H_OK(tmm_sample(&s, logits, 4, i, &tok));
+        count[tok]++;
+    }
+    double p0 = 1.0 / (7.0 + exp(-1.0));
+    cr_assert(fabs(count[0] / 20000.0 - p0) < 0.01, "token 0: %u of 20000, expected %.3f", count[0], p0);
+    s.temperature = -1.0f;
+    cr_assert_eq(tmm_sample(&s, logits, 4, 0, &tok), TMM_ERR_INVALID_ARGUMENT);
+    s.temperature = 1.0f, s.top_p = 0.0f;
+    cr_assert_eq(tmm_sample(&s, logits, 4, 0, &tok), TMM_ERR_INVALID_ARGUMENT);
+}
+
+Test(tokenizer, bytes_and_copy_symbols)
+{
+    uint32_t *t, count;
+    char buf[16];
+    H_OK(tmm_gen_tokenize(TMM_GEN_TOKENIZER_BYTES, 257, "h\xc3\xa9!", 4, &t, &count));
+    cr_assert(count == 4 && t[0] == 'h' && t[1] == 0xc3 && t[3] == '!');
+    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_BYTES, 257, 0xc3, buf, sizeof buf), 1);
+    cr_assert_eq((unsigned char)buf[0], 0xc3);
+    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_BYTES, 257, 256, buf, sizeof buf), 0, "EOT prints nothing");
+    free(t);
+
+    H_OK(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 16, "0f A\n3", 6, &t, &count));
+    cr_assert(count == 4 && t[0] == 0 && t[1] == 15 && t[2] == 10 && t[3] == 3);
+    free(t);
+    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_COPY, 16, 11, buf, sizeof buf), 1);
+    cr_assert_str_eq(buf, "b");
+    cr_assert_eq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 16, "0g", 2, &t, &count), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "'g'"), "%s", tmm_last_error());
+
+    H_OK(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 100, "12 0 99", 7, &t, &count));
+    cr_assert(count == 3 && t[0] == 12 && t[1] == 0 && t[2] == 99);
+    free(t);
+    cr_assert_eq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 100, "100", 3, &t, &count), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 100, "1x", 2, &t, &count), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_COPY, 100, 42, buf, sizeof buf), 3);
+    cr_assert_str_eq(buf, "42 ");
+
+    tmm_gen_tokenizer k;
+    cr_assert_eq(tmm_gen_tokenizer_pick("bpe", 257, &k), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_gen_tokenizer_pick("bytes", 16, &k), TMM_ERR_INVALID_ARGUMENT);
+    H_OK(tmm_gen_tokenizer_pick(NULL, 257, &k));
+    cr_assert_eq(k, TMM_GEN_TOKENIZER_BYTES);
+}
+
+H_TEST(generate, errors)
+{
+    tmm_model_config c = CFG(8, 0, 1, false);
+    fixture f;
+    make_checkpoint(&f, &c, "copy-symbols");
+    tmm_generator *g;
+    cr_assert_eq(tmm_generator_load(h_dev, "/nonexistent/run", 1, &g), TMM_ERR_IO);
+    cr_assert_null(g);
+    H_OK(tmm_generator_load(h_dev, f.path, 1, &g));
+    uint32_t tok = 1, len = 9;
+    const uint32_t *pp = &tok;
+    cr_assert_eq(tmm_generator_step(g, &tok, NULL), TMM_ERR_INVALID_ARGUMENT, "step before prefill");
+    cr_assert_eq(tmm_generator_prefill(g, &pp, &len, NULL), TMM_ERR_INVALID_ARGUMENT, "prompt longer than n");
+    len = 0;
+    cr_assert_eq(tmm_generator_prefill(g, &pp, &len, NULL), TMM_ERR_INVALID_ARGUMENT, "empty prompt");
+    len = 1;
+    H_OK(tmm_generator_prefill(g, &pp, &len, NULL));
+    tok = 29;
+    cr_assert_eq(tmm_generator_step(g, &tok, NULL), TMM_ERR_INVALID_ARGUMENT, "token outside the vocabulary");
+    cr_assert_eq(tmm_generator_position(g, 0), 1);
+    tmm_generator_destroy(g);
+    drop_checkpoint(&f);
+}
