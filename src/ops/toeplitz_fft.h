@@ -22,9 +22,11 @@
  *             batch and group channels in the frequency domain (fixed order,
  *             passes of at most TMM_MAX_LOOP terms); one C2R of Bd + GK rows
  *             into R; crop and scatter du and dw.
- * The plans are bound to R/C/C2 at byte 0 (runtime/fft.h), so one plan
- * object serves one layer: forward and backward of it may be recorded into
- * one recording (barriers are automatic), but two layers need two plans.
+ * The plans are bound to R/C/C2 at byte 0 (runtime/fft.h). R, C and C2
+ * are scratch within each record call (the backward packs u, w and gy
+ * again), so one plan object serves every op of its shape, recorded one
+ * after another into any recordings (barriers are automatic): the model's
+ * layers, and both ops of an expanded layer, share one (tested).
  * Memory: about (2Bd + GK) * (N + 2M) * 4 + (Bd + GK) * M * 8 bytes, plus
  * VkFFT's temp buffers for multi-pass lengths. Every one of R, C, C2 must
  * fit in maxStorageBufferRange (else TMM_ERR_UNSUPPORTED at creation; no
