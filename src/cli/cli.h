@@ -10,10 +10,13 @@ int cmd_check(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 /* tmm bench train (cmd_bench_train.c), dispatched by cmd_bench. */
 int bench_train(int argc, char **argv);
 /* tmm bench mixer (cmd_bench_mixer.c). */
 int bench_mixer(int argc, char **argv);
+/* tmm bench generate (cmd_bench_generate.c). */
+int bench_generate(int argc, char **argv);
 
 /* Prints "tmm: <what>: <last error>" and a hint for the status; returns 1. */
 int cli_error(const char *what, tmm_status status);

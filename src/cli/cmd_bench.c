@@ -399,6 +399,7 @@ static const struct bench {
     { "matmul", bench_matmul, "float32 matrix multiply, per kernel variant (GFLOP/s)" },
     { "train", bench_train, "training steps: tokens/s, ms per step, device time per op" },
     { "mixer", bench_mixer, "Toeplitz mixing (direct, FFT) against causal attention over n" },
+    { "generate", bench_generate, "generation: time to first token, cached against naive decoding" },
 };
 
 static void usage(FILE *f)

@@ -145,52 +145,62 @@ void tmm_generator_destroy(tmm_generator *g)
     free(g);
 }
 
-tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_generator **out)
+tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_generator **out)
 {
     *out = NULL;
     if (batch == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the batch of a generator must be at least 1");
-    tmm_checkpoint ck;
-    TMM_TRY(tmm_checkpoint_load_model(checkpoint, NULL, &ck));
     tmm_generator *g = calloc(1, sizeof *g);
-    tmm_status s = g ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK) {
-        g->device = device;
-        g->info.config = ck.table.config;
-        g->info.batch = batch;
-        g->info.step = ck.step;
-        s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &g->tokenizer);
-    }
-    if (s == TMM_OK) {
-        g->info.tokenizer = tmm_gen_tokenizer_name(g->tokenizer);
-        g->info.eot = g->tokenizer == TMM_GEN_TOKENIZER_BYTES ? TMM_TEXT_EOT : UINT32_MAX;
-        const uint64_t rows = (uint64_t)batch * ck.table.config.n_ctx;
-        g->pos = calloc(batch, sizeof *g->pos);
-        g->prompt_tokens = malloc(rows * sizeof *g->prompt_tokens);
-        g->ignore = malloc(rows * sizeof *g->ignore);
-        if (!g->pos || !g->prompt_tokens || !g->ignore)
-            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-        else
-            for (uint64_t i = 0; i < rows; i++)
-                g->ignore[i] = TMM_TARGET_IGNORE;
-    }
+    if (!g)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    g->device = device;
+    g->info.config = table->config;
+    g->info.batch = batch;
+    g->tokenizer = tokenizer;
+    g->info.tokenizer = tmm_gen_tokenizer_name(tokenizer);
+    g->info.eot = tokenizer == TMM_GEN_TOKENIZER_BYTES ? TMM_TEXT_EOT : UINT32_MAX;
+    const uint64_t rows = (uint64_t)batch * table->config.n_ctx;
+    g->pos = calloc(batch, sizeof *g->pos);
+    g->prompt_tokens = malloc(rows * sizeof *g->prompt_tokens);
+    g->ignore = malloc(rows * sizeof *g->ignore);
+    tmm_status s = TMM_OK;
+    if (!g->pos || !g->prompt_tokens || !g->ignore)
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    else
+        for (uint64_t i = 0; i < rows; i++)
+            g->ignore[i] = TMM_TARGET_IGNORE;
     if (s == TMM_OK)
-        s = tmm_model_create(device, &ck.table.config, batch, &g->model);
+        s = tmm_model_create(device, &table->config, batch, &g->model);
     if (s == TMM_OK)
-        s = tmm_model_write_params(g->model, ck.params);
+        s = tmm_model_write_params(g->model, params);
     if (s == TMM_OK)
         s = allocate(g);
     if (s == TMM_OK)
         s = tmm_recorder_create(device, &g->step);
     if (s == TMM_OK)
         s = record_step(g);
-    tmm_checkpoint_free(&ck);
     if (s != TMM_OK) {
         tmm_generator_destroy(g);
         return s;
     }
     *out = g;
     return TMM_OK;
+}
+
+tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_generator **out)
+{
+    *out = NULL;
+    tmm_checkpoint ck;
+    TMM_TRY(tmm_checkpoint_load_model(checkpoint, NULL, &ck));
+    tmm_gen_tokenizer tokenizer;
+    tmm_status s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &tokenizer);
+    if (s == TMM_OK)
+        s = tmm_gen_create(device, &ck.table, ck.params, tokenizer, batch, out);
+    if (s == TMM_OK)
+        (*out)->info.step = ck.step;
+    tmm_checkpoint_free(&ck);
+    return s;
 }
 
 const tmm_generator_info *tmm_generator_get_info(const tmm_generator *g) { return &g->info; }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "model/model.h"
+#include "model/params.h"
 #include "tmm/generate.h"
 
 typedef enum tmm_gen_tokenizer { TMM_GEN_TOKENIZER_BYTES, TMM_GEN_TOKENIZER_COPY } tmm_gen_tokenizer;
@@ -19,5 +20,10 @@ const char *tmm_gen_tokenizer_name(tmm_gen_tokenizer tokenizer);
 tmm_status tmm_gen_tokenize(tmm_gen_tokenizer tokenizer, uint32_t vocab, const char *text, size_t length,
                             uint32_t **tokens, uint32_t *count);
 size_t tmm_gen_detokenize(tmm_gen_tokenizer tokenizer, uint32_t vocab, uint32_t token, char *buf, size_t size);
+
+/* A generator from weights in memory (a host arena of the table's layout)
+ * instead of a checkpoint: tmm bench generate's random models. */
+tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_generator **out);
 
 #endif

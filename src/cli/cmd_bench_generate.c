@@ -1,0 +1,295 @@
+/* tmm bench generate: time to first token against prompt length, and decode
+ * time per token against position, cached beside the naive way (a full
+ * forward pass for every new token). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "gen/generator.h"
+#include "model/rng.h"
+#include "train/checkpoint.h"
+
+#define MAX_POINTS 16
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* "16,64,256" -> values; false (with a message) when malformed. */
+static bool parse_list(const char *opt, const char *text, uint32_t *out, unsigned *count)
+{
+    *count = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v == 0 || v > 1u << 24 || (*end && *end != ',') || *count == MAX_POINTS) {
+            fprintf(stderr, "tmm bench generate: %s expects up to %d positive numbers separated by commas, got '%s'\n",
+                    opt, MAX_POINTS, text);
+            return false;
+        }
+        out[(*count)++] = (uint32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    return *count > 0;
+}
+
+static void usage(void)
+{
+    printf("usage: tmm bench generate [--checkpoint DIR | --d-model D --n-ctx N --layers L --heads H --vocab V]\n"
+           "                          [--prompts P,P,...] [--positions T,T,...] [--repeat R]\n"
+           "                          [--mixer-impl auto|direct|fft] [--device N] [--json]\n\n"
+           "Measures generation: the time to first token (prefill of the prompt in one forward\n"
+           "pass, plus sampling) for each prompt length, and the time per decoded token at each\n"
+           "position with cached decoding (one dot product over the cache per channel) and the\n"
+           "naive way (a full forward pass for every new token), side by side. Medians of\n"
+           "--repeat runs after a warm-up. Without --checkpoint a model of random weights is\n"
+           "used: d 128, 4 layers, 4 heads, n 1024, vocab 257 by default. With --json prints\n"
+           "one object, including decode_speedup_at_1000 (naive / cached ms per token at\n"
+           "position 1000; null when n <= 1000).\n"
+           "Defaults: --prompts 16,64,256,1000 --positions 1,10,100,500,1000 --repeat 5 (values\n"
+           "beyond the context are left out).\n");
+}
+
+typedef struct bench {
+    tmm_generator *gen;
+    uint32_t n, V, repeat;
+    uint32_t *tokens;  /* n random tokens */
+    float *logits;
+} bench;
+
+/* Median ms of a prefill of `len` tokens and one greedy sample. */
+static tmm_status time_first_token(bench *b, uint32_t len, double *ms)
+{
+    double t[64];
+    const uint32_t *p = b->tokens;
+    tmm_sampler greedy = TMM_SAMPLER_DEFAULT;
+    greedy.greedy = true;
+    for (uint32_t r = 0; r < b->repeat; r++) {
+        double t0 = now_ms();
+        uint32_t tok;
+        TMM_TRY(tmm_generator_prefill(b->gen, &p, &len, b->logits));
+        TMM_TRY(tmm_sample(&greedy, b->logits, b->V, 0, &tok));
+        t[r] = now_ms() - t0;
+    }
+    *ms = median(t, b->repeat);
+    return TMM_OK;
+}
+
+/* Median ms per cached step appending at positions pos .. pos + repeat - 1. */
+static tmm_status time_cached(bench *b, uint32_t pos, double *ms)
+{
+    double t[64];
+    const uint32_t *p = b->tokens;
+    TMM_TRY(tmm_generator_prefill(b->gen, &p, &pos, b->logits));
+    for (uint32_t r = 0; r < b->repeat; r++) {
+        double t0 = now_ms();
+        TMM_TRY(tmm_generator_step(b->gen, &b->tokens[pos + r], b->logits));
+        t[r] = now_ms() - t0;
+    }
+    *ms = median(t, b->repeat);
+    return TMM_OK;
+}
+
+static int run(bench *b, const uint32_t *prompts, unsigned np, const uint32_t *positions, unsigned nq, bool json,
+               const char *device_name, const char *model_desc)
+{
+    double ttft[MAX_POINTS], cached[MAX_POINTS], naive[MAX_POINTS];
+    double speedup_1000 = -1;
+    tmm_status s = time_cached(b, 1, &cached[0]); /* warm-up: compiles every kernel */
+    for (unsigned i = 0; s == TMM_OK && i < np; i++)
+        s = time_first_token(b, prompts[i], &ttft[i]);
+    for (unsigned i = 0; s == TMM_OK && i < nq; i++) {
+        s = time_cached(b, positions[i], &cached[i]);
+        /* the naive way: the whole prefix of position t through the model */
+        if (s == TMM_OK)
+            s = time_first_token(b, positions[i] + 1, &naive[i]);
+        if (positions[i] == 1000)
+            speedup_1000 = naive[i] / cached[i];
+    }
+    if (s != TMM_OK)
+        return cli_error("bench generate", s);
+    if (!json) {
+        printf("%s on %s\n\n  prompt   first token ms   prompt tokens/s\n", model_desc, device_name);
+        for (unsigned i = 0; i < np; i++)
+            printf("  %6u   %14.2f   %15.0f\n", prompts[i], ttft[i], prompts[i] / (ttft[i] / 1e3));
+        printf("\n  position   cached ms/token   tokens/s   naive ms/token   speedup\n");
+        for (unsigned i = 0; i < nq; i++)
+            printf("  %8u   %15.3f   %8.1f   %14.2f   %6.1fx\n", positions[i], cached[i], 1e3 / cached[i], naive[i],
+                   naive[i] / cached[i]);
+        if (speedup_1000 > 0)
+            printf("\ndecode speedup at position 1000: %.1fx\n", speedup_1000);
+        return 0;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "device", device_name);
+    cJSON_AddStringToObject(root, "model", model_desc);
+    cJSON *a = cJSON_AddArrayToObject(root, "first_token");
+    for (unsigned i = 0; i < np; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "prompt", prompts[i]);
+        cJSON_AddNumberToObject(o, "ms", ttft[i]);
+        cJSON_AddItemToArray(a, o);
+    }
+    a = cJSON_AddArrayToObject(root, "decode");
+    for (unsigned i = 0; i < nq; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "position", positions[i]);
+        cJSON_AddNumberToObject(o, "cached_ms", cached[i]);
+        cJSON_AddNumberToObject(o, "naive_ms", naive[i]);
+        cJSON_AddNumberToObject(o, "speedup", naive[i] / cached[i]);
+        cJSON_AddItemToArray(a, o);
+    }
+    if (speedup_1000 > 0)
+        cJSON_AddNumberToObject(root, "decode_speedup_at_1000", speedup_1000);
+    else
+        cJSON_AddNullToObject(root, "decode_speedup_at_1000");
+    char *text = cJSON_Print(root);
+    puts(text);
+    free(text);
+    cJSON_Delete(root);
+    return 0;
+}
+
+/* Keeps the values that fit: prompts <= n, positions + repeat <= n. */
+static unsigned keep_fitting(uint32_t *v, unsigned count, uint32_t limit)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < count; i++)
+        if (v[i] <= limit)
+            v[k++] = v[i];
+    return k;
+}
+
+int bench_generate(int argc, char **argv)
+{
+    enum { O_D = 256, O_N, O_L, O_H, O_V, O_PROMPTS, O_POSITIONS, O_REPEAT, O_MIXER, O_DEVICE, O_JSON, O_CKPT };
+    static const struct option longopts[] = {
+        { "checkpoint", required_argument, NULL, O_CKPT }, { "d-model", required_argument, NULL, O_D },
+        { "n-ctx", required_argument, NULL, O_N },         { "layers", required_argument, NULL, O_L },
+        { "heads", required_argument, NULL, O_H },         { "vocab", required_argument, NULL, O_V },
+        { "prompts", required_argument, NULL, O_PROMPTS }, { "positions", required_argument, NULL, O_POSITIONS },
+        { "repeat", required_argument, NULL, O_REPEAT },   { "mixer-impl", required_argument, NULL, O_MIXER },
+        { "device", required_argument, NULL, O_DEVICE },   { "json", no_argument, NULL, O_JSON },
+        { "help", no_argument, NULL, 'h' },                { 0, 0, 0, 0 },
+    };
+    tmm_model_config c = tmm_model_config_default();
+    c.d_model = 128, c.n_ctx = 1024, c.n_layers = 4, c.heads = 4, c.vocab = 257, c.expansion = 4;
+    uint32_t prompts[MAX_POINTS] = { 16, 64, 256, 1000 }, positions[MAX_POINTS] = { 1, 10, 100, 500, 1000 };
+    unsigned np = 4, nq = 5;
+    unsigned long v, repeat = 5;
+    const char *checkpoint = NULL;
+    tmm_mixer_impl mixer = TMM_MIXER_AUTO;
+    int opt, device = -1;
+    bool json = false, ok = true;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1 && ok) {
+        switch (opt) {
+        case O_CKPT: checkpoint = optarg; break;
+        case O_D: ok = cli_parse_uint("--d-model", optarg, 1 << 16, &v); c.d_model = (uint32_t)v; break;
+        case O_N: ok = cli_parse_uint("--n-ctx", optarg, 1 << 24, &v); c.n_ctx = (uint32_t)v; break;
+        case O_L: ok = cli_parse_uint("--layers", optarg, 1024, &v); c.n_layers = (uint32_t)v; break;
+        case O_H: ok = cli_parse_uint("--heads", optarg, 1 << 16, &v); c.heads = (uint32_t)v; break;
+        case O_V: ok = cli_parse_uint("--vocab", optarg, 1 << 24, &v); c.vocab = (uint32_t)v; break;
+        case O_PROMPTS: ok = parse_list("--prompts", optarg, prompts, &np); break;
+        case O_POSITIONS: ok = parse_list("--positions", optarg, positions, &nq); break;
+        case O_REPEAT:
+            ok = cli_parse_uint("--repeat", optarg, 64, &repeat) && repeat > 0;
+            if (!ok)
+                fprintf(stderr, "tmm bench generate: --repeat is 1 to 64\n");
+            break;
+        case O_MIXER:
+            ok = strcmp(optarg, "auto") == 0 || strcmp(optarg, "direct") == 0 || strcmp(optarg, "fft") == 0;
+            if (!ok)
+                fprintf(stderr, "tmm bench generate: --mixer-impl is auto, direct or fft, got '%s'\n", optarg);
+            mixer = optarg[0] == 'd' ? TMM_MIXER_DIRECT : optarg[0] == 'f' ? TMM_MIXER_FFT : TMM_MIXER_AUTO;
+            break;
+        case O_DEVICE: ok = cli_parse_uint("--device", optarg, 1000, &v); device = (int)v; break;
+        case O_JSON: json = true; break;
+        case 'h': usage(); return 0;
+        default: return 2;
+        }
+    }
+    if (!ok)
+        return 2;
+
+    tmm_checkpoint ck = { 0 };
+    tmm_param_table table = { 0 };
+    float *params = NULL;
+    tmm_status s;
+    if (checkpoint) {
+        s = tmm_checkpoint_load_model(checkpoint, NULL, &ck);
+        if (s != TMM_OK)
+            return cli_error("cannot load the checkpoint", s);
+        c = ck.table.config;
+    } else if ((s = tmm_model_config_check(&c)) != TMM_OK) {
+        return cli_error("bad model", s);
+    }
+    bench b = { .n = c.n_ctx, .V = c.vocab, .repeat = (uint32_t)repeat };
+    np = keep_fitting(prompts, np, b.n);
+    nq = keep_fitting(positions, nq, b.n > b.repeat ? b.n - b.repeat : 0);
+    if (np == 0 || nq == 0) {
+        tmm_checkpoint_free(&ck);
+        fprintf(stderr, "tmm bench generate: no prompt length or position fits the context of %u\n", b.n);
+        return 2;
+    }
+    tmm_device *dev;
+    if (cli_open_device(device, &dev)) {
+        tmm_checkpoint_free(&ck);
+        return 1;
+    }
+    if (!checkpoint) {
+        s = tmm_param_table_build(&c, &table);
+        if (s == TMM_OK && !(params = malloc(table.arena_floats * sizeof *params)))
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        if (s == TMM_OK)
+            tmm_param_init(&table, params);
+    }
+    const tmm_param_table *t = checkpoint ? &ck.table : &table;
+    if (s == TMM_OK)
+        s = tmm_gen_create(dev, t, checkpoint ? ck.params : params,
+                           c.vocab >= 257 ? TMM_GEN_TOKENIZER_BYTES : TMM_GEN_TOKENIZER_COPY, 1, &b.gen);
+    b.tokens = malloc(b.n * sizeof *b.tokens);
+    b.logits = malloc(b.V * sizeof *b.logits);
+    int rc;
+    if (s == TMM_OK && (!b.tokens || !b.logits))
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s != TMM_OK) {
+        rc = cli_error("bench generate", s);
+    } else {
+        tmm_generator_set_mixer(b.gen, mixer);
+        for (uint32_t i = 0; i < b.n; i++)
+            b.tokens[i] = (uint32_t)(tmm_rng_bits(1, i) % b.V);
+        char desc[160];
+        snprintf(desc, sizeof desc, "%s: d %u, %u layers, %s%u, n %u, vocab %u", checkpoint ? checkpoint : "random model",
+                 c.d_model, c.n_layers, c.heads ? "heads " : "flat, kernel ", c.heads ? c.heads : c.kernel, c.n_ctx,
+                 c.vocab);
+        rc = run(&b, prompts, np, positions, nq, json, tmm_device_get_info(dev)->name, desc);
+    }
+    tmm_generator_destroy(b.gen);
+    free(b.tokens), free(b.logits), free(params);
+    tmm_param_table_free(&table);
+    tmm_checkpoint_free(&ck);
+    tmm_device_destroy(dev);
+    return rc;
+}
