@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end checks of the tmm command line: help, bad input, a short training
-# run, Ctrl-C (saves a checkpoint, exit 130), exact resume, tmm eval, and a
-# corrupt checkpoint refused with a clear message.
-#   tests/cli_test.sh PATH/TO/tmm
+# run, Ctrl-C (saves a checkpoint, exit 130), exact resume, tmm eval, tmm
+# generate on the default copy run, and a corrupt checkpoint refused with a
+# clear message.
+#   tests/cli_test.sh PATH/TO/tmm [PATH/TO/examples/generate]
 set -u
 tmm="$1"
 dir=$(mktemp -d)
@@ -78,6 +79,34 @@ check "resume" "$tmm" train --resume "$dir/b" --steps "$(( $(sed 's/step-0*//' "
 check "bench mixer" "$tmm" bench mixer --n 64 --d 16 --heads 2 --json --svg "$dir/mixer.svg"
 check "bench mixer plot" grep -q "<polyline" "$dir/mixer.svg"
 check "bench train" "$tmm" bench train --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 2 --json
+
+# generation: the default copy run reproduces a held-out sequence under --greedy
+check "default copy run" "$tmm" train --run-dir "$dir/copy" --quiet
+held=a4c123b1612dd272d1371c17149d439536b3216fdaeeb975729fae923d5a4fd1 # not in the training stream
+gen=("$tmm" generate --checkpoint "$dir/copy" --quiet)
+check "generate --greedy copies" bash -c '[ "$("$@" --prompt "'$held'" --greedy -n 64)" = "'$held'" ]' _ "${gen[@]}"
+check "generate streams and reports speeds" bash -c '"$@" --prompt 0123 -n 4 2>&1 >/dev/null | grep -q "time to first token"' \
+  _ "$tmm" generate --checkpoint "$dir/copy"
+check "sampling with a seed is reproducible" bash -c \
+  '[ "$("$@" --seed 9 --temperature 2 --top-k 8 --top-p 0.9)" = "$("$@" --seed 9 --temperature 2 --top-k 8 --top-p 0.9)" ]' \
+  _ "${gen[@]}" --prompt 0123456789 -n 40
+printf '%s' "$held" > "$dir/prompt.txt"
+check "generate --prompt-file" bash -c '[ "$("$@" --prompt-file "'"$dir/prompt.txt"'" --greedy -n 64)" = "'$held'" ]' \
+  _ "${gen[@]}"
+expect_fail "generate: full context stops with a message" 0 "context of 128 tokens is full" \
+  "${gen[@]}" --prompt "$held" --greedy -n 100
+check "generate --slide goes past the context" bash -c '[ "$("$@" --prompt "'$held'" --greedy -n 200 --slide | wc -c)" -eq 201 ]' \
+  _ "${gen[@]}"
+expect_fail "generate without a prompt" 2 "exactly one of" "${gen[@]}"
+expect_fail "generate: bad symbol" 1 "not a symbol" "${gen[@]}" --prompt "xyz"
+expect_fail "generate: bad temperature" 2 "temperature" "${gen[@]}" --prompt 01 --temperature -1
+expect_fail "generate: missing checkpoint" 1 "cannot load" "$tmm" generate --checkpoint "$dir/none" --prompt 01
+if [ -n "${2:-}" ]; then
+  check "example program (public API, batch of 2)" bash -c '[ "$("$1" "$2" "'$held'" 64 | head -1)" = "'$held'" ]' \
+    _ "$2" "$dir/copy"
+fi
+check "bench generate" bash -c '"$@" | python3 -c "import json,sys; r=json.load(sys.stdin); assert r[\"decode\"] and r[\"decode_speedup_at_1000\"] is None"' \
+  _ "$tmm" bench generate --d-model 16 --n-ctx 64 --layers 1 --heads 2 --prompts 8,32 --positions 1,40 --repeat 2 --json
 
 # a flipped byte in the saved weights is refused
 model="$dir/a/checkpoints/$(cat "$dir/a/checkpoints/latest")/model.safetensors"
