@@ -20,7 +20,7 @@ static tmm_buffer *uint_buffer(const uint32_t *v, size_t n)
 
 static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint64_t seed)
 {
-    tmm_toeplitz_desc desc = { B, n, d, G, K, TMM_TOEPLITZ_DIRECT };
+    tmm_toeplitz_desc desc = { .batch = B, .n = n, .d = d, .groups = G, .taps = K };
     const size_t nc = (size_t)B * n * d, nw = (size_t)G * K * n, nb = (size_t)G * n, nx = (size_t)B * d;
     float *cache = h_floats(nc), *w = h_floats(nw), *beta = h_floats(nb), *x = h_floats(nx);
     h_rand(cache, nc, seed, -1, 1);
@@ -70,7 +70,7 @@ H_TEST(decode_ops, long_sequence) { check_step(3, 2 * TMM_STEP_CHUNK + 37, 6, 2,
 
 H_TEST(decode_ops, bad_shapes_are_refused)
 {
-    tmm_toeplitz_desc desc = { 2, 8, 6, 4, 1, TMM_TOEPLITZ_DIRECT }; /* 4 groups do not divide 6 channels */
+    tmm_toeplitz_desc desc = { .batch = 2, .n = 8, .d = 6, .groups = 4, .taps = 1 }; /* 4 groups do not divide 6 */
     tmm_buffer *b = h_buffer(NULL, 2 * 8 * 6);
     tmm_recorder *r = h_begin();
     cr_assert_eq(tmm_op_cache_write(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(b)), TMM_ERR_INVALID_ARGUMENT);

@@ -60,7 +60,8 @@ static tmm_status record_step(tmm_generator *g)
     const tmm_model_config *c = &g->info.config;
     const tmm_param_table *t = tmm_model_table(g->model);
     const uint32_t B = g->info.batch, d = c->d_model, e = c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = { B, c->n_ctx, d, c->heads ? c->heads : 1, c->kernel, TMM_TOEPLITZ_DIRECT };
+    const tmm_toeplitz_desc td = { .batch = B, .n = c->n_ctx, .d = d, .groups = c->heads ? c->heads : 1,
+                                   .taps = c->kernel };
     tmm_recorder *r = g->step;
     tmm_view pos = W(g->positions), lns = W(g->ln_scratch), sts = W(g->step_scratch);
 
@@ -107,8 +108,8 @@ static tmm_status allocate(tmm_generator *g)
 {
     const tmm_model_config *c = &g->info.config;
     const uint64_t B = g->info.batch, d = c->d_model, e = (uint64_t)c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = { (uint32_t)B, c->n_ctx, (uint32_t)d, c->heads ? c->heads : 1, c->kernel,
-                                   TMM_TOEPLITZ_DIRECT };
+    const tmm_toeplitz_desc td = { .batch = (uint32_t)B, .n = c->n_ctx, .d = (uint32_t)d,
+                                   .groups = c->heads ? c->heads : 1, .taps = c->kernel };
     struct { tmm_buffer **b; uint64_t floats; tmm_memory_kind kind; } all[] = {
         { &g->h, B * d, TMM_MEMORY_DEVICE },       { &g->x, B * d, TMM_MEMORY_DEVICE },
         { &g->mean, B, TMM_MEMORY_DEVICE },        { &g->rstd, B, TMM_MEMORY_DEVICE },
