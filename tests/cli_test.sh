@@ -105,6 +105,12 @@ if [ -n "${2:-}" ]; then
   check "example program (public API, batch of 2)" bash -c '[ "$("$1" "$2" "'$held'" 64 | head -1)" = "'$held'" ]' \
     _ "$2" "$dir/copy"
 fi
+printf 'the quick brown fox jumps over the lazy dog.\n%.0s' $(seq 40) > "$dir/fox.txt"
+check "short text run" "$tmm" train "${small[@]}" --task text --data "$dir/fox.txt" --steps 20 --eval-every 0 \
+  --run-dir "$dir/text"
+check "generate text (bytes)" bash -c '[ "$("$@" | wc -c)" -ge 2 ]' \
+  _ "$tmm" generate --checkpoint "$dir/text" --prompt "the quick" -n 24 --seed 1 --quiet
+check "generate text from an empty prompt" "$tmm" generate --checkpoint "$dir/text" --prompt "" -n 8 --quiet
 check "bench generate" bash -c '"$@" | python3 -c "import json,sys; r=json.load(sys.stdin); assert r[\"decode\"] and r[\"decode_speedup_at_1000\"] is None"' \
   _ "$tmm" bench generate --d-model 16 --n-ctx 64 --layers 1 --heads 2 --prompts 8,32 --positions 1,40 --repeat 2 --json
 
