@@ -136,6 +136,12 @@ H_TEST(generate, cached_flat) { check_cached("flat", (tmm_model_config)CFG(23, 0
 H_TEST(generate, cached_heads) { check_cached("heads 3", (tmm_model_config)CFG(23, 3, 1, false), 3, three_lengths, TMM_MIXER_DIRECT); }
 H_TEST(generate, cached_kernel) { check_cached("kernel 3", (tmm_model_config)CFG(23, 0, 3, false), 2, two_lengths, TMM_MIXER_DIRECT); }
 H_TEST(generate, cached_expanded_fft) { check_cached("expanded heads 2, fft", (tmm_model_config)CFG(23, 2, 2, true), 3, three_lengths, TMM_MIXER_FFT); }
+/* prompts shorter than the context: prefilled by a cropped shorter model
+ * (context 32 and 64 here), whose caches the steps then extend */
+static const uint32_t short_lengths[] = { 5, 20 };
+static const uint32_t mixed_lengths[] = { 40, 3 };
+H_TEST(generate, cached_short_prompts) { check_cached("flat n 100, bucket 32", (tmm_model_config)CFG(100, 0, 1, false), 2, short_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_short_prompts_expanded) { check_cached("expanded n 70, bucket 64", (tmm_model_config)CFG(70, 2, 2, true), 2, mixed_lengths, TMM_MIXER_FFT); }
 /* several chunks of the step kernel */
 H_TEST(generate, cached_long)
 {

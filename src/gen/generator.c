@@ -5,7 +5,13 @@
  * Toeplitz inputs [B, n, d] in buffers (tmm_model_mixer_inputs), which is
  * exactly what decoding needs. A step writes the new position's inputs into
  * those rows and reads rows 0..t, so rows after a prompt (computed from
- * padding by the prefill) are always overwritten before they are read. The
+ * padding by the prefill) are always overwritten before they are read.
+ *
+ * Short prompts are prefilled by a model of a shorter context (the smallest
+ * power of two from GEN_MIN_BUCKET that holds the longest prompt), made on
+ * first use from the same weights with w and beta cropped (position t of a
+ * causal model never sees w or beta past t), and its caches are copied into
+ * the main ones: the time to first token follows the prompt's length. The
  * step is recorded once; per step the host writes the tokens and positions
  * (two small host-visible buffers), submits, and reads [B, V] logits. */
 #include "gen/generator.h"
@@ -18,6 +24,9 @@
 #include "ops/ops.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
+
+#define GEN_MIN_BUCKET 32u
+#define GEN_MAX_BUCKETS 26
 
 struct tmm_generator {
     tmm_device *device;
@@ -34,6 +43,13 @@ struct tmm_generator {
     tmm_buffer *tokens, *positions, *logits;  /* host-visible */
     tmm_buffer *ln_scratch, *step_scratch;
     tmm_recorder *step;
+
+    float *params;            /* host copy of the weights, to crop for buckets */
+    tmm_mixer_impl mixer;
+    struct bucket {           /* bucket k: context GEN_MIN_BUCKET << k */
+        tmm_model *model;
+        tmm_recorder *copy;   /* its caches into the main ones */
+    } buckets[GEN_MAX_BUCKETS];
 };
 
 static const tmm_view none = { NULL, 0, 0 };
@@ -141,8 +157,12 @@ void tmm_generator_destroy(tmm_generator *g)
                           g->tokens, g->positions, g->logits, g->ln_scratch, g->step_scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
+    for (int k = 0; k < GEN_MAX_BUCKETS; k++) {
+        tmm_recorder_destroy(g->buckets[k].copy);
+        tmm_model_destroy(g->buckets[k].model);
+    }
     tmm_model_destroy(g->model);
-    free(g->pos), free(g->prompt_tokens), free(g->ignore);
+    free(g->pos), free(g->prompt_tokens), free(g->ignore), free(g->params);
     free(g);
 }
 
@@ -165,12 +185,15 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     g->pos = calloc(batch, sizeof *g->pos);
     g->prompt_tokens = malloc(rows * sizeof *g->prompt_tokens);
     g->ignore = malloc(rows * sizeof *g->ignore);
+    g->params = malloc(table->arena_floats * sizeof *g->params);
     tmm_status s = TMM_OK;
-    if (!g->pos || !g->prompt_tokens || !g->ignore)
+    if (!g->pos || !g->prompt_tokens || !g->ignore || !g->params)
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     else
         for (uint64_t i = 0; i < rows; i++)
             g->ignore[i] = TMM_TARGET_IGNORE;
+    if (s == TMM_OK)
+        memcpy(g->params, params, table->arena_floats * sizeof *g->params);
     if (s == TMM_OK)
         s = tmm_model_create(device, &table->config, batch, &g->model);
     if (s == TMM_OK)
@@ -208,7 +231,81 @@ const tmm_generator_info *tmm_generator_get_info(const tmm_generator *g) { retur
 
 void tmm_generator_set_mixer(tmm_generator *g, tmm_mixer_impl impl)
 {
+    g->mixer = impl;
     tmm_model_set_toeplitz_impl(g->model, (tmm_toeplitz_impl)impl);
+    for (int k = 0; k < GEN_MAX_BUCKETS; k++)
+        if (g->buckets[k].model)
+            tmm_model_set_toeplitz_impl(g->buckets[k].model, (tmm_toeplitz_impl)impl);
+}
+
+/* The weights of a shorter context: the same tensors with every Toeplitz
+ * vector and beta row cut to its first n_short entries. */
+static void crop_params(const tmm_param_table *full, const float *src, const tmm_param_table *part, float *dst)
+{
+    const uint64_t n = full->config.n_ctx, ns = part->config.n_ctx;
+    memset(dst, 0, part->arena_floats * sizeof *dst);
+    for (uint32_t i = 0; i < part->count; i++) {
+        const tmm_param *p = &part->params[i], *q = &full->params[i];
+        if (p->kind == TMM_PARAM_TOEPLITZ_W || p->kind == TMM_PARAM_TOEPLITZ_BETA) {
+            for (uint64_t r = 0; r < p->numel / ns; r++)
+                memcpy(dst + p->offset + r * ns, src + q->offset + r * n, ns * sizeof *dst);
+        } else {
+            memcpy(dst + p->offset, src + q->offset, p->numel * sizeof *dst);
+        }
+    }
+}
+
+/* Copies sequence b's rows [0, ns) of every cache of `from` into the main model's. */
+static tmm_status record_cache_copy(tmm_generator *g, tmm_model *from, uint32_t ns, tmm_recorder *r)
+{
+    const tmm_model_config *c = &g->info.config;
+    const uint64_t n = c->n_ctx, d = c->d_model, bytes = (uint64_t)ns * d * 4;
+    TMM_TRY(tmm_recorder_begin(r));
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        tmm_view src[2], dst[2];
+        TMM_TRY(tmm_model_mixer_inputs(from, l, &src[0], &src[1]));
+        TMM_TRY(tmm_model_mixer_inputs(g->model, l, &dst[0], &dst[1]));
+        for (int k = 0; k < (c->expanded ? 2 : 1); k++)
+            for (uint64_t b = 0; b < g->info.batch; b++)
+                TMM_TRY(tmm_record_copy(r, tmm_sub(src[k].buffer, src[k].offset + b * bytes, bytes),
+                                        tmm_sub(dst[k].buffer, dst[k].offset + b * n * d * 4, bytes)));
+    }
+    return tmm_recorder_end(r);
+}
+
+/* The model of bucket k, made on first use. */
+static tmm_status bucket_model(tmm_generator *g, int k, struct bucket **out)
+{
+    struct bucket *bk = &g->buckets[k];
+    *out = bk;
+    if (bk->model)
+        return TMM_OK;
+    tmm_model_config c = g->info.config;
+    c.n_ctx = GEN_MIN_BUCKET << k;
+    tmm_param_table part;
+    TMM_TRY(tmm_param_table_build(&c, &part));
+    float *cropped = malloc(part.arena_floats * sizeof *cropped);
+    tmm_status s = cropped ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK) {
+        crop_params(tmm_model_table(g->model), g->params, &part, cropped);
+        s = tmm_model_create(g->device, &c, g->info.batch, &bk->model);
+    }
+    if (s == TMM_OK) {
+        tmm_model_set_toeplitz_impl(bk->model, (tmm_toeplitz_impl)g->mixer);
+        s = tmm_model_write_params(bk->model, cropped);
+    }
+    if (s == TMM_OK)
+        s = tmm_recorder_create(g->device, &bk->copy);
+    if (s == TMM_OK)
+        s = record_cache_copy(g, bk->model, c.n_ctx, bk->copy);
+    free(cropped);
+    tmm_param_table_free(&part);
+    if (s != TMM_OK) {
+        tmm_recorder_destroy(bk->copy);
+        tmm_model_destroy(bk->model);
+        bk->copy = NULL, bk->model = NULL;
+    }
+    return s;
 }
 
 uint32_t tmm_generator_position(const tmm_generator *g, uint32_t b)
@@ -220,19 +317,33 @@ tmm_status tmm_generator_prefill(tmm_generator *g, const uint32_t *const *prompt
                                  float *logits)
 {
     const uint32_t B = g->info.batch, n = g->info.config.n_ctx, V = g->info.config.vocab;
+    uint32_t longest = 0;
     for (uint32_t b = 0; b < B; b++) {
         if (lengths[b] == 0 || lengths[b] > n)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "prompt %u has %u tokens; it needs 1 to %u (the model's "
                             "context)", b, lengths[b], n);
-        memset(g->prompt_tokens + (size_t)b * n, 0, (size_t)n * sizeof *g->prompt_tokens);
-        memcpy(g->prompt_tokens + (size_t)b * n, prompts[b], lengths[b] * sizeof *g->prompt_tokens);
+        longest = lengths[b] > longest ? lengths[b] : longest;
     }
+    int k = 0;
+    while ((GEN_MIN_BUCKET << k) < longest)
+        k++;
+    struct bucket *bk = NULL;
     g->prefilled = false;
-    TMM_TRY(tmm_model_set_batch(g->model, g->prompt_tokens, g->ignore));
-    TMM_TRY(tmm_model_run(g->model, false));
+    if ((GEN_MIN_BUCKET << k) < n)
+        TMM_TRY(bucket_model(g, k, &bk));
+    tmm_model *m = bk ? bk->model : g->model;
+    const uint32_t len = bk ? GEN_MIN_BUCKET << k : n;
+    for (uint32_t b = 0; b < B; b++) {
+        memset(g->prompt_tokens + (size_t)b * len, 0, (size_t)len * sizeof *g->prompt_tokens);
+        memcpy(g->prompt_tokens + (size_t)b * len, prompts[b], lengths[b] * sizeof *g->prompt_tokens);
+    }
+    TMM_TRY(tmm_model_set_batch(m, g->prompt_tokens, g->ignore));
+    TMM_TRY(tmm_model_run(m, false));
+    if (bk)
+        TMM_TRY(tmm_recorder_run(bk->copy));
     for (uint32_t b = 0; b < B; b++) {
         if (logits)
-            TMM_TRY(tmm_model_logits_rows(g->model, (uint64_t)b * n + lengths[b] - 1, 1, logits + (size_t)b * V));
+            TMM_TRY(tmm_model_logits_rows(m, (uint64_t)b * len + lengths[b] - 1, 1, logits + (size_t)b * V));
         g->pos[b] = lengths[b];
     }
     g->prefilled = true;
