@@ -1,8 +1,13 @@
-/* Causal Toeplitz mixing (src/ops/toeplitz.h), DIRECT implementation, against
- * its C reference: flat, heads (G = 4), kernel (K = 3) and G = 2 with K = 2,
- * forward and backward, over lengths and widths that are not multiples of
- * the kernels' blocks; a length beyond lavapipe's 65535-iteration loop cap;
- * frozen layers; bit-identical reruns; batches split over bindings; errors.
+/* Causal Toeplitz mixing (src/ops/toeplitz.h), DIRECT implementation, both
+ * variants (register-blocked, suite toeplitz; shared-memory tiles,
+ * toeplitz_tiled, forced with tmm_op_toeplitz_set_variant), against its C
+ * reference: flat, heads (G = 4), kernel (K = 3; K = 2 for the tiled
+ * kernels, whose fully unrolled steps take seconds to compile per K on
+ * lavapipe) and G = 2 with K = 2, forward and backward, over lengths and
+ * widths that are not multiples of the kernels' blocks or tiles; a length
+ * beyond lavapipe's 65535-iteration loop cap, and many passes on short
+ * lengths (lowered loop budget); frozen layers; bit-identical reruns;
+ * batches split over bindings; errors.
  *
  * Tolerance, per element: each output is a float sum of m terms (fma:
  * products exact) in some fixed order, the reference the exact sum rounded
@@ -180,24 +185,49 @@ static void check_shape(shape s, uint64_t seed)
     free_problem(&p);
 }
 
+/* flat, heads, kernel, heads with kernel over widths and lengths */
+typedef struct sweep_set {
+    uint32_t G, K, d[3];
+} sweep_set;
+
+static void sweep(const sweep_set *sets, size_t n_sets, const uint32_t *lengths, size_t n_lengths, uint64_t seed)
+{
+    static const uint32_t batches[] = { 1, 3 };
+    for (size_t v = 0; v < n_sets; v++)
+        for (size_t di = 0; di < 3; di++)
+            for (size_t ni = 0; ni < n_lengths; ni++)
+                for (size_t bi = 0; bi < 2; bi++) {
+                    shape s = { batches[bi], lengths[ni], sets[v].d[di], sets[v].G, sets[v].K };
+                    check_shape(s, seed += 10);
+                }
+}
+
 H_TEST(toeplitz, matches_reference_small_shapes)
 {
-    /* flat, heads, kernel, heads with kernel; widths with 1..9 channels per
-     * group (blocks of 4 channels: partial blocks, and TC = 1, 2 kernels) */
-    static const struct { uint32_t G, K, d[3]; } variants[] = {
+    /* widths with 1..9 channels per group (blocks of 4 channels: partial
+     * blocks, and TC = 1, 2 kernels) */
+    static const sweep_set sets[] = {
         { 1, 1, { 1, 5, 12 } }, { 4, 1, { 4, 12, 36 } }, { 1, 3, { 2, 5, 12 } }, { 2, 2, { 2, 6, 10 } },
     };
     static const uint32_t lengths[] = { 1, 2, 7, 64, 100 };
-    static const uint32_t batches[] = { 1, 3 };
-    uint64_t seed = 1000;
-    for (size_t v = 0; v < 4; v++)
-        for (size_t di = 0; di < 3; di++)
-            for (size_t ni = 0; ni < 5; ni++)
-                for (size_t bi = 0; bi < 2; bi++) {
-                    shape s = { batches[bi], lengths[ni], variants[v].d[di], variants[v].G, variants[v].K };
-                    check_shape(s, seed += 10);
-                }
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    sweep(sets, 4, lengths, 5, 1000);
     printf("  toeplitz small shapes: largest deviation %.2f x 2^-24 x sum|terms|\n", worst_units);
+}
+
+/* The shared-memory variant for GPUs, run here on lavapipe (slowly: small
+ * shapes). Tiles are 64 positions x 64 channels (dw: 64 lags, blocks of 16
+ * channels and positions): lengths and channels per group below, at and
+ * past them, several channel tiles per group, dw blocks crossing groups. */
+H_TEST(toeplitz_tiled, matches_reference_small_shapes)
+{
+    static const sweep_set sets[] = {
+        { 1, 1, { 1, 17, 70 } }, { 4, 1, { 4, 36, 264 } }, { 1, 2, { 2, 18, 66 } }, { 2, 2, { 2, 34, 132 } },
+    };
+    static const uint32_t lengths[] = { 1, 7, 16, 64, 65, 150 };
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    sweep(sets, 4, lengths, 6, 2000);
+    printf("  toeplitz tiled small shapes: largest deviation %.2f x 2^-24 x sum|terms|\n", worst_units);
 }
 
 H_TEST(toeplitz, matches_reference_wider)
@@ -217,7 +247,7 @@ H_TEST(toeplitz, matches_reference_wider)
 /* n = 70000 > 65535: every output of y and du and every dw is a sum that
  * would exceed llvmpipe's loop cap in one invocation. The reference is
  * evaluated at sampled positions (the full one is O(n^2)). */
-H_TEST(toeplitz, long_sequence_beyond_loop_cap)
+static void long_sequence_beyond_loop_cap(void)
 {
     shape s = { 1, 70000, 2, 1, 1 };
     problem p = make_problem(s, 77);
@@ -287,19 +317,41 @@ H_TEST(toeplitz, long_sequence_beyond_loop_cap)
     free_problem(&p);
 }
 
+/* (The tiled kernels share these passes; at n = 70000 they take minutes on
+ * lavapipe, so many_passes_match_reference runs their passes on short
+ * sequences with a lowered loop budget instead.) */
+H_TEST(toeplitz, long_sequence_beyond_loop_cap)
+{
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    long_sequence_beyond_loop_cap();
+}
+
 /* The same passes and partial rows as long sequences, on short ones: with a
  * loop budget of 2 iterations per invocation the forward and du run a pass
- * per 2 blocks of positions and dw splits into a partial row per block of
+ * per 2 steps of positions and dw splits into a partial row per block of
  * positions and channel block. */
-H_TEST(toeplitz, many_passes_match_reference)
+static void many_passes(const shape *shapes, size_t count)
 {
     tmm_op_toeplitz_set_loop_budget(2);
-    check_shape((shape){ 2, 100, 12, 4, 2 }, 301);
-    check_shape((shape){ 1, 77, 5, 1, 3 }, 302);
-    check_shape((shape){ 3, 64, 8, 1, 1 }, 303);
-    check_shape((shape){ 2, 150, 40, 2, 1 }, 304);
+    for (size_t i = 0; i < count; i++)
+        check_shape(shapes[i], 301 + i);
     tmm_op_toeplitz_set_loop_budget(0);
     printf("  toeplitz many passes: largest deviation %.2f x 2^-24 x sum|terms|\n", worst_units);
+}
+
+H_TEST(toeplitz, many_passes_match_reference)
+{
+    static const shape shapes[] = { { 2, 100, 12, 4, 2 }, { 1, 77, 5, 1, 3 }, { 3, 64, 8, 1, 1 }, { 2, 150, 40, 2, 1 } };
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    many_passes(shapes, 4);
+}
+
+/* 150 positions in steps of 16, two per pass: 5 passes over 3 t-tiles */
+H_TEST(toeplitz_tiled, many_passes_match_reference)
+{
+    static const shape shapes[] = { { 2, 150, 12, 4, 2 }, { 1, 77, 5, 1, 2 }, { 3, 64, 8, 1, 1 }, { 2, 150, 70, 2, 1 } };
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    many_passes(shapes, 4);
 }
 
 /* ---- frozen layers, skipped du ---------------------------------------------- */
@@ -357,11 +409,10 @@ H_TEST(toeplitz, skipped_gradients_are_left_alone)
 
 /* ---- determinism -------------------------------------------------------------- */
 
-H_TEST(toeplitz, reruns_are_bit_identical)
+/* Several batches, channel slabs and position chunks: many partial rows
+ * (the second shape with a lowered loop budget: many passes too). */
+static void reruns_are_bit_identical(const shape shapes[2])
 {
-    /* several batches, channel slabs and position chunks: many partial rows
-     * (the second shape with a lowered loop budget: many passes too) */
-    static const shape shapes[] = { { 3, 1024, 264, 2, 2 }, { 2, 300, 36, 4, 3 } };
     for (size_t k = 0; k < 2; k++) {
         tmm_op_toeplitz_set_loop_budget(k ? 4 : 0);
         problem p = make_problem(shapes[k], 500 + k);
@@ -378,9 +429,23 @@ H_TEST(toeplitz, reruns_are_bit_identical)
     }
 }
 
+H_TEST(toeplitz, reruns_are_bit_identical)
+{
+    static const shape shapes[2] = { { 3, 1024, 264, 2, 2 }, { 2, 300, 36, 4, 3 } };
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    reruns_are_bit_identical(shapes);
+}
+
+H_TEST(toeplitz_tiled, reruns_are_bit_identical)
+{
+    static const shape shapes[2] = { { 3, 300, 264, 2, 2 }, { 2, 300, 36, 4, 2 } };
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    reruns_are_bit_identical(shapes);
+}
+
 /* ---- views at odd offsets, batches split over bindings ------------------------ */
 
-H_TEST(toeplitz, odd_offsets_and_split_batches)
+static void odd_offsets_and_split_batches(void)
 {
     /* one sequence is 37 * 12 floats = 1776 bytes, not a multiple of the
      * offset alignment; a binding limit of 6000 bytes holds three of them */
@@ -426,6 +491,72 @@ H_TEST(toeplitz, odd_offsets_and_split_batches)
         tmm_buffer_destroy(bdb);
         tmm_buffer_destroy(bs);
     }
+    free_problem(&p);
+}
+
+H_TEST(toeplitz, odd_offsets_and_split_batches)
+{
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    odd_offsets_and_split_batches();
+}
+
+H_TEST(toeplitz_tiled, odd_offsets_and_split_batches)
+{
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    odd_offsets_and_split_batches();
+}
+
+/* ---- the variant per device --------------------------------------------------- */
+
+static bool same_outputs(const problem *p, const outputs *a, const outputs *b)
+{
+    return memcmp(a->y, b->y, p->na * sizeof(float)) == 0 && memcmp(a->du, b->du, p->na * sizeof(float)) == 0 &&
+           memcmp(a->dw, b->dw, p->nw * sizeof(float)) == 0 &&
+           memcmp(a->dbeta, b->dbeta, p->nb * sizeof(float)) == 0;
+}
+
+/* AUTO: register blocks on CPU devices, tiles on GPUs, register blocks where
+ * the tiles do not fit in shared memory (recognized by their bits: each
+ * variant is deterministic, and the two sum in different orders). */
+H_TEST(toeplitz_tiled, auto_picks_per_device)
+{
+    problem p = make_problem((shape){ 2, 100, 20, 2, 1 }, 71);
+    outputs reg = alloc_outputs(&p), tiled = alloc_outputs(&p), got = alloc_outputs(&p);
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    run_device(&p, 0, &reg);
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    run_device(&p, 0, &tiled);
+    cr_assert(!same_outputs(&p, &reg, &tiled), "the variants should round differently");
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_VARIANT_AUTO);
+    const tmm_device_type type = h_dev->info.type;
+    const uint32_t shared = h_dev->info.max_shared_memory;
+    h_dev->info.type = TMM_DEVICE_CPU;
+    run_device(&p, 0, &got);
+    cr_assert(same_outputs(&p, &got, &reg), "a CPU device runs the register variant");
+    h_dev->info.type = TMM_DEVICE_DISCRETE_GPU;
+    run_device(&p, 0, &got);
+    cr_assert(same_outputs(&p, &got, &tiled), "a GPU runs the tiled variant");
+    h_dev->info.max_shared_memory = 8192;
+    run_device(&p, 0, &got);
+    cr_assert(same_outputs(&p, &got, &reg), "a GPU without room for the tiles runs the register variant");
+    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    tmm_recorder *r = h_begin();
+    tmm_buffer *b = h_buffer(NULL, 8192);
+    tmm_view v = tmm_whole(b);
+    cr_assert_eq(tmm_op_toeplitz_forward(r, &p.desc, v, v, v, v), TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "shared memory"), "%s", tmm_last_error());
+    h_dev->info.max_shared_memory = shared;
+    tmm_toeplitz_desc narrow = { 1, 8, 4, 4, 3, TMM_TOEPLITZ_DIRECT }; /* taps reach two groups up */
+    cr_assert_eq(tmm_toeplitz_check(r, &narrow), TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "one group up"), "%s", tmm_last_error());
+    h_run(r);
+    h_dev->info.type = type;
+    h_dev->info.max_shared_memory = shared;
+    cr_assert_str_eq(tmm_toeplitz_variant_name(TMM_TOEPLITZ_TILED), "tiled");
+    tmm_buffer_destroy(b);
+    free_outputs(&reg);
+    free_outputs(&tiled);
+    free_outputs(&got);
     free_problem(&p);
 }
 

@@ -1,8 +1,10 @@
 /* Causal Toeplitz mixing: host side (see toeplitz.h for the op, the
  * shaders for the kernels).
  *
- * DIRECT implementation, register-blocked for CPU devices (lavapipe): no
- * shared memory, each invocation keeps a block of outputs in registers.
+ * DIRECT implementation, in two variants chosen per device (like
+ * tmm_matmul_variant; tests force one with tmm_op_toeplitz_set_variant):
+ * REGISTER, for CPU devices (lavapipe): no shared memory, each invocation
+ * keeps a block of outputs in registers.
  *   forward  shaders/toeplitz_fwd.comp: TT positions x TC channels per
  *            invocation, reading TT source positions of u and 2TT-1 lags of
  *            w per step.
@@ -11,14 +13,18 @@
  *            a slab of channel blocks and a chunk of positions into partial
  *            rows; tmm_op_sum_cols adds the rows (fixed order) into dw and
  *            dbeta. With one partial row the kernel writes dw/dbeta itself.
- * A shared-memory variant for GPUs would be another set of pipelines chosen
- * here (like tmm_matmul_variant); the FFT implementation another branch of
- * the impl switch.
+ * TILED, for GPUs: shared-memory tiles of 16 x 16 invocations
+ * (shaders/toeplitz_{fwd,du,dw}_tiled.comp): forward and du as a tiled
+ * matmul with the Toeplitz tiles read from w by index (64 x 64 outputs per
+ * workgroup, steps of 16 positions); dw 64 lags per workgroup over channel
+ * blocks of 16 and t-blocks of 16, with the same partial rows as REGISTER.
+ * The two share this file's passes, bindings and partial-row plan; only the
+ * block sizes (struct blocking) and the dispatch shape differ.
  *
  * lavapipe's loop cap (65535 iterations per invocation, loop_limit.glsl):
  * every invocation makes at most loop_budget = TMM_MAX_LOOP iterations of
  * its (non-unrolled) loops. Forward and du run in passes over chunks of
- * TT * loop_budget positions, the first pass writing and later ones adding
+ * step * loop_budget positions, the first pass writing and later ones adding
  * in a fixed order; dw picks its chunk and slab sizes so that
  * ctb * (ns + 1) <= loop_budget. Tests lower the budget
  * (tmm_op_toeplitz_set_loop_budget) to run many passes on short sequences.
@@ -31,13 +37,24 @@
 #include "op_util.h"
 
 #define LOOP_BUDGET 4096u /* TMM_MAX_LOOP in shaders/loop_limit.glsl */
-#define WG 64u            /* invocations per workgroup (x) */
+#define WG 64u            /* invocations per workgroup (x), REGISTER */
 #define DW_SLAB_MAX 8u    /* channel blocks per dw partial row: more rows, more parallel invocations */
 #define SCRATCH_ALIGN 64u /* floats: covers minStorageBufferOffsetAlignment up to 256 bytes */
 
 static const uint32_t local_x[3] = { WG, 1, 1 };
 
+/* TILED: fixed in shaders/toeplitz_*_tiled.comp. */
+#define TILE_TS 16u /* invocations per axis */
+#define TILE_T 64u  /* positions (forward, du) and lags (dw) per workgroup */
+#define TILE_C 64u  /* channels per workgroup (forward, du) */
+#define TILE_S 16u  /* positions per step */
+#define TILE_DC 16u /* channels per dw block */
+static const uint32_t local_tiled[3] = { TILE_TS, TILE_TS, 1 };
+
 static uint32_t loop_budget = LOOP_BUDGET;
+static tmm_toeplitz_variant forced_variant = TMM_TOEPLITZ_VARIANT_AUTO;
+
+void tmm_op_toeplitz_set_variant(tmm_toeplitz_variant variant) { forced_variant = variant; }
 
 void tmm_op_toeplitz_set_loop_budget(uint32_t iterations)
 {
@@ -46,6 +63,7 @@ void tmm_op_toeplitz_set_loop_budget(uint32_t iterations)
 
 typedef struct geom {
     uint32_t B, n, d, G, K, dg;
+    bool tiled;
 } geom;
 
 const char *tmm_toeplitz_impl_name(tmm_toeplitz_impl impl)
@@ -57,6 +75,19 @@ const char *tmm_toeplitz_impl_name(tmm_toeplitz_impl impl)
         return "direct";
     case TMM_TOEPLITZ_FFT:
         return "fft";
+    }
+    return "invalid";
+}
+
+const char *tmm_toeplitz_variant_name(tmm_toeplitz_variant variant)
+{
+    switch (variant) {
+    case TMM_TOEPLITZ_VARIANT_AUTO:
+        return "auto";
+    case TMM_TOEPLITZ_REGISTER:
+        return "register";
+    case TMM_TOEPLITZ_TILED:
+        return "tiled";
     }
     return "invalid";
 }
@@ -74,6 +105,43 @@ static uint32_t pick_tc(uint32_t dg) { return dg >= 3 ? 4u : dg; }
  * would pay for every variant. */
 static uint32_t pick_tt(const geom *g, uint32_t tc) { return tc == 4 && g->dg % 4 == 0 && g->d % 4 == 0 && g->K == 1 ? 16u : 8u; }
 
+/* Block sizes of a variant. Forward and du: an output block (an
+ * invocation's in REGISTER, a workgroup's in TILED) of tt positions x tc
+ * channels of one group, advancing `step` source positions per loop
+ * iteration. dw: blocks of `lags` lags, over t-blocks of dstep positions
+ * and channel blocks of dtc channels. */
+typedef struct blocking {
+    uint32_t tt, tc, step;
+    uint32_t lags, dstep, dtc;
+} blocking;
+
+static blocking blocking_of(const geom *g)
+{
+    if (g->tiled)
+        return (blocking){ TILE_T, TILE_C, TILE_S, TILE_T, TILE_S, TILE_DC };
+    uint32_t tc = pick_tc(g->dg), tt = pick_tt(g, tc);
+    return (blocking){ tt, tc, tt, tt, tt, tc };
+}
+
+/* Shared memory of the TILED kernels at K taps (bytes; see the shaders):
+ * the largest is du's with the w windows of two groups. */
+static uint64_t tiled_shared_bytes(uint32_t K)
+{
+    uint64_t du = (uint64_t)TILE_S * (TILE_C + K - 1) + 2ull * K * (TILE_T + TILE_S - 1);
+    uint64_t dw = (uint64_t)(TILE_S + TILE_T - 1) * (TILE_DC + K - 1) + TILE_S * TILE_DC + TILE_TS * TILE_T;
+    return 4 * (du > dw ? du : dw);
+}
+
+/* Why the TILED kernels cannot run this shape on dev (NULL: they can). */
+static const char *tiled_unfit(const geom *g, const tmm_device *dev)
+{
+    if (tiled_shared_bytes(g->K) > dev->info.max_shared_memory)
+        return "the tiled kernels need more shared memory than the device has";
+    if (g->G > 1 && g->K - 1 > g->dg)
+        return "the tiled du reaches at most one group up: taps - 1 must not exceed the channels per group";
+    return NULL;
+}
+
 static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toeplitz_desc *desc, geom *g)
 {
     if (!desc)
@@ -83,12 +151,13 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toepl
     case TMM_TOEPLITZ_DIRECT:
         break;
     case TMM_TOEPLITZ_FFT:
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: the FFT implementation is not available yet; use direct (or auto)",
-                        op);
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: the FFT implementation is a plan object "
+                        "(tmm_toeplitz_fft_create), not this op", op);
     default:
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: unknown implementation %d", op, (int)desc->impl);
     }
-    geom s = { desc->batch, desc->n, desc->d, desc->groups ? desc->groups : 1, desc->taps ? desc->taps : 1, 0 };
+    geom s = { desc->batch, desc->n, desc->d, desc->groups ? desc->groups : 1, desc->taps ? desc->taps : 1, 0,
+               forced_variant == TMM_TOEPLITZ_TILED };
     if (s.K > TMM_TOEPLITZ_MAX_TAPS)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %u taps, at most %u are supported", op, s.K,
                         TMM_TOEPLITZ_MAX_TAPS);
@@ -109,6 +178,13 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toepl
             return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: w of G*K*n = %u*%u*%u floats (%llu bytes) does not fit in the "
                             "device's maxStorageBufferRange (%llu bytes)", op, s.G, s.K, s.n,
                             (unsigned long long)par, (unsigned long long)range);
+        const char *unfit = tiled_unfit(&s, dev);
+        if (s.tiled && unfit)
+            return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%u taps, %u groups of %u channels, %llu of %u bytes of "
+                            "shared memory); use the register variant", op, unfit, s.K, s.G, s.dg,
+                            (unsigned long long)tiled_shared_bytes(s.K), dev->info.max_shared_memory);
+        if (forced_variant == TMM_TOEPLITZ_VARIANT_AUTO)
+            s.tiled = dev->info.type != TMM_DEVICE_CPU && !unfit;
     }
     *g = s;
     return TMM_OK;
@@ -195,14 +271,14 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
         TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
     TMM_TRY(tmm_op_no_overlap(op, &s[3], s, 4));
 
-    const uint32_t tc = pick_tc(g.dg), tt = pick_tt(&g, tc);
-    const uint32_t nbg = tmm_div_up(g.dg, tc), ncb = g.G * nbg, ntb = tmm_div_up(g.n, tt);
+    const blocking bk = blocking_of(&g);
+    const uint32_t nbg = tmm_div_up(g.dg, bk.tc), ncb = g.G * nbg, ntb = tmm_div_up(g.n, bk.tt);
     tmm_pipeline *pipes[4] = { 0 };
 
     fwd_push push = { g.n, g.d, g.dg, nbg, ncb, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     tmm_view vw = bind(r, w, 0, s[1].n, &push.base_w);
     tmm_view vbeta = bind(r, beta, 0, s[2].n, &push.base_beta);
-    const uint64_t chunk = (uint64_t)tt * loop_budget;
+    const uint64_t chunk = (uint64_t)bk.step * loop_budget, end = (uint64_t)ntb * bk.tt;
     const uint32_t per = batches_per_binding(r, &g);
     for (uint32_t b0 = 0; b0 < g.B; b0 += per) {
         uint32_t count = g.B - b0 < per ? g.B - b0 : per;
@@ -211,18 +287,23 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
         /* pass lo adds s in [lo, hi) to the positions t >= lo */
         for (uint64_t lo = 0; lo < g.n; lo += chunk) {
             push.lo = (uint32_t)lo;
-            push.hi = (uint32_t)(lo + chunk < (uint64_t)ntb * tt ? lo + chunk : (uint64_t)ntb * tt);
-            push.tb0 = (uint32_t)(lo / tt);
+            push.hi = (uint32_t)(lo + chunk < end ? lo + chunk : end);
+            push.tb0 = (uint32_t)(lo / bk.tt);
             push.ntb = ntb - push.tb0;
             push.accumulate = lo > 0;
-            uint32_t vec = (vec_channels(&g, tc, push.base_u) ? VEC_ROWS : 0) | (vec_w(&g, tt, push.base_w) ? VEC_W : 0);
-            if (!pipes[vec]) {
-                const uint32_t spec[4] = { g.K, tc, tt, vec };
+            uint32_t vec = g.tiled ? 0 : (vec_channels(&g, bk.tc, push.base_u) ? VEC_ROWS : 0) |
+                                         (vec_w(&g, bk.tt, push.base_w) ? VEC_W : 0);
+            if (!pipes[vec] && g.tiled) {
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fwd_tiled, 4, sizeof(fwd_push), local_tiled, &g.K, 1,
+                                        &pipes[vec]));
+            } else if (!pipes[vec]) {
+                const uint32_t spec[4] = { g.K, bk.tc, bk.tt, vec };
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fwd, 4, sizeof(fwd_push), local_x, spec, 4, &pipes[vec]));
             }
-            tmm_pipeline *pipe = pipes[vec];
             tmm_arg args[4] = { tmm_in(vu), tmm_in(vw), tmm_in(vbeta), lo > 0 ? tmm_inout(vy) : tmm_out(vy) };
-            TMM_TRY(tmm_record_dispatch(r, pipe, args, 4, &push, tmm_div_up((uint64_t)push.ntb * ncb, WG), 1, count));
+            uint64_t blocks = (uint64_t)push.ntb * ncb;
+            TMM_TRY(tmm_record_dispatch(r, pipes[vec], args, 4, &push, g.tiled ? blocks : tmm_div_up(blocks, WG), 1,
+                                        count));
         }
     }
     return TMM_OK;
@@ -243,7 +324,7 @@ typedef struct dw_push {
 /* How dw and dbeta are split into partial rows, and where they live in the
  * scratch (floats). */
 typedef struct dw_plan {
-    uint32_t tt, tc, nbg, ntb, ctb, nq, ns, nslab;
+    uint32_t nkb, nbg, ntb, ctb, nq, ns, nslab; /* lag blocks, channel blocks per group, t-blocks, ... */
     uint64_t rows, beta_rows;         /* partial rows of dw and of dbeta */
     uint64_t cols, beta_cols;         /* G*K*n and G*n */
     uint64_t at_dw, at_beta, at_sum;  /* scratch offsets; rows == 1: no partials in scratch */
@@ -252,11 +333,11 @@ typedef struct dw_plan {
 
 static dw_plan plan_dw(const geom *g)
 {
+    const blocking bk = blocking_of(g);
     dw_plan pl = { 0 };
-    pl.tc = pick_tc(g->dg);
-    pl.tt = pick_tt(g, pl.tc);
-    pl.nbg = g->dg ? tmm_div_up(g->dg, pl.tc) : 0;
-    pl.ntb = tmm_div_up(g->n, pl.tt);
+    pl.nkb = tmm_div_up(g->n, bk.lags);
+    pl.nbg = g->dg ? tmm_div_up(g->dg, bk.dtc) : 0;
+    pl.ntb = tmm_div_up(g->n, bk.dstep);
     pl.ctb = pl.ntb < loop_budget / 2 ? pl.ntb : loop_budget / 2;
     if (pl.ctb == 0)
         pl.ctb = 1;
@@ -294,19 +375,26 @@ uint64_t tmm_op_toeplitz_backward_scratch(const tmm_toeplitz_desc *desc, uint32_
         return 0;
     if ((uint64_t)g.B * g.n * g.d == 0)
         return 0;
-    return plan_dw(&g).total;
+    uint64_t need = plan_dw(&g).total;
+    if (forced_variant == TMM_TOEPLITZ_VARIANT_AUTO) {
+        g.tiled = !g.tiled; /* the device decides: room for either */
+        uint64_t other = plan_dw(&g).total;
+        need = other > need ? other : need;
+    }
+    return need;
 }
 
 static tmm_status record_du(tmm_recorder *r, const geom *g, tmm_view gy, tmm_view w, tmm_view du)
 {
     const uint64_t seq = (uint64_t)g->n * g->d;
-    const uint32_t tc = pick_tc(g->dg), tt = pick_tt(g, tc);
-    const uint32_t nbg = tmm_div_up(g->dg, tc), ncb = g->G * nbg, ntb = tmm_div_up(g->n, tt);
+    const blocking bk = blocking_of(g);
+    const uint32_t nbg = tmm_div_up(g->dg, bk.tc), ncb = g->G * nbg, ntb = tmm_div_up(g->n, bk.tt);
+    const uint32_t mixed = g->G > 1 && g->K > 1;
     tmm_pipeline *pipes[4] = { 0 };
 
     du_push push = { g->n, g->d, g->dg, nbg, ncb, 0, 0, 0, 0, 0, 0, 0, 0 };
     tmm_view vw = bind(r, w, 0, (uint64_t)g->G * g->K * g->n, &push.base_w);
-    const uint64_t chunk = (uint64_t)tt * loop_budget, end = (uint64_t)ntb * tt;
+    const uint64_t chunk = (uint64_t)bk.step * loop_budget, end = (uint64_t)ntb * bk.tt;
     const uint32_t passes = (uint32_t)((end + chunk - 1) / chunk);
     const uint32_t per = batches_per_binding(r, g);
     for (uint32_t b0 = 0; b0 < g->B; b0 += per) {
@@ -319,16 +407,22 @@ static tmm_status record_du(tmm_recorder *r, const geom *g, tmm_view gy, tmm_vie
             push.lo = (uint32_t)lo;
             push.hi = (uint32_t)hi;
             push.tb0 = 0;
-            push.ntb = tmm_div_up(hi, tt);
+            push.ntb = (uint32_t)tmm_div_up(hi, bk.tt);
             push.accumulate = q + 1 < passes;
-            uint32_t vec = (vec_channels(g, tc, push.base_gy) ? VEC_ROWS : 0) | (vec_w(g, tt, push.base_w) ? VEC_W : 0);
-            if (!pipes[vec]) {
-                const uint32_t spec[5] = { g->K, tc, tt, g->G > 1 && g->K > 1, vec };
+            uint32_t vec = g->tiled ? 0 : (vec_channels(g, bk.tc, push.base_gy) ? VEC_ROWS : 0) |
+                                          (vec_w(g, bk.tt, push.base_w) ? VEC_W : 0);
+            if (!pipes[vec] && g->tiled) {
+                const uint32_t spec[2] = { g->K, mixed };
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_du_tiled, 3, sizeof(du_push), local_tiled, spec, 2,
+                                        &pipes[vec]));
+            } else if (!pipes[vec]) {
+                const uint32_t spec[5] = { g->K, bk.tc, bk.tt, mixed, vec };
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_du, 3, sizeof(du_push), local_x, spec, 5, &pipes[vec]));
             }
-            tmm_pipeline *pipe = pipes[vec];
             tmm_arg args[3] = { tmm_in(vgy), tmm_in(vw), push.accumulate ? tmm_inout(vdu) : tmm_out(vdu) };
-            TMM_TRY(tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up((uint64_t)push.ntb * ncb, WG), 1, count));
+            uint64_t blocks = (uint64_t)push.ntb * ncb;
+            TMM_TRY(tmm_record_dispatch(r, pipes[vec], args, 3, &push, g->tiled ? blocks : tmm_div_up(blocks, WG), 1,
+                                        count));
         }
     }
     return TMM_OK;
@@ -344,30 +438,35 @@ static tmm_status record_dw(tmm_recorder *r, const geom *g, tmm_view u, tmm_view
                             tmm_view dw, tmm_view dbeta)
 {
     const dw_plan pl = plan_dw(g);
+    const blocking bk = blocking_of(g);
     const uint64_t seq = (uint64_t)g->n * g->d;
     tmm_pipeline *pipes[2] = { 0 };
 
-    dw_push push = { g->n, g->d, g->dg, pl.nbg, g->G, pl.ntb, pl.ns, pl.nslab, pl.ctb, pl.nq, pl.ntb, 0,
+    dw_push push = { g->n, g->d, g->dg, pl.nbg, g->G, pl.nkb, pl.ns, pl.nslab, pl.ctb, pl.nq, pl.ntb, 0,
                      0, 0, 0, 0 };
     tmm_view dwp = pl.rows > 1 ? sub_floats(scratch, pl.at_dw, pl.rows * pl.cols) : dw;
     tmm_view dbp = pl.beta_rows > 1 ? sub_floats(scratch, pl.at_beta, pl.beta_rows * pl.beta_cols) : dbeta;
     tmm_view vdwp = bind(r, dwp, 0, pl.rows * pl.cols, &push.base_dwp);
     tmm_view vdbp = bind(r, dbp, 0, pl.beta_rows * pl.beta_cols, &push.base_dbp);
-    const uint64_t invocations = (uint64_t)pl.ntb * g->G * pl.nslab * pl.nq;
+    const uint64_t blocks = (uint64_t)pl.nkb * g->G * pl.nslab * pl.nq; /* invocations or workgroups */
     const uint32_t per = batches_per_binding(r, g);
     for (uint32_t b0 = 0; b0 < g->B; b0 += per) {
         uint32_t count = g->B - b0 < per ? g->B - b0 : per;
         tmm_view vu = bind(r, u, (uint64_t)b0 * seq, (uint64_t)count * seq, &push.base_u);
         tmm_view vgy = bind(r, gy, (uint64_t)b0 * seq, (uint64_t)count * seq, &push.base_gy);
         push.b_first = b0;
-        uint32_t vec = vec_channels(g, pl.tc, push.base_u) && vec_channels(g, pl.tc, push.base_gy) ? VEC_ROWS : 0;
-        if (!pipes[vec]) {
-            const uint32_t spec[4] = { g->K, pl.tc, pl.tt, vec };
+        uint32_t vec = !g->tiled && vec_channels(g, bk.dtc, push.base_u) && vec_channels(g, bk.dtc, push.base_gy)
+                           ? VEC_ROWS : 0;
+        if (!pipes[vec] && g->tiled) {
+            TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_dw_tiled, 4, sizeof(dw_push), local_tiled, &g->K, 1,
+                                    &pipes[vec]));
+        } else if (!pipes[vec]) {
+            const uint32_t spec[4] = { g->K, bk.dtc, bk.lags, vec };
             TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_dw, 4, sizeof(dw_push), local_x, spec, 4, &pipes[vec]));
         }
-        tmm_pipeline *pipe = pipes[vec];
         tmm_arg args[4] = { tmm_in(vu), tmm_in(vgy), tmm_out(vdwp), tmm_out(vdbp) };
-        TMM_TRY(tmm_record_dispatch(r, pipe, args, 4, &push, tmm_div_up(invocations, WG), 1, count));
+        TMM_TRY(tmm_record_dispatch(r, pipes[vec], args, 4, &push, g->tiled ? blocks : tmm_div_up(blocks, WG), 1,
+                                    count));
     }
     tmm_view sum_scratch = sub_floats(scratch, pl.at_sum, pl.n_sum);
     if (pl.rows > 1)

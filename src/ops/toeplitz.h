@@ -37,10 +37,18 @@
 #include "recorder.h"
 
 typedef enum tmm_toeplitz_impl {
-    TMM_TOEPLITZ_AUTO = 0, /* the best available: DIRECT for now */
+    TMM_TOEPLITZ_AUTO = 0, /* DIRECT here; the model picks per shape and device (model/mixer_select.h) */
     TMM_TOEPLITZ_DIRECT,   /* O(n^2) per channel, w[t-s] read by index, no n x n matrix */
-    TMM_TOEPLITZ_FFT,      /* O(n log n) per channel: not implemented yet (TMM_ERR_UNSUPPORTED) */
+    TMM_TOEPLITZ_FFT,      /* O(n log n) per channel: a plan object (toeplitz_fft.h); the ops here refuse it */
 } tmm_toeplitz_impl;
+
+/* Kernels of the DIRECT implementation (the same results up to rounding). */
+typedef enum tmm_toeplitz_variant {
+    TMM_TOEPLITZ_VARIANT_AUTO = 0, /* REGISTER on CPU devices, TILED on GPUs (REGISTER where its tiles do not fit) */
+    TMM_TOEPLITZ_REGISTER,         /* register blocks, no shared memory (CPU devices: lavapipe) */
+    TMM_TOEPLITZ_TILED,            /* shared-memory tiles (GPUs): up to 15 KiB of shared memory (K = 16), and
+                                    * K - 1 <= d/G when G > 1 */
+} tmm_toeplitz_variant;
 
 #define TMM_TOEPLITZ_MAX_TAPS 16u
 
@@ -58,11 +66,13 @@ typedef struct tmm_toeplitz_desc {
 #define TMM_TOEPLITZ_SKIP_PARAMS 2u /* dw and dbeta are not computed (frozen layer); they may be empty */
 
 const char *tmm_toeplitz_impl_name(tmm_toeplitz_impl impl);
+const char *tmm_toeplitz_variant_name(tmm_toeplitz_variant variant);
 
 /* Checks a descriptor without recording anything: G divides d, K in range,
- * the implementation exists, and the shape can be bound on the device of r
- * (r may be NULL: shape checks only). TMM_ERR_INVALID_ARGUMENT or
- * TMM_ERR_UNSUPPORTED with a message. */
+ * the implementation exists, and the shape can be bound (and a forced TILED
+ * variant's tiles fit in shared memory) on the device of r (r may be NULL:
+ * shape checks only). TMM_ERR_INVALID_ARGUMENT or TMM_ERR_UNSUPPORTED
+ * with a message. */
 tmm_status tmm_toeplitz_check(const tmm_recorder *r, const tmm_toeplitz_desc *desc);
 
 /* y = Toeplitz(u) + beta, as above. */
@@ -70,7 +80,8 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
                                    tmm_view beta, tmm_view y);
 
 /* Floats of scratch the backward needs for this shape and flags (0 when
- * none: then scratch may be an empty view). The same on every device. */
+ * none: then scratch may be an empty view). The same on every device (with
+ * variant AUTO, the larger of the two variants' needs). */
 uint64_t tmm_op_toeplitz_backward_scratch(const tmm_toeplitz_desc *desc, uint32_t flags);
 
 /* du, dw, dbeta from u (the forward's input), w and gy, as above. With
@@ -79,6 +90,11 @@ uint64_t tmm_op_toeplitz_backward_scratch(const tmm_toeplitz_desc *desc, uint32_
 tmm_status tmm_op_toeplitz_backward(tmm_recorder *r, const tmm_toeplitz_desc *desc, uint32_t flags, tmm_view u,
                                     tmm_view w, tmm_view gy, tmm_view scratch, tmm_view du, tmm_view dw,
                                     tmm_view dbeta);
+
+/* Forces the variant of the DIRECT kernels (tests and benchmarks run both
+ * on any device); AUTO, the default, picks per device. Process-wide, not
+ * thread-safe; applies to recordings and scratch sizes asked after it. */
+void tmm_op_toeplitz_set_variant(tmm_toeplitz_variant variant);
 
 /* Lowers the loop iterations one invocation may make (default and maximum
  * TMM_MAX_LOOP = 4096, lavapipe's loop cap being 65535), so that tests run
