@@ -119,7 +119,7 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
         bool use_fft = impl == IMPL_FFT;
         if (s == TMM_OK && impl == IMPL_AUTO) {
             tmm_toeplitz_impl chosen;
-            s = tmm_mixer_resolve(dev, TMM_TOEPLITZ_AUTO, n, &chosen);
+            s = tmm_mixer_resolve(dev, TMM_TOEPLITZ_AUTO, n, (uint64_t)sh->batch * sh->d, &chosen);
             use_fft = chosen == TMM_TOEPLITZ_FFT;
         }
         if (s == TMM_OK && use_fft)

@@ -1,5 +1,7 @@
+/* The fft/direct crossover per device and work size (mixer_select.h). */
 #include "model/mixer_select.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,14 +10,19 @@
 #include "files.h"
 #include "ops/toeplitz_fft.h"
 
-#define CAL_D 64u
-#define CAL_MAX_N 8192u
+/* First line of the cache file; files without it (older formats, damage)
+ * are measured again. */
+#define CACHE_HEADER "tmm mixer calibration 2\n"
 
-/* Device time of forward + backward at length n, direct or FFT. */
-static tmm_status time_mixer(tmm_device *dev, uint32_t n, bool fft_path, double *ms)
+const uint32_t tmm_mixer_bucket_work[TMM_MIXER_BUCKETS] = { 16, 128, 512 };
+
+/* Device time of forward + backward at length n with B = 1 and d = work,
+ * direct or FFT, of the last of `runs` runs (llvmpipe compiles kernels at
+ * their first dispatch: a first run is not timed). */
+static tmm_status time_mixer(tmm_device *dev, uint32_t n, uint32_t work, bool fft_path, int runs, double *ms)
 {
-    tmm_toeplitz_desc td = { 1, n, CAL_D, 1, 1, TMM_TOEPLITZ_DIRECT };
-    const uint64_t act = (uint64_t)n * CAL_D;
+    tmm_toeplitz_desc td = { 1, n, work, 1, 1, TMM_TOEPLITZ_DIRECT };
+    const uint64_t act = (uint64_t)n * work;
     const uint64_t sizes[9] = { act, n, n, act, act, act, n, n, tmm_op_toeplitz_backward_scratch(&td, 0) };
     tmm_buffer *b[9] = { 0 };
     tmm_view v[9];
@@ -43,8 +50,9 @@ static tmm_status time_mixer(tmm_device *dev, uint32_t n, bool fft_path, double 
             s = tmm_record_region_end(r);
         if (s == TMM_OK)
             s = tmm_recorder_end(r);
-        /* the first run compiles the kernels on some drivers: time the second */
-        if (s == TMM_OK && (s = tmm_recorder_run(r)) == TMM_OK && (s = tmm_recorder_run(r)) == TMM_OK)
+        for (int i = 0; i < runs && s == TMM_OK; i++)
+            s = tmm_recorder_run(r);
+        if (s == TMM_OK)
             s = tmm_recorder_region_time(r, 0, NULL, ms);
     }
     tmm_recorder_destroy(r);
@@ -54,7 +62,49 @@ static tmm_status time_mixer(tmm_device *dev, uint32_t n, bool fft_path, double 
     return s;
 }
 
-static void cache_path(const tmm_device *dev, char *out, size_t size)
+/* Whether the FFT path beats the direct one at (n, work). The direct
+ * kernels do not depend on n or work: after the first measurement (*warm)
+ * they are compiled; every FFT plan has kernels of its own. */
+static tmm_status fft_wins(tmm_device *dev, uint32_t n, uint32_t work, bool *warm, bool *wins)
+{
+    double direct, fft;
+    TMM_TRY(time_mixer(dev, n, work, false, *warm ? 1 : 2, &direct));
+    *warm = true;
+    TMM_TRY(time_mixer(dev, n, work, true, 2, &fft));
+    *wins = fft < direct;
+    return TMM_OK;
+}
+
+/* One bucket's crossover: the shortest power-of-two length from
+ * TMM_MIXER_CALIBRATE_FROM at which the FFT path wins, searched from
+ * `start` (the previous bucket's, usually close) down or up. */
+static tmm_status measure_bucket(tmm_device *dev, uint32_t work, uint32_t start, bool *warm, uint32_t *out)
+{
+    uint32_t n = start;
+    bool wins;
+    TMM_TRY(fft_wins(dev, n, work, warm, &wins));
+    if (wins) {
+        while (n / 2 >= TMM_MIXER_CALIBRATE_FROM) {
+            TMM_TRY(fft_wins(dev, n / 2, work, warm, &wins));
+            if (!wins)
+                break;
+            n /= 2;
+        }
+        *out = n;
+        return TMM_OK;
+    }
+    *out = UINT32_MAX;
+    for (n *= 2; n <= TMM_MIXER_CALIBRATE_TO; n *= 2) {
+        TMM_TRY(fft_wins(dev, n, work, warm, &wins));
+        if (wins) {
+            *out = n;
+            break;
+        }
+    }
+    return TMM_OK;
+}
+
+void tmm_mixer_cache_path(const tmm_device *dev, char *out, size_t size)
 {
     char dir[2048];
     out[0] = '\0';
@@ -68,52 +118,102 @@ static void cache_path(const tmm_device *dev, char *out, size_t size)
         snprintf(out + n, size - (size_t)n, "-%08x.txt", info->driver_version);
 }
 
-tmm_status tmm_mixer_crossover(tmm_device *dev, uint32_t *out)
+/* The header, then "work W crossover N|never" per bucket, in order. */
+static bool parse(const char *text, uint32_t x[TMM_MIXER_BUCKETS])
+{
+    size_t head = strlen(CACHE_HEADER);
+    if (strncmp(text, CACHE_HEADER, head) != 0)
+        return false;
+    text += head;
+    for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
+        unsigned long work;
+        char value[16];
+        int used = 0;
+        if (sscanf(text, " work %lu crossover %15s%n", &work, value, &used) != 2 || work != tmm_mixer_bucket_work[i])
+            return false;
+        text += used;
+        char *end;
+        unsigned long n = strtoul(value, &end, 10);
+        if (strcmp(value, "never") == 0)
+            x[i] = UINT32_MAX;
+        else if (*end == '\0' && n >= TMM_MIXER_CALIBRATE_FROM && n <= TMM_MIXER_CALIBRATE_TO)
+            x[i] = (uint32_t)n;
+        else
+            return false;
+    }
+    return true;
+}
+
+static void save(char *path, const uint32_t x[TMM_MIXER_BUCKETS])
+{
+    char text[256];
+    int len = snprintf(text, sizeof text, "%s", CACHE_HEADER);
+    for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
+        if (x[i] == UINT32_MAX)
+            len += snprintf(text + len, sizeof text - (size_t)len, "work %u crossover never\n", tmm_mixer_bucket_work[i]);
+        else
+            len += snprintf(text + len, sizeof text - (size_t)len, "work %u crossover %u\n", tmm_mixer_bucket_work[i],
+                            x[i]);
+    }
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    tmm_status s = tmm_make_dirs(path);
+    *slash = '/';
+    if (s == TMM_OK)
+        s = tmm_write_file_atomic(path, text, (size_t)len);
+    if (s != TMM_OK)
+        tmm_warn("not saving the mixer calibration: %s", tmm_last_error());
+}
+
+tmm_status tmm_mixer_calibration(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
 {
     char path[2300];
-    cache_path(dev, path, sizeof path);
-    void *text = NULL;
+    tmm_mixer_cache_path(dev, path, sizeof path);
+    void *data = NULL;
     size_t size;
-    if (path[0] && tmm_read_file(path, &text, &size) == TMM_OK) {
-        unsigned long n;
-        char buf[64] = { 0 };
-        memcpy(buf, text, size < sizeof buf - 1 ? size : sizeof buf - 1);
+    if (path[0] && tmm_read_file(path, &data, &size) == TMM_OK) {
+        char *text = malloc(size + 1);
+        bool ok = text != NULL;
+        if (ok) {
+            memcpy(text, data, size);
+            text[size] = '\0';
+            ok = parse(text, x);
+        }
         free(text);
-        if (sscanf(buf, "crossover %lu", &n) == 1 && n >= TMM_MIXER_CALIBRATE_FROM) {
-            *out = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+        free(data);
+        if (ok)
             return TMM_OK;
-        }
-        tmm_warn("ignoring unreadable mixer calibration %s; measuring again", path);
+        tmm_warn("the mixer calibration %s is outdated or unreadable; measuring again", path);
     }
-    uint32_t crossover = UINT32_MAX;
-    for (uint32_t n = TMM_MIXER_CALIBRATE_FROM; n <= CAL_MAX_N; n *= 2) {
-        double direct, fft;
-        TMM_TRY(time_mixer(dev, n, false, &direct));
-        TMM_TRY(time_mixer(dev, n, true, &fft));
-        if (fft < direct) {
-            crossover = n;
-            break;
-        }
+    bool warm = false;
+    uint32_t start = TMM_MIXER_CALIBRATE_FROM;
+    for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
+        TMM_TRY(measure_bucket(dev, tmm_mixer_bucket_work[i], start, &warm, &x[i]));
+        start = x[i] < TMM_MIXER_CALIBRATE_TO ? x[i] : TMM_MIXER_CALIBRATE_TO;
     }
-    if (path[0]) {
-        char line[64];
-        int len = snprintf(line, sizeof line, "crossover %lu\n", (unsigned long)crossover);
-        char *slash = strrchr(path, '/');
-        if (slash) {
-            *slash = '\0';
-            tmm_status s = tmm_make_dirs(path);
-            *slash = '/';
-            if (s == TMM_OK)
-                s = tmm_write_file_atomic(path, line, (size_t)len);
-            if (s != TMM_OK)
-                tmm_warn("not saving the mixer calibration: %s", tmm_last_error());
-        }
-    }
-    *out = crossover;
+    if (path[0])
+        save(path, x);
     return TMM_OK;
 }
 
-tmm_status tmm_mixer_resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n, tmm_toeplitz_impl *out)
+tmm_status tmm_mixer_crossover(tmm_device *dev, uint64_t work, uint32_t *out)
+{
+    uint32_t x[TMM_MIXER_BUCKETS];
+    TMM_TRY(tmm_mixer_calibration(dev, x));
+    /* the bucket nearest in log scale */
+    const double lw = log2(work ? (double)work : 1.0);
+    int best = 0;
+    for (int i = 1; i < TMM_MIXER_BUCKETS; i++)
+        if (fabs(lw - log2(tmm_mixer_bucket_work[i])) < fabs(lw - log2(tmm_mixer_bucket_work[best])))
+            best = i;
+    *out = x[best];
+    return TMM_OK;
+}
+
+tmm_status tmm_mixer_resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n, uint64_t work,
+                             tmm_toeplitz_impl *out)
 {
     *out = impl;
     if (impl != TMM_TOEPLITZ_AUTO)
@@ -122,7 +222,7 @@ tmm_status tmm_mixer_resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n
     if (n < TMM_MIXER_CALIBRATE_FROM)
         return TMM_OK;
     uint32_t crossover;
-    TMM_TRY(tmm_mixer_crossover(dev, &crossover));
+    TMM_TRY(tmm_mixer_crossover(dev, work, &crossover));
     if (n >= crossover)
         *out = TMM_TOEPLITZ_FFT;
     return TMM_OK;

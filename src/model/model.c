@@ -460,7 +460,8 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 tmm_status tmm_model_record(tmm_model *m, tmm_recorder *r, bool backward)
 {
     tmm_toeplitz_impl impl;
-    TMM_TRY(tmm_mixer_resolve(m->device, m->impl, m->table.config.n_ctx, &impl));
+    TMM_TRY(tmm_mixer_resolve(m->device, m->impl, m->table.config.n_ctx, (uint64_t)m->batch * m->table.config.d_model,
+                              &impl));
     if (impl == TMM_TOEPLITZ_FFT && !m->fft) {
         tmm_toeplitz_desc td = toeplitz_desc(m);
         TMM_TRY(tmm_toeplitz_fft_create(m->device, &td, &m->fft));
