@@ -58,6 +58,26 @@ check "metrics.jsonl has evals" grep -q '"copy_acc"' "$dir/a/metrics.jsonl"
 check "checkpoint saved" test -f "$dir/a/checkpoints/latest"
 check "tmm eval" "$tmm" eval --checkpoint "$dir/a"
 
+# tmm index: operator analysis of the trained checkpoint (CPU only, no device)
+check "tmm index --help" "$tmm" index --help
+check "tmm index" bash -c '"$0" index --checkpoint "$1" > "$2"' "$tmm" "$dir/a" "$dir/index.txt"
+check "tmm index table" grep -q "^index histogram over 1 vector (1 layer x 1 head x 1 tap)" "$dir/index.txt"
+check "tmm index --json --plot" bash -c '"$0" index --checkpoint "$1" --json --plot "$2" > "$3"' \
+  "$tmm" "$dir/a" "$dir/plots" "$dir/index.json"
+check "tmm index JSON" python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+v = r["vectors"]
+assert len(v) == 1 and v[0]["param"] == "blocks.0.mix.w" and v[0]["n"] == 16, v
+assert v[0]["index"] is None or v[0]["index"] == -v[0]["winding"]
+assert v[0]["finite_section"]["sigma_max"] > 0 and sum(r["index_histogram"].values()) + r["undefined"] == 1' \
+  "$dir/index.json"
+check "tmm index layer plot" grep -q "<polyline" "$dir/plots/layer-00.svg"
+check "tmm index summary plot" grep -q "<polyline" "$dir/plots/summary.svg"
+expect_fail "tmm index: missing checkpoint" 1 "cannot load the checkpoint" "$tmm" index --checkpoint "$dir/none"
+check "tmm index: the error is one line" test "$(wc -l < "$dir/out")" -eq 1
+expect_fail "tmm index without --checkpoint" 2 "required" "$tmm" index
+expect_fail "tmm index: bad tolerance" 2 "between 0 and 1" "$tmm" index --checkpoint "$dir/a" --tol 2
+
 # Ctrl-C: the trainer saves a checkpoint and exits 130; resuming finishes the run
 "$tmm" train "${small[@]}" --steps 100000 --eval-every 0 --target-acc 0 --run-dir "$dir/b" > "$dir/b.log" 2>&1 &
 pid=$!

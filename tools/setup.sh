@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
-#                           and lavapipe (a Vulkan device that runs on the CPU)
+#                           LAPACKE, and lavapipe (a Vulkan device that runs on the CPU)
 #   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer and
 #                           PyTorch (python3-torch, for the parity test)
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
@@ -9,7 +9,7 @@
 set -euo pipefail
 
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev spirv-tools
-            libvkfft-dev libcjson-dev)
+            libvkfft-dev libcjson-dev liblapacke-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
 test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch)
 
