@@ -3,7 +3,7 @@
  *     checked against the C reference in test_toeplitz.c): flat, heads
  *     (G = 4), kernel (K = 3) and heads with kernel, over n in {1, 2, 7, 64,
  *     100, 512, 1000, 4096} (B = 2 at 2, 64 and 512, else 1); forward and
- *     backward (du, dw, dbeta), and the skip flags;
+ *     backward (du, dw, dbeta), and the skip flags; memory linear in n;
  *   - expanded (Toeplitz -> SiLU -> Toeplitz, composed as the model does,
  *     one plan serving both ops): the FFT chain and the direct chain, both
  *     against the double C reference of the chain, over the same lengths.
@@ -438,6 +438,34 @@ H_TEST(toeplitz_fft, multi_pass)
     shape flat = { 2, 7, 5, 1, 1 };
     run_case(flat, 0, 601);
     tmm_toeplitz_fft_set_loop_budget(0);
+}
+
+/* Memory is O(B*d*n): a plan holds 8 * M * (5Bd + 3GK) bytes with M = N/2 + 1
+ * and N the 7-smooth length >= 2n - 1, so M/n stays in [1, 1.091 + 1/n]
+ * from n = 1 to 2^20; and a plan allocates what it plans. */
+H_TEST(toeplitz_fft, memory_grows_linearly_in_n)
+{
+    static const uint32_t ns[] = { 1, 2, 7, 100, 1000, 1024, 4096, 10000, 16384, 65536, 100000, 1u << 20 };
+    tmm_toeplitz_desc desc = { 2, 0, 256, 4, 1, TMM_TOEPLITZ_FFT };
+    const double per_m = 8.0 * (5 * 2 * 256 + 3 * 4);
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        desc.n = ns[i];
+        double m_per_n = (double)tmm_toeplitz_fft_planned_bytes(&desc) / per_m / ns[i];
+        cr_assert(m_per_n >= 1 && m_per_n <= 1.091 + 1.0 / ns[i], "n = %u: %.4f", ns[i], m_per_n);
+    }
+    tmm_toeplitz_desc small = { 2, 1000, 8, 2, 2, TMM_TOEPLITZ_FFT };
+    tmm_memory_stats before, after;
+    tmm_device_memory_stats(h_dev, &before);
+    tmm_toeplitz_fft *plan = NULL;
+    H_OK(tmm_toeplitz_fft_create(h_dev, &small, &plan));
+    tmm_device_memory_stats(h_dev, &after);
+    const uint64_t planned = tmm_toeplitz_fft_planned_bytes(&small), used = after.used_bytes - before.used_bytes;
+    cr_assert(used >= planned && used <= planned + 3 * 256, "used %llu bytes, planned %llu",
+              (unsigned long long)used, (unsigned long long)planned);
+    tmm_toeplitz_fft_destroy(plan);
+    desc.n = 8;
+    desc.d = 6; /* 4 groups do not divide 6 */
+    cr_assert_eq(tmm_toeplitz_fft_planned_bytes(&desc), 0);
 }
 
 H_TEST(toeplitz_fft, errors)

@@ -57,6 +57,47 @@ void tmm_toeplitz_fft_destroy(tmm_toeplitz_fft *p)
 
 uint32_t tmm_toeplitz_fft_length(const tmm_toeplitz_fft *p) { return p ? p->N : 0; }
 
+/* The shape fields of a plan, from a checked descriptor. */
+static void set_shape(tmm_toeplitz_fft *p, const tmm_toeplitz_desc *desc)
+{
+    p->B = desc->batch;
+    p->n = desc->n;
+    p->d = desc->d;
+    p->G = desc->groups ? desc->groups : 1;
+    p->K = desc->taps ? desc->taps : 1;
+    p->dg = p->d / p->G;
+    p->bd = (uint64_t)p->B * p->d;
+    p->gk = (uint64_t)p->G * p->K;
+}
+
+/* N and M of a non-empty shape; false when n is too long for the FFT path. */
+static bool set_length(tmm_toeplitz_fft *p)
+{
+    if (p->n > UINT32_MAX / 2)
+        return false;
+    p->N = tmm_fft_good_length(2 * p->n - 1);
+    p->M = tmm_fft_complex_count(p->N);
+    return p->N != 0;
+}
+
+/* Bytes of `rows` spectra (R is as large as C: VkFFT binds that much of it). */
+static uint64_t spectra_bytes(const tmm_toeplitz_fft *p, uint64_t rows) { return (uint64_t)p->M * rows * 8; }
+
+uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_toeplitz_desc *desc)
+{
+    if (!desc)
+        return 0;
+    tmm_toeplitz_desc shape = *desc;
+    shape.impl = TMM_TOEPLITZ_DIRECT; /* shape checks only */
+    tmm_toeplitz_fft p = { 0 };
+    if (tmm_toeplitz_check(NULL, &shape) != TMM_OK)
+        return 0;
+    set_shape(&p, desc);
+    if (p.bd * p.n == 0 || !set_length(&p))
+        return 0;
+    return 2 * spectra_bytes(&p, 2 * p.bd + p.gk) + spectra_bytes(&p, p.bd + p.gk);
+}
+
 tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *desc, tmm_toeplitz_fft **out)
 {
     static const char op[] = "toeplitz_fft_create";
@@ -72,26 +113,17 @@ tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *
     if (!p)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "%s: out of host memory", op);
     p->device = device;
-    p->B = desc->batch;
-    p->n = desc->n;
-    p->d = desc->d;
-    p->G = desc->groups ? desc->groups : 1;
-    p->K = desc->taps ? desc->taps : 1;
-    p->dg = p->d / p->G;
-    p->bd = (uint64_t)p->B * p->d;
-    p->gk = (uint64_t)p->G * p->K;
+    set_shape(p, desc);
     if (p->bd * p->n == 0) {
         *out = p; /* nothing to transform: forward is a no-op, backward writes zero gradients */
         return TMM_OK;
     }
-    p->N = tmm_fft_good_length(2 * (uint64_t)p->n - 1 > UINT32_MAX ? UINT32_MAX : 2 * p->n - 1);
-    if (p->N == 0 || p->n > UINT32_MAX / 2) {
+    if (!set_length(p)) {
         tmm_toeplitz_fft_destroy(p);
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n = %u is too long for the FFT path", op, desc->n);
     }
-    p->M = tmm_fft_complex_count(p->N);
     const uint64_t rows = 2 * p->bd + p->gk, rows2 = p->bd + p->gk;
-    const uint64_t cbytes = (uint64_t)p->M * rows * 8, c2bytes = (uint64_t)p->M * rows2 * 8;
+    const uint64_t cbytes = spectra_bytes(p, rows), c2bytes = spectra_bytes(p, rows2);
     const uint64_t range = device->info.max_storage_buffer_range;
     if (rows > UINT32_MAX || cbytes > range || (uint64_t)p->N * rows > UINT32_MAX) {
         tmm_toeplitz_fft_destroy(p);

@@ -27,8 +27,8 @@
  * again), so one plan object serves every op of its shape, recorded one
  * after another into any recordings (barriers are automatic): the model's
  * layers, and both ops of an expanded layer, share one (tested).
- * Memory: about (2Bd + GK) * (N + 2M) * 4 + (Bd + GK) * M * 8 bytes, plus
- * VkFFT's temp buffers for multi-pass lengths. Every one of R, C, C2 must
+ * Memory: tmm_toeplitz_fft_planned_bytes, plus VkFFT's temp buffers for
+ * multi-pass lengths. Every one of R, C, C2 must
  * fit in maxStorageBufferRange (else TMM_ERR_UNSUPPORTED at creation; no
  * batch splitting yet). Deterministic: no atomics, fixed orders. */
 #ifndef TMM_OPS_TOEPLITZ_FFT_H
@@ -44,6 +44,12 @@ typedef struct tmm_toeplitz_fft tmm_toeplitz_fft;
 tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *desc, tmm_toeplitz_fft **out);
 /* NULL is fine. Only after every recording that used it has finished. */
 void tmm_toeplitz_fft_destroy(tmm_toeplitz_fft *plan);
+/* Bytes of device memory a plan for desc allocates through tmm's allocator
+ * (R, C, C2): 8 * M * (5Bd + 3GK), O(B*d*n) since N <= 2.19n (0 for an empty
+ * or invalid shape). VkFFT's own temp buffer for lengths it does in several
+ * passes, at most about C's size, comes on top. */
+uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_toeplitz_desc *desc);
+
 /* The padded FFT length N (0 when the shape is empty). */
 uint32_t tmm_toeplitz_fft_length(const tmm_toeplitz_fft *plan);
 
