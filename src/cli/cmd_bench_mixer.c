@@ -31,6 +31,7 @@ typedef struct shape {
 } shape;
 
 #define MAX_BUFS 12
+#define MAX_REPEAT 15
 
 typedef struct bufs {
     tmm_buffer *b[MAX_BUFS];
@@ -76,7 +77,7 @@ static tmm_status record(tmm_recorder *r, int impl, const shape *sh, uint32_t n,
 /* Device time of one run of the recording: median of `repeat` after a warm-up. */
 static tmm_status time_recording(tmm_recorder *r, int repeat, double *ms)
 {
-    double t[16];
+    double t[MAX_REPEAT];
     TMM_TRY(tmm_recorder_run(r)); /* warm-up: lavapipe compiles at first dispatch */
     for (int i = 0; i < repeat; i++) {
         TMM_TRY(tmm_recorder_run(r));
@@ -152,17 +153,19 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
     return s;
 }
 
-/* Slope of log time against log n over the upper half of the measured points. */
-static double exponent(const row *rows, int count, int impl)
+/* Least-squares slope of log time against log n over the points with
+ * n >= fit_from, or over the upper half of the measured points when
+ * fit_from is 0. */
+static double exponent(const row *rows, int count, int impl, unsigned long fit_from)
 {
     double x[32], y[32];
     int m = 0;
     for (int i = 0; i < count; i++)
-        if (rows[i].impl == impl && m < 32) {
+        if (rows[i].impl == impl && rows[i].n >= fit_from && m < 32) {
             x[m] = log((double)rows[i].n);
             y[m++] = log(rows[i].fwd_bwd_ms);
         }
-    int from = m / 2;
+    int from = fit_from ? 0 : m / 2;
     if (m - from < 2)
         return NAN;
     double sx = 0, sy = 0, sxx = 0, sxy = 0, k = m - from;
@@ -224,6 +227,31 @@ static void write_svg(const char *path, const row *rows, int count, const shape 
     fclose(f);
 }
 
+/* --impls: a comma-separated subset of impl_names. */
+static bool parse_impls(const char *text, bool wanted[N_IMPLS])
+{
+    bool any = false;
+    for (int i = 0; i < N_IMPLS; i++)
+        wanted[i] = false;
+    while (*text) {
+        size_t len = strcspn(text, ",");
+        int found = -1;
+        for (int i = 0; i < N_IMPLS; i++)
+            if (strlen(impl_names[i]) == len && strncmp(text, impl_names[i], len) == 0)
+                found = i;
+        if (found < 0) {
+            fprintf(stderr, "tmm bench mixer: --impls: unknown implementation '%.*s' (direct, fft, auto, "
+                            "attention)\n", (int)len, text);
+            return false;
+        }
+        wanted[found] = any = true;
+        text += len + (text[len] == ',');
+    }
+    if (!any)
+        fprintf(stderr, "tmm bench mixer: --impls: name at least one of direct, fft, auto, attention\n");
+    return any;
+}
+
 int bench_mixer(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -232,10 +260,12 @@ int bench_mixer(int argc, char **argv)
         { "max-n", required_argument, NULL, 'm' },      { "time-cap", required_argument, NULL, 't' },
         { "svg", required_argument, NULL, 's' },        { "device", required_argument, NULL, 'D' },
         { "json", no_argument, NULL, 'j' },             { "help", no_argument, NULL, 'h' },
-        { 0, 0, 0, 0 },
+        { "impls", required_argument, NULL, 'i' },      { "fit-from", required_argument, NULL, 'f' },
+        { "repeat", required_argument, NULL, 'r' },     { 0, 0, 0, 0 },
     };
     shape sh = { 256, 4, 1 };
-    unsigned long v, only_n = 0, max_n = 65536, cap_s = 20;
+    unsigned long v, only_n = 0, max_n = 65536, cap_s = 20, fit_from = 0, repeat = 3;
+    bool wanted[N_IMPLS] = { true, true, true, true };
     const char *svg = "bench-mixer.svg";
     int opt, device = -1;
     bool json = false;
@@ -252,18 +282,24 @@ int bench_mixer(int argc, char **argv)
         case 's': svg = optarg; break;
         case 'D': ok = cli_parse_uint("--device", optarg, 1000, &v), device = (int)v; break;
         case 'j': json = true; break;
+        case 'i': ok = parse_impls(optarg, wanted); break;
+        case 'f': ok = cli_parse_uint("--fit-from", optarg, 1 << 20, &fit_from); break;
+        case 'r': ok = cli_parse_uint("--repeat", optarg, MAX_REPEAT, &repeat) && repeat > 0; break;
         case 'h':
             printf("usage: tmm bench mixer [--n N | --max-n N] [--d D] [--heads H] [--batch B]\n"
-                   "                       [--time-cap SECONDS] [--svg FILE] [--device N] [--json]\n\n"
+                   "                       [--impls LIST] [--time-cap SECONDS] [--repeat R] [--fit-from N]\n"
+                   "                       [--svg FILE] [--device N] [--json]\n\n"
                    "Times causal token mixing, forward and forward+backward, for n = 256, 512, ... up to\n"
                    "--max-n (default 65536), or one length with --n: Toeplitz mixing computed directly\n"
                    "(O(n^2)), by FFT (O(n log n)) and as auto chooses (FFT from the crossover length\n"
-                   "measured on the device), beside causal softmax attention\n"
-                   "(memory-efficient). Reports device time (median of 3 after a warm-up), peak device\n"
-                   "memory of the op's buffers, tokens/s, and the fitted exponent of time against n over\n"
-                   "the upper half of the range. A run predicted to take longer than --time-cap (default\n"
-                   "20 s) from the previous length is skipped with a note. Writes a log-log plot to --svg\n"
-                   "(default bench-mixer.svg). Defaults: d 256, heads 4, batch 1.\n");
+                   "measured on the device for this B*d), beside causal softmax attention\n"
+                   "(memory-efficient); --impls picks some of direct,fft,auto,attention (comma-separated,\n"
+                   "default all). Reports device time (median of --repeat runs, default 3, after a\n"
+                   "warm-up), peak device memory of the op's buffers, tokens/s, and the fitted exponent\n"
+                   "of time against n over n >= --fit-from (default: the upper half of each curve's\n"
+                   "points). A run predicted to take longer than --time-cap (default 20 s) from the\n"
+                   "previous length is skipped with a note. Writes a log-log plot to --svg (default\n"
+                   "bench-mixer.svg). Defaults: d 256, heads 4, batch 1.\n");
             return 0;
         default: return 2;
         }
@@ -283,8 +319,11 @@ int bench_mixer(int argc, char **argv)
     uint32_t last_n[N_IMPLS] = { 0 };
     for (uint32_t n = only_n ? (uint32_t)only_n : 256; n <= (only_n ? only_n : max_n) && rc == 0; n *= 2) {
         for (int impl = 0; impl < N_IMPLS && rc == 0; impl++) {
+            if (!wanted[impl])
+                continue;
             if (last_ms[impl] > 0) {
-                double predicted = 2 * last_ms[impl] * pow((double)n / last_n[impl], impl_exponent[impl]) * 4 / 1e3;
+                double predicted =
+                    2 * last_ms[impl] * pow((double)n / last_n[impl], impl_exponent[impl]) * (repeat + 1) / 1e3;
                 if (predicted > (double)cap_s) {
                     if (!json)
                         printf("%-9s n=%-6u skipped: about %.0f s predicted, over the %lu s cap\n", impl_names[impl],
@@ -295,7 +334,7 @@ int bench_mixer(int argc, char **argv)
                 continue; /* an earlier length was skipped or failed */
             }
             row r;
-            tmm_status s = measure(dev, impl, &sh, n, 3, &r);
+            tmm_status s = measure(dev, impl, &sh, n, (int)repeat, &r);
             last_n[impl] = n;
             if (s != TMM_OK) {
                 if (!json)
@@ -328,9 +367,10 @@ int bench_mixer(int argc, char **argv)
             cJSON_AddNumberToObject(e, "peak_bytes", (double)rows[i].peak_bytes);
             cJSON_AddItemToArray(arr, e);
         }
+        cJSON_AddNumberToObject(root, "fit_from", (double)fit_from);
         cJSON *ex = cJSON_AddObjectToObject(root, "exponents");
         for (int impl = 0; impl < N_IMPLS; impl++) {
-            double e = exponent(rows, count, impl);
+            double e = exponent(rows, count, impl, fit_from);
             if (isfinite(e))
                 cJSON_AddNumberToObject(ex, impl_names[impl], e);
         }
@@ -339,9 +379,12 @@ int bench_mixer(int argc, char **argv)
         free(text);
         cJSON_Delete(root);
     } else {
-        printf("\nscaling exponent of fwd+bwd time over the upper half of the range:");
+        if (fit_from)
+            printf("\nscaling exponent of fwd+bwd time over n >= %lu:", fit_from);
+        else
+            printf("\nscaling exponent of fwd+bwd time over the upper half of each curve:");
         for (int impl = 0; impl < N_IMPLS; impl++) {
-            double e = exponent(rows, count, impl);
+            double e = exponent(rows, count, impl, fit_from);
             if (isfinite(e))
                 printf("  %s %.2f", impl_names[impl], e);
         }
