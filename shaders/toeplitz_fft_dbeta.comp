@@ -1,17 +1,19 @@
 #version 450
 // FFT path of the causal Toeplitz op (src/ops/toeplitz_fft.c): dbeta from the
-// packed (zero-padded, row-major [B*d, N]) copy of gy, in the real domain:
-//   dbeta[g, t] = sum_j gy_row[b*d + c][t],  j = b*dg + (c - g*dg).
-// One pass adds j in [j0, j1) (j1 - j0 <= TMM_MAX_LOOP) in increasing j; the
-// first pass writes, later ones add: a fixed order. Invocation i is (g, t).
+// packed (zero-padded, [rows, N]) gy rows of one chunk, in the real domain:
+//   dbeta[g, t] += sum_{l in [l0, l1), group of (r0 + l) % d == g} r[(grow0 + l) * N + t]
+// (l1 - l0 <= TMM_MAX_LOOP). Chunks and passes add in increasing row order,
+// the first writing, later ones adding: a fixed order. Invocation i is (g, t).
 #include "loop_limit.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
 layout(std430, binding = 0) readonly buffer R { float r[]; };
 layout(std430, binding = 1) buffer O { float o[]; };
+
 layout(push_constant) uniform Push {
     uint total;  // G*n
     uint N, n, d, dg;
-    uint grow0, j0, j1, accumulate, base_o;
+    uint r0, grow0, l0, l1, accumulate, base_o;
 } p;
 
 void main()
@@ -22,9 +24,8 @@ void main()
     const uint g = i / p.n, t = i % p.n;
     const uint at = p.base_o + i;
     float acc = p.accumulate != 0u ? o[at] : 0.0;
-    for (uint j = p.j0; j < p.j1; j++) {
-        const uint b = j / p.dg, c = g * p.dg + j % p.dg;
-        acc += r[(p.grow0 + b * p.d + c) * p.N + t];
-    }
+    for (uint l = p.l0; l < p.l1; l++)
+        if (((p.r0 + l) % p.d) / p.dg == g)
+            acc += r[(p.grow0 + l) * p.N + t];
     o[at] = acc;
 }

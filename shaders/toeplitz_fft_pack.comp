@@ -1,18 +1,24 @@
 #version 450
-// FFT path of the causal Toeplitz op (src/ops/toeplitz_fft.c): copies rows of
-// a strided source into zero-padded rows of length N of the real FFT buffer.
-// Invocation i is element (row, t) of rows*N with
-//   hi = i / (N*rdiv), t = (i % (N*rdiv)) / rdiv, lo = i % rdiv, row = hi*rdiv + lo,
-// so that for activations [B, n, d] (rdiv = d) consecutive invocations read
-// consecutive channels. r[(row0 + row)*N + t] = t < n ? x[base_x + hi*s_hi + lo*s_lo + t*s_t] : 0.
+// FFT path of the causal Toeplitz op (src/ops/toeplitz_fft.c): copies `rows`
+// consecutive global rows grow0 .. of a source into zero-padded rows of
+// length N of the real FFT buffer, rows row0 .. . Global row g is (b, c) =
+// (g / d, g % d) of activations [B, n, d] (w [G*K, n]: d = 1); rows outside
+// [0, nrows) and positions t >= n are written as zero. Invocation i is
+// (t, row) = (i / rows, i % rows): consecutive invocations read consecutive
+// channels.
+//   r[(row0 + row)*N + t] = x[base_x + (b - bbase)*n*d + t*d + c]
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer R { float r[]; };
+
 layout(push_constant) uniform Push {
-    uint total;            // rows * N
-    uint N, n, rdiv;       // padded length, valid length, rows per block
-    uint s_hi, s_lo, s_t;  // source strides (floats)
-    uint base_x, row0;     // element offset of the source in its binding; first row written
+    uint total;        // rows * N
+    uint N, n, rows;   // padded length, valid length, rows written
+    int grow0;         // global row of row 0 (negative: a halo below row 0)
+    uint nrows, d;     // global rows, channels per batch
+    uint bbase;        // batch at the start of the binding
+    uint base_x, row0; // element offset of batch bbase in the binding; first row written
 } p;
 
 void main()
@@ -20,11 +26,12 @@ void main()
     const uint i = gl_GlobalInvocationID.x;
     if (i >= p.total)
         return;
-    const uint blk = p.N * p.rdiv;
-    const uint hi = i / blk, rem = i % blk;
-    const uint t = rem / p.rdiv, lo = rem % p.rdiv;
+    const uint t = i / p.rows, row = i % p.rows;
+    const int g = p.grow0 + int(row);
     float v = 0.0;
-    if (t < p.n)
-        v = x[p.base_x + hi * p.s_hi + lo * p.s_lo + t * p.s_t];
-    r[(p.row0 + hi * p.rdiv + lo) * p.N + t] = v;
+    if (t < p.n && g >= 0 && uint(g) < p.nrows) {
+        const uint b = uint(g) / p.d, c = uint(g) % p.d;
+        v = x[p.base_x + ((b - p.bbase) * p.n + t) * p.d + c];
+    }
+    r[(p.row0 + row) * p.N + t] = v;
 }

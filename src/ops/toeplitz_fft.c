@@ -13,22 +13,26 @@
 static const uint32_t local_1d[3] = { TMM_WG_1D, 1, 1 };
 
 static uint32_t loop_budget = LOOP_BUDGET;
+static uint32_t max_chunk_rows; /* 0: as many as the device's bindings hold */
 
 void tmm_toeplitz_fft_set_loop_budget(uint32_t terms)
 {
     loop_budget = terms == 0 || terms > LOOP_BUDGET ? LOOP_BUDGET : terms;
 }
 
+void tmm_toeplitz_fft_set_max_chunk_rows(uint32_t rows) { max_chunk_rows = rows; }
+
 struct tmm_toeplitz_fft {
     tmm_device *device;
-    uint32_t B, n, d, G, K, dg;
+    uint32_t B, n, d, G, K, dg, h; /* h = K - 1: the halo of a chunk */
     uint32_t N, M;
-    uint64_t bd, gk;         /* B*d channel rows, G*K w rows */
-    tmm_buffer *R, *C, *C2;  /* real rows, their spectra, products */
-    tmm_fft_plan *fwd_r2c;   /* Bd + GK rows: R -> C */
-    tmm_fft_plan *fwd_c2r;   /* Bd rows: C2 -> R */
-    tmm_fft_plan *bwd_r2c;   /* 2Bd + GK rows: R -> C */
-    tmm_fft_plan *bwd_c2r;   /* Bd + GK rows: C2 -> R */
+    uint64_t bd, gk;               /* B*d channel rows, G*K w rows */
+    uint32_t cr, hr;               /* channel rows per chunk, and with their halos (cr + 2h) */
+    tmm_buffer *R, *C, *C2, *CW;   /* real rows, their spectra, products, dw's spectra */
+    tmm_fft_plan *r2c_one;         /* hr + GK rows: R -> C */
+    tmm_fft_plan *r2c_two;         /* 2hr + GK rows: R -> C */
+    tmm_fft_plan *c2r;             /* cr rows: C2 -> R */
+    tmm_fft_plan *dw_c2r;          /* GK rows: CW -> R */
 };
 
 static tmm_view real_view(const tmm_toeplitz_fft *p, uint64_t rows)
@@ -45,17 +49,19 @@ void tmm_toeplitz_fft_destroy(tmm_toeplitz_fft *p)
 {
     if (!p)
         return;
-    tmm_fft_plan_destroy(p->fwd_r2c);
-    tmm_fft_plan_destroy(p->fwd_c2r);
-    tmm_fft_plan_destroy(p->bwd_r2c);
-    tmm_fft_plan_destroy(p->bwd_c2r);
+    tmm_fft_plan_destroy(p->r2c_one);
+    tmm_fft_plan_destroy(p->r2c_two);
+    tmm_fft_plan_destroy(p->c2r);
+    tmm_fft_plan_destroy(p->dw_c2r);
     tmm_buffer_destroy(p->R);
     tmm_buffer_destroy(p->C);
     tmm_buffer_destroy(p->C2);
+    tmm_buffer_destroy(p->CW);
     free(p);
 }
 
 uint32_t tmm_toeplitz_fft_length(const tmm_toeplitz_fft *p) { return p ? p->N : 0; }
+uint32_t tmm_toeplitz_fft_chunk_rows(const tmm_toeplitz_fft *p) { return p ? p->cr : 0; }
 
 /* The shape fields of a plan, from a checked descriptor. */
 static void set_shape(tmm_toeplitz_fft *p, const tmm_toeplitz_desc *desc)
@@ -66,26 +72,75 @@ static void set_shape(tmm_toeplitz_fft *p, const tmm_toeplitz_desc *desc)
     p->G = desc->groups ? desc->groups : 1;
     p->K = desc->taps ? desc->taps : 1;
     p->dg = p->d / p->G;
+    p->h = p->K - 1;
     p->bd = (uint64_t)p->B * p->d;
     p->gk = (uint64_t)p->G * p->K;
 }
 
-/* N and M of a non-empty shape; false when n is too long for the FFT path. */
-static bool set_length(tmm_toeplitz_fft *p)
+/* Batches [first, last] that rows [r0 - h, r0 + rows + h) of a chunk touch. */
+static void chunk_batches(const tmm_toeplitz_fft *p, uint64_t r0, uint64_t rows, uint64_t *first, uint64_t *last)
+{
+    uint64_t lo = r0 > p->h ? r0 - p->h : 0, hi = r0 + rows + p->h < p->bd ? r0 + rows + p->h : p->bd;
+    *first = lo / p->d;
+    *last = (hi - 1) / p->d;
+}
+
+/* Bytes one binding of a chunk's activations may need: its batches, plus
+ * the lead of an aligned binding. */
+static uint64_t chunk_span_bytes(const tmm_toeplitz_fft *p, uint64_t lead)
+{
+    uint64_t worst = 0;
+    for (uint64_t r0 = 0; r0 < p->bd; r0 += p->cr) {
+        uint64_t first, last;
+        chunk_batches(p, r0, p->cr < p->bd - r0 ? p->cr : p->bd - r0, &first, &last);
+        uint64_t bytes = (last - first + 1) * p->n * p->d * sizeof(float);
+        worst = bytes > worst ? bytes : worst;
+    }
+    return worst + lead;
+}
+
+/* N, M and the chunk size of a non-empty shape on a device with bindings of
+ * `range` bytes: as many channel rows per chunk as R and C (2hr + GK rows
+ * of spectra) and the chunk's activations fit in. false: not even one row
+ * does. */
+static bool set_layout(tmm_toeplitz_fft *p, uint64_t range, uint64_t lead)
 {
     if (p->n > UINT32_MAX / 2)
         return false;
     p->N = tmm_fft_good_length(2 * p->n - 1);
     p->M = tmm_fft_complex_count(p->N);
-    return p->N != 0;
+    if (p->N == 0)
+        return false;
+    const uint64_t fit = range / ((uint64_t)p->M * 8); /* rows of spectra in one binding */
+    if (fit < p->gk + 2 * (1 + 2ull * p->h))
+        return false;
+    uint64_t cr = (fit - p->gk) / 2 - 2ull * p->h;
+    if (cr > p->bd)
+        cr = p->bd;
+    if (max_chunk_rows && cr > max_chunk_rows)
+        cr = max_chunk_rows;
+    for (;; cr = (cr + 1) / 2) {
+        p->cr = (uint32_t)cr;
+        if (chunk_span_bytes(p, lead) <= range)
+            break;
+        if (cr == 1)
+            return false;
+    }
+    p->hr = p->cr + 2 * p->h;
+    return true;
 }
 
-/* Bytes of `rows` spectra (R is as large as C: VkFFT binds that much of it). */
+/* Bytes of spectra of `rows` rows (R is as large as C: VkFFT binds that much of it). */
 static uint64_t spectra_bytes(const tmm_toeplitz_fft *p, uint64_t rows) { return (uint64_t)p->M * rows * 8; }
 
-uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_toeplitz_desc *desc)
+static uint64_t total_bytes(const tmm_toeplitz_fft *p)
 {
-    if (!desc)
+    return 2 * spectra_bytes(p, 2ull * p->hr + p->gk) + spectra_bytes(p, p->cr) + spectra_bytes(p, p->gk);
+}
+
+uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_device *device, const tmm_toeplitz_desc *desc)
+{
+    if (!device || !desc)
         return 0;
     tmm_toeplitz_desc shape = *desc;
     shape.impl = TMM_TOEPLITZ_DIRECT; /* shape checks only */
@@ -93,9 +148,10 @@ uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_toeplitz_desc *desc)
     if (tmm_toeplitz_check(NULL, &shape) != TMM_OK)
         return 0;
     set_shape(&p, desc);
-    if (p.bd * p.n == 0 || !set_length(&p))
+    if (p.bd * p.n == 0 ||
+        !set_layout(&p, device->info.max_storage_buffer_range, device->info.min_storage_buffer_offset_alignment))
         return 0;
-    return 2 * spectra_bytes(&p, 2 * p.bd + p.gk) + spectra_bytes(&p, p.bd + p.gk);
+    return total_bytes(&p);
 }
 
 tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *desc, tmm_toeplitz_fft **out)
@@ -118,37 +174,32 @@ tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *
         *out = p; /* nothing to transform: forward is a no-op, backward writes zero gradients */
         return TMM_OK;
     }
-    if (!set_length(p)) {
-        tmm_toeplitz_fft_destroy(p);
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n = %u is too long for the FFT path", op, desc->n);
-    }
-    const uint64_t rows = 2 * p->bd + p->gk, rows2 = p->bd + p->gk;
-    const uint64_t cbytes = spectra_bytes(p, rows), c2bytes = spectra_bytes(p, rows2);
     const uint64_t range = device->info.max_storage_buffer_range;
-    if (rows > UINT32_MAX || cbytes > range || (uint64_t)p->N * rows > UINT32_MAX) {
+    if (!set_layout(p, range, device->info.min_storage_buffer_offset_alignment)) {
         tmm_toeplitz_fft_destroy(p);
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: the padded rows (%llu rows of %u complex numbers, %llu bytes) "
-                        "exceed the device's maxStorageBufferRange (%llu bytes); use the direct implementation "
-                        "or a smaller batch", op, (unsigned long long)rows, p->M, (unsigned long long)cbytes,
-                        (unsigned long long)range);
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n = %u is too long for the FFT path on this device (one chunk "
+                        "of spectra or one sequence of n*d floats exceeds maxStorageBufferRange, %llu bytes); "
+                        "use the direct implementation", op, desc->n, (unsigned long long)range);
     }
-    tmm_status s = tmm_buffer_create(device, cbytes, TMM_MEMORY_DEVICE, &p->R);
+    const uint64_t one = p->hr + p->gk, two = 2ull * p->hr + p->gk;
+    tmm_status s = tmm_buffer_create(device, spectra_bytes(p, two), TMM_MEMORY_DEVICE, &p->R);
     if (s == TMM_OK)
-        s = tmm_buffer_create(device, cbytes, TMM_MEMORY_DEVICE, &p->C);
+        s = tmm_buffer_create(device, spectra_bytes(p, two), TMM_MEMORY_DEVICE, &p->C);
     if (s == TMM_OK)
-        s = tmm_buffer_create(device, c2bytes, TMM_MEMORY_DEVICE, &p->C2);
+        s = tmm_buffer_create(device, spectra_bytes(p, p->cr), TMM_MEMORY_DEVICE, &p->C2);
     if (s == TMM_OK)
-        s = tmm_fft_plan_create(device, p->N, (uint32_t)(p->bd + p->gk), real_view(p, p->bd + p->gk),
-                                complex_view(p->C, p, p->bd + p->gk), &p->fwd_r2c);
+        s = tmm_buffer_create(device, spectra_bytes(p, p->gk), TMM_MEMORY_DEVICE, &p->CW);
     if (s == TMM_OK)
-        s = tmm_fft_plan_create(device, p->N, (uint32_t)p->bd, real_view(p, p->bd), complex_view(p->C2, p, p->bd),
-                                &p->fwd_c2r);
+        s = tmm_fft_plan_create(device, p->N, (uint32_t)one, real_view(p, one), complex_view(p->C, p, one),
+                                &p->r2c_one);
     if (s == TMM_OK)
-        s = tmm_fft_plan_create(device, p->N, (uint32_t)rows, real_view(p, rows), complex_view(p->C, p, rows),
-                                &p->bwd_r2c);
+        s = tmm_fft_plan_create(device, p->N, (uint32_t)two, real_view(p, two), complex_view(p->C, p, two),
+                                &p->r2c_two);
     if (s == TMM_OK)
-        s = tmm_fft_plan_create(device, p->N, (uint32_t)rows2, real_view(p, rows2), complex_view(p->C2, p, rows2),
-                                &p->bwd_c2r);
+        s = tmm_fft_plan_create(device, p->N, p->cr, real_view(p, p->cr), complex_view(p->C2, p, p->cr), &p->c2r);
+    if (s == TMM_OK)
+        s = tmm_fft_plan_create(device, p->N, (uint32_t)p->gk, real_view(p, p->gk), complex_view(p->CW, p, p->gk),
+                                &p->dw_c2r);
     if (s != TMM_OK) {
         tmm_toeplitz_fft_destroy(p);
         return s;
@@ -159,21 +210,19 @@ tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *
 
 /* ---- view checks and bindings -------------------------------------------- */
 
-
-
-/* count floats of v, bound from the largest aligned offset at or before it;
- * *base is the view's element offset in the binding. Fails beyond
- * maxStorageBufferRange. */
-static tmm_status bind(const tmm_recorder *r, const char *op, const char *name, tmm_view v, uint64_t count,
-                       tmm_view *out, uint32_t *base)
+/* count floats of v from float `first` on, bound from the largest aligned
+ * offset at or before them; *base is their element offset in the binding.
+ * Fails beyond maxStorageBufferRange. */
+static tmm_status bind(const tmm_recorder *r, const char *op, const char *name, tmm_view v, uint64_t first,
+                       uint64_t count, tmm_view *out, uint32_t *base)
 {
     const tmm_device *dev = tmm_recorder_device(r);
     uint64_t align = dev->info.min_storage_buffer_offset_alignment;
     if (align < sizeof(float))
         align = sizeof(float);
-    uint64_t at = v.offset / align * align;
-    *base = (uint32_t)((v.offset - at) / sizeof(float));
-    tmm_view b = { v.buffer, at, v.offset - at + count * sizeof(float) };
+    uint64_t start = v.offset + first * sizeof(float), at = start / align * align;
+    *base = (uint32_t)((start - at) / sizeof(float));
+    tmm_view b = { v.buffer, at, start - at + count * sizeof(float) };
     if (b.size > dev->info.max_storage_buffer_range)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%llu bytes) exceeds the device's maxStorageBufferRange "
                         "(%llu bytes); use the direct implementation", op, name, (unsigned long long)b.size,
@@ -191,82 +240,111 @@ static tmm_status check_plan(tmm_recorder *r, tmm_toeplitz_fft *p, const char *o
     return TMM_OK;
 }
 
+/* One chunk: output channel rows [r0, r0 + rows), and the activations of
+ * the batches its halo touches bound from batch b0. */
+typedef struct chunk {
+    uint64_t r0, rows, b0;
+    tmm_view x, y;          /* the input (u or gy) and output (y or du) bindings */
+    uint32_t base_x, base_y;
+    tmm_view u;             /* backward: u for dw */
+    uint32_t base_u;
+} chunk;
+
+static tmm_status bind_chunk(tmm_recorder *r, const tmm_toeplitz_fft *p, const char *op, uint64_t r0, tmm_view x,
+                             const char *xname, tmm_view y, const char *yname, tmm_view u, chunk *c)
+{
+    uint64_t last;
+    c->r0 = r0;
+    c->rows = p->cr < p->bd - r0 ? p->cr : p->bd - r0;
+    chunk_batches(p, r0, c->rows, &c->b0, &last);
+    const uint64_t seq = (uint64_t)p->n * p->d, first = c->b0 * seq, count = (last - c->b0 + 1) * seq;
+    TMM_TRY(bind(r, op, xname, x, first, count, &c->x, &c->base_x));
+    if (y.size)
+        TMM_TRY(bind(r, op, yname, y, first, count, &c->y, &c->base_y));
+    if (u.size)
+        TMM_TRY(bind(r, op, "u", u, first, count, &c->u, &c->base_u));
+    return TMM_OK;
+}
+
 /* ---- kernels ------------------------------------------------------------- */
 
 typedef struct pack_push {
-    uint32_t total, N, n, rdiv, s_hi, s_lo, s_t, base_x, row0;
+    uint32_t total, N, n, rows;
+    int32_t grow0;
+    uint32_t nrows, d, bbase, base_x, row0;
 } pack_push;
 
 typedef struct unpack_push {
-    uint32_t total, N, n, rdiv, s_hi, s_lo, s_t, row0, dg, add_beta, base_beta, base_y;
+    uint32_t total, N, n, rows, grow0, d, row0, bbase, dg, add_beta, base_beta, base_y;
 } unpack_push;
 
 typedef struct mul_push {
-    uint32_t total, M, d, dg, xrow0, wrow0, orow0;
+    uint32_t total, M, d, dg, nrows, r0, xrow0, wrow0;
 } mul_push;
 
 typedef struct dw_push {
-    uint32_t total, M, d, dg, K, urow0, grow0, orow0, j0, j1, accumulate;
+    uint32_t total, M, d, dg, K, r0, urow0, grow0, l0, l1, accumulate;
 } dw_push;
 
 typedef struct dbeta_push {
-    uint32_t total, N, n, d, dg, grow0, j0, j1, accumulate, base_o;
+    uint32_t total, N, n, d, dg, r0, grow0, l0, l1, accumulate, base_o;
 } dbeta_push;
 
-/* Activations [B, n, d] into rows row0 + b*d + c of R. */
-static tmm_status pack_act(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view x, tmm_view bound, uint32_t base,
+/* The hr rows of a chunk (its channel rows with their halos) of activations
+ * [B, n, d] into rows row0.. of R. */
+static tmm_status pack_act(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c, tmm_view x, uint32_t base_x,
                            uint32_t row0)
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_1d, NULL, 0, &pipe));
-    pack_push push = { (uint32_t)(p->bd * p->N), p->N, p->n, p->d, p->n * p->d, 1, p->d, base, row0 };
-    (void)x;
-    tmm_arg args[2] = { tmm_in(bound), tmm_out(real_view(p, row0 + p->bd)) };
+    pack_push push = { p->hr * p->N, p->N, p->n, p->hr, (int32_t)c->r0 - (int32_t)p->h, (uint32_t)p->bd, p->d,
+                       (uint32_t)c->b0, base_x, row0 };
+    tmm_arg args[2] = { tmm_in(x), tmm_out(real_view(p, row0 + p->hr)) };
     return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
 }
 
-/* w [G*K, n] into rows row0 + g*K + a of R. */
-static tmm_status pack_w(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view bound, uint32_t base, uint32_t row0)
+/* w [G*K, n] into rows hr.. of R. */
+static tmm_status pack_w(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view w, uint32_t base_w)
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_1d, NULL, 0, &pipe));
-    pack_push push = { (uint32_t)(p->gk * p->N), p->N, p->n, 1, p->n, 0, 1, base, row0 };
-    tmm_arg args[2] = { tmm_in(bound), tmm_out(real_view(p, row0 + p->gk)) };
+    pack_push push = { (uint32_t)p->gk * p->N, p->N, p->n, (uint32_t)p->gk, 0, (uint32_t)p->gk, 1, 0, base_w, p->hr };
+    tmm_arg args[2] = { tmm_in(w), tmm_out(real_view(p, p->hr + p->gk)) };
     return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
 }
 
-/* Rows row0.. of R cropped to n into activations [B, n, d] (plus beta when
- * beta_bound is not NULL). */
-static tmm_status unpack_act(tmm_recorder *r, tmm_toeplitz_fft *p, uint32_t row0, const tmm_view *beta_bound,
-                             uint32_t base_beta, tmm_view dst, uint32_t base_dst)
+/* Rows 0.. of R cropped to n into the chunk's rows of activations [B, n, d]
+ * (plus beta when beta is not NULL). */
+static tmm_status unpack_act(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c, const tmm_view *beta,
+                             uint32_t base_beta)
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_1d, NULL, 0, &pipe));
-    unpack_push push = { (uint32_t)(p->bd * p->n), p->N, p->n, p->d, p->n * p->d, 1, p->d, row0, p->dg,
-                         beta_bound != NULL, base_beta, base_dst };
-    tmm_view src = real_view(p, row0 + p->bd);
-    tmm_arg args[3] = { tmm_in(src), tmm_in(beta_bound ? *beta_bound : src), tmm_out(dst) };
+    unpack_push push = { (uint32_t)c->rows * p->n, p->N, p->n, (uint32_t)c->rows, (uint32_t)c->r0, p->d, 0,
+                         (uint32_t)c->b0, p->dg, beta != NULL, base_beta, c->base_y };
+    tmm_view src = real_view(p, p->cr);
+    tmm_arg args[3] = { tmm_in(src), tmm_in(beta ? *beta : src), tmm_out(c->y) };
     return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
 }
 
-static tmm_status unpack_w(tmm_recorder *r, tmm_toeplitz_fft *p, uint32_t row0, tmm_view dst, uint32_t base_dst)
+static tmm_status unpack_w(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view dst, uint32_t base_dst)
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_1d, NULL, 0, &pipe));
-    unpack_push push = { (uint32_t)(p->gk * p->n), p->N, p->n, 1, p->n, 0, 1, row0, 1, 0, 0, base_dst };
-    tmm_view src = real_view(p, row0 + p->gk);
+    unpack_push push = { (uint32_t)p->gk * p->n, p->N, p->n, (uint32_t)p->gk, 0, 1, 0, 0, 1, 0, 0, base_dst };
+    tmm_view src = real_view(p, p->gk);
     tmm_arg args[3] = { tmm_in(src), tmm_in(src), tmm_out(dst) };
     return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
 }
 
-static tmm_status spectral_mul(tmm_recorder *r, tmm_toeplitz_fft *p, uint32_t conj, uint32_t xrow0, uint32_t wrow0,
-                               uint64_t c_rows, uint64_t c2_rows)
+/* The chunk's spectral products into C2 (all cr rows: the inverse reads them). */
+static tmm_status spectral_mul(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c, uint32_t conj, uint64_t c_rows)
 {
     tmm_pipeline *pipe;
     const uint32_t spec[2] = { p->K, conj };
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_mul, 2, sizeof(mul_push), local_1d, spec, 2, &pipe));
-    mul_push push = { (uint32_t)(p->bd * p->M), p->M, p->d, p->dg, xrow0, wrow0, 0 };
-    tmm_arg args[2] = { tmm_in(complex_view(p->C, p, c_rows)), tmm_out(complex_view(p->C2, p, c2_rows)) };
+    mul_push push = { p->cr * p->M, p->M, p->d, p->dg, (uint32_t)p->bd, (uint32_t)c->r0, 0, p->hr };
+    tmm_arg args[2] = { tmm_in(complex_view(p->C, p, c_rows)), tmm_out(complex_view(p->C2, p, p->cr)) };
     return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
 }
 
@@ -285,23 +363,57 @@ tmm_status tmm_toeplitz_fft_record_forward(tmm_recorder *r, tmm_toeplitz_fft *p,
     for (int i = 0; i < 4; i++)
         TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
     TMM_TRY(tmm_op_no_overlap(op, &s[3], s, 4));
-    tmm_view bu, bw, bb, by;
-    uint32_t base_u, base_w, base_b, base_y;
-    TMM_TRY(bind(r, op, "u", u, act, &bu, &base_u));
-    TMM_TRY(bind(r, op, "w", w, p->gk * p->n, &bw, &base_w));
-    TMM_TRY(bind(r, op, "beta", beta, (uint64_t)p->G * p->n, &bb, &base_b));
-    TMM_TRY(bind(r, op, "y", y, act, &by, &base_y));
+    tmm_view bw, bb;
+    uint32_t base_w, base_b;
+    TMM_TRY(bind(r, op, "w", w, 0, p->gk * p->n, &bw, &base_w));
+    TMM_TRY(bind(r, op, "beta", beta, 0, (uint64_t)p->G * p->n, &bb, &base_b));
 
-    const uint64_t rows = p->bd + p->gk;
-    TMM_TRY(pack_act(r, p, u, bu, base_u, 0));
-    TMM_TRY(pack_w(r, p, bw, base_w, (uint32_t)p->bd));
-    TMM_TRY(tmm_record_fft_r2c(r, p->fwd_r2c, real_view(p, rows), complex_view(p->C, p, rows)));
-    TMM_TRY(spectral_mul(r, p, 0, 0, (uint32_t)p->bd, rows, p->bd));
-    TMM_TRY(tmm_record_fft_c2r(r, p->fwd_c2r, complex_view(p->C2, p, p->bd), real_view(p, p->bd)));
-    return unpack_act(r, p, 0, &bb, base_b, by, base_y);
+    /* R rows: u [0, hr), w [hr, hr + GK) (transformed with every chunk: GK rows) */
+    const uint64_t one = p->hr + p->gk;
+    const tmm_view none = { 0 };
+    TMM_TRY(pack_w(r, p, bw, base_w));
+    for (uint64_t r0 = 0; r0 < p->bd; r0 += p->cr) {
+        chunk c;
+        TMM_TRY(bind_chunk(r, p, op, r0, u, "u", y, "y", none, &c));
+        TMM_TRY(pack_act(r, p, &c, c.x, c.base_x, 0));
+        TMM_TRY(tmm_record_fft_r2c(r, p->r2c_one, real_view(p, one), complex_view(p->C, p, one)));
+        TMM_TRY(spectral_mul(r, p, &c, 0, one));
+        TMM_TRY(tmm_record_fft_c2r(r, p->c2r, complex_view(p->C2, p, p->cr), real_view(p, p->cr)));
+        TMM_TRY(unpack_act(r, p, &c, &bb, base_b));
+    }
+    return TMM_OK;
 }
 
 /* ---- backward ------------------------------------------------------------ */
+
+/* dbeta (real domain, from the packed gy rows) and the dw spectra (into CW)
+ * of one chunk, passes of at most loop_budget rows; the first chunk's first
+ * pass writes, the rest add. */
+static tmm_status chunk_params(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c, tmm_view bdb, uint32_t base_db,
+                               bool transformed)
+{
+    tmm_pipeline *pipe;
+    const uint64_t nb = (uint64_t)p->G * p->n, two = 2ull * p->hr + p->gk, nw = p->gk * p->M;
+    for (uint64_t l0 = 0; l0 < c->rows; l0 += loop_budget) {
+        uint32_t l1 = (uint32_t)(l0 + loop_budget < c->rows ? l0 + loop_budget : c->rows);
+        const uint32_t acc = c->r0 > 0 || l0 > 0;
+        if (!transformed) {
+            TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dbeta, 2, sizeof(dbeta_push), local_1d, NULL, 0, &pipe));
+            dbeta_push push = { (uint32_t)nb, p->N, p->n, p->d, p->dg, (uint32_t)c->r0, p->h, (uint32_t)l0, l1, acc,
+                                base_db };
+            tmm_arg args[2] = { tmm_in(real_view(p, p->hr)), acc ? tmm_inout(bdb) : tmm_out(bdb) };
+            TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(nb, TMM_WG_1D), 1, 1));
+        } else {
+            TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dw, 2, sizeof(dw_push), local_1d, NULL, 0, &pipe));
+            dw_push push = { (uint32_t)nw, p->M, p->d, p->dg, p->K, (uint32_t)c->r0, p->hr + (uint32_t)p->gk, 0,
+                             (uint32_t)l0, l1, acc };
+            tmm_view o = complex_view(p->CW, p, p->gk);
+            tmm_arg args[2] = { tmm_in(complex_view(p->C, p, two)), acc ? tmm_inout(o) : tmm_out(o) };
+            TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(nw, TMM_WG_1D), 1, 1));
+        }
+    }
+    return TMM_OK;
+}
 
 tmm_status tmm_toeplitz_fft_record_backward(tmm_recorder *r, tmm_toeplitz_fft *p, uint32_t flags, tmm_view u,
                                             tmm_view w, tmm_view gy, tmm_view du, tmm_view dw, tmm_view dbeta)
@@ -333,65 +445,46 @@ tmm_status tmm_toeplitz_fft_record_backward(tmm_recorder *r, tmm_toeplitz_fft *p
     if (act == 0 || (!want_du && !want_params))
         return TMM_OK;
 
-    tmm_view bu = { 0 }, bw = { 0 }, bgy, bdu = { 0 }, bdw = { 0 }, bdb = { 0 };
-    uint32_t base_u = 0, base_w = 0, base_gy, base_du = 0, base_dw = 0, base_db = 0;
-    TMM_TRY(bind(r, op, "gy", gy, act, &bgy, &base_gy));
-    if (want_du) {
-        TMM_TRY(bind(r, op, "w", w, nw, &bw, &base_w));
-        TMM_TRY(bind(r, op, "du", du, act, &bdu, &base_du));
-    }
-    if (want_params) {
-        TMM_TRY(bind(r, op, "u", u, act, &bu, &base_u));
-        TMM_TRY(bind(r, op, "dw", dw, nw, &bdw, &base_dw));
-        TMM_TRY(bind(r, op, "dbeta", dbeta, nb, &bdb, &base_db));
-    }
-
-    /* R rows: gy [0, Bd), u [Bd, 2Bd), w [2Bd, 2Bd + GK) (unused parts are
-     * left as they are: their spectra are not read) */
-    const uint32_t row_u = (uint32_t)p->bd, row_w = (uint32_t)(2 * p->bd);
-    const uint64_t rows = 2 * p->bd + p->gk, rows2 = p->bd + p->gk;
-    TMM_TRY(pack_act(r, p, gy, bgy, base_gy, 0));
-    if (want_params)
-        TMM_TRY(pack_act(r, p, u, bu, base_u, row_u));
+    tmm_view bw = { 0 }, bdw = { 0 }, bdb = { 0 };
+    uint32_t base_w = 0, base_dw = 0, base_db = 0;
     if (want_du)
-        TMM_TRY(pack_w(r, p, bw, base_w, row_w));
-
+        TMM_TRY(bind(r, op, "w", w, 0, nw, &bw, &base_w));
     if (want_params) {
-        /* dbeta from the packed gy rows, passes of at most LOOP_BUDGET terms */
-        tmm_pipeline *pipe;
-        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dbeta, 2, sizeof(dbeta_push), local_1d, NULL, 0, &pipe));
-        const uint64_t terms = (uint64_t)p->B * p->dg;
-        for (uint64_t j0 = 0; j0 < terms; j0 += loop_budget) {
-            uint64_t j1 = j0 + loop_budget < terms ? j0 + loop_budget : terms;
-            dbeta_push push = { (uint32_t)nb, p->N, p->n, p->d, p->dg, 0, (uint32_t)j0, (uint32_t)j1, j0 > 0,
-                                base_db };
-            tmm_arg args[2] = { tmm_in(real_view(p, p->bd)), j0 > 0 ? tmm_inout(bdb) : tmm_out(bdb) };
-            TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(nb, TMM_WG_1D), 1, 1));
+        TMM_TRY(bind(r, op, "dw", dw, 0, nw, &bdw, &base_dw));
+        TMM_TRY(bind(r, op, "dbeta", dbeta, 0, nb, &bdb, &base_db));
+    }
+
+    /* R rows: gy [0, hr), w [hr, hr + GK), u [hr + GK, 2hr + GK). Every row
+     * transformed is written first (w's as zeros when du is skipped): VkFFT
+     * may transform real rows in pairs, and garbage in one would spoil the
+     * other. */
+    const uint64_t one = p->hr + p->gk, two = 2ull * p->hr + p->gk, rows = want_params ? two : one;
+    const tmm_view none = { 0 };
+    if (want_du)
+        TMM_TRY(pack_w(r, p, bw, base_w));
+    else
+        TMM_TRY(tmm_record_fill_u32(r, tmm_sub(p->R, tmm_fft_real_bytes(p->N, p->hr), tmm_fft_real_bytes(p->N, (uint32_t)p->gk)), 0));
+    for (uint64_t r0 = 0; r0 < p->bd; r0 += p->cr) {
+        chunk c;
+        TMM_TRY(bind_chunk(r, p, op, r0, gy, "gy", want_du ? du : none, "du", want_params ? u : none, &c));
+        TMM_TRY(pack_act(r, p, &c, c.x, c.base_x, 0));
+        if (want_params) {
+            TMM_TRY(pack_act(r, p, &c, c.u, c.base_u, (uint32_t)one));
+            TMM_TRY(chunk_params(r, p, &c, bdb, base_db, false));
+        }
+        TMM_TRY(tmm_record_fft_r2c(r, want_params ? p->r2c_two : p->r2c_one, real_view(p, rows),
+                                   complex_view(p->C, p, rows)));
+        if (want_params)
+            TMM_TRY(chunk_params(r, p, &c, bdb, base_db, true));
+        if (want_du) {
+            TMM_TRY(spectral_mul(r, p, &c, 1, rows));
+            TMM_TRY(tmm_record_fft_c2r(r, p->c2r, complex_view(p->C2, p, p->cr), real_view(p, p->cr)));
+            TMM_TRY(unpack_act(r, p, &c, NULL, 0));
         }
     }
-
-    /* The whole R (unused rows included) goes through one R2C: rows the
-     * flags skip hold stale data whose spectra nobody reads. */
-    TMM_TRY(tmm_record_fft_r2c(r, p->bwd_r2c, real_view(p, rows), complex_view(p->C, p, rows)));
-    if (want_du)
-        TMM_TRY(spectral_mul(r, p, 1, 0, row_w, rows, rows2));
     if (want_params) {
-        tmm_pipeline *pipe;
-        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dw, 2, sizeof(dw_push), local_1d, NULL, 0, &pipe));
-        const uint64_t terms = (uint64_t)p->B * p->dg, total = p->gk * p->M;
-        for (uint64_t j0 = 0; j0 < terms; j0 += loop_budget) {
-            uint64_t j1 = j0 + loop_budget < terms ? j0 + loop_budget : terms;
-            dw_push push = { (uint32_t)total, p->M, p->d, p->dg, p->K, row_u, 0, (uint32_t)p->bd, (uint32_t)j0,
-                             (uint32_t)j1, j0 > 0 };
-            tmm_view o = complex_view(p->C2, p, rows2);
-            tmm_arg args[2] = { tmm_in(complex_view(p->C, p, rows)), j0 > 0 ? tmm_inout(o) : tmm_out(o) };
-            TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(total, TMM_WG_1D), 1, 1));
-        }
+        TMM_TRY(tmm_record_fft_c2r(r, p->dw_c2r, complex_view(p->CW, p, p->gk), real_view(p, p->gk)));
+        TMM_TRY(unpack_w(r, p, bdw, base_dw));
     }
-    TMM_TRY(tmm_record_fft_c2r(r, p->bwd_c2r, complex_view(p->C2, p, rows2), real_view(p, rows2)));
-    if (want_du)
-        TMM_TRY(unpack_act(r, p, 0, NULL, 0, bdu, base_du));
-    if (want_params)
-        TMM_TRY(unpack_w(r, p, (uint32_t)p->bd, bdw, base_dw));
     return TMM_OK;
 }

@@ -5,32 +5,43 @@
  * thing (up to FFT rounding: errors grow about like log2(N) times the size of
  * the terms, see tests/test_toeplitz_fft.c).
  *
- * Layout: N = tmm_fft_good_length(2n - 1) (>= 2n-1, so the circular
- * convolution of the zero-padded rows is the causal one on [0, n): nothing is
- * masked), M = N/2 + 1. One real buffer R and one complex buffer C hold
- * rows of N floats / M complex numbers:
- *   forward:  R rows [0, Bd) = u transposed to channel rows (row b*d + c),
- *             rows [Bd, Bd + GK) = the w vectors (one per group and tap,
- *             transformed once per call, not per channel); one R2C of all
- *             rows into C; the spectral product (sum over taps) into the
- *             complex buffer C2; one C2R of Bd rows back into R; crop to n,
- *             add beta, scatter to y [B, n, d].
- *   backward: R rows [0, Bd) = gy, [Bd, 2Bd) = u, [2Bd, 2Bd + GK) = w; dbeta
- *             summed from the gy rows in the real domain (fixed order); one
- *             R2C; C2 rows [0, Bd) = du spectrum (conjugate products,
- *             correlation), rows [Bd, Bd + GK) = dw spectrum summed over
- *             batch and group channels in the frequency domain (fixed order,
- *             passes of at most TMM_MAX_LOOP terms); one C2R of Bd + GK rows
- *             into R; crop and scatter du and dw.
- * The plans are bound to R/C/C2 at byte 0 (runtime/fft.h). R, C and C2
- * are scratch within each record call (the backward packs u, w and gy
- * again), so one plan object serves every op of its shape, recorded one
- * after another into any recordings (barriers are automatic): the model's
- * layers, and both ops of an expanded layer, share one (tested).
+ * Layout: activations stay position-major [B, n, d] (the layout of every
+ * other op); the pack kernel transposes them into channel rows, one
+ * zero-padded row of N floats per (b, c), so that every FFT runs over a
+ * contiguous sequence, and the unpack kernel transposes back (consecutive
+ * invocations touch consecutive channels of the activations). N =
+ * tmm_fft_good_length(2n - 1) (>= 2n-1, so the circular convolution of the
+ * zero-padded rows is the causal one on [0, n): nothing is masked), M =
+ * N/2 + 1 complex numbers per spectrum.
+ *
+ * The B*d channel rows (global row b*d + c) go through in chunks of cr rows
+ * (as many as one binding of the device holds: all of them unless N*B*d is
+ * large, e.g. 127 rows at n = 65536 on a 128 MiB range), each with a halo of
+ * h = K-1 rows on either side (the kernel-k taps reach K-1 channels down,
+ * du's K-1 up); hr = cr + 2h. Buffers: real R and complex C of 2hr + GK
+ * rows, products C2 of cr rows, dw's spectra CW of GK rows.
+ *   forward:  R rows [hr, hr + GK) = the w vectors (one per group and tap,
+ *             packed once per call and transformed with each chunk: GK
+ *             rows, not one per channel); per chunk R rows [0, hr) = its u
+ *             rows; one R2C of hr + GK rows into C; the spectral product
+ *             (sum over taps) into C2; one C2R of cr rows back into R; crop
+ *             to n, add beta, scatter to y.
+ *   backward: R rows [hr, hr + GK) = w (zeros when du is skipped); per
+ *             chunk R rows [0, hr) = gy, [hr + GK, 2hr + GK) = u; dbeta
+ *             summed from the gy rows in the real domain; one R2C; du:
+ *             conjugate products (a correlation) into C2, one C2R, crop and
+ *             scatter; dw: conj(U) * GY summed over the chunk's rows of
+ *             each group into CW (every chunk adding: the sum over batch and
+ *             group channels happens in the frequency domain); after the
+ *             last chunk one C2R of the GK rows of CW and a crop to dw.
+ * The plans are bound to R/C/C2/CW at byte 0 (runtime/fft.h). They are
+ * scratch within each record call (the backward packs u, w and gy again),
+ * so one plan object serves every op of its shape, recorded one after
+ * another into any recordings (barriers are automatic): the model's layers,
+ * and both ops of an expanded layer, share one (tested).
  * Memory: tmm_toeplitz_fft_planned_bytes, plus VkFFT's temp buffers for
- * multi-pass lengths. Every one of R, C, C2 must
- * fit in maxStorageBufferRange (else TMM_ERR_UNSUPPORTED at creation; no
- * batch splitting yet). Deterministic: no atomics, fixed orders. */
+ * multi-pass lengths. Deterministic: no atomics, fixed orders (chunks, then
+ * rows, in increasing order). */
 #ifndef TMM_OPS_TOEPLITZ_FFT_H
 #define TMM_OPS_TOEPLITZ_FFT_H
 
@@ -40,15 +51,19 @@ typedef struct tmm_toeplitz_fft tmm_toeplitz_fft;
 
 /* Creates the plan for desc's shape (desc->impl is ignored). Compiles VkFFT
  * shaders: do it once, at load time. TMM_ERR_INVALID_ARGUMENT for a bad
- * shape, TMM_ERR_UNSUPPORTED when a buffer exceeds the device's limits. */
+ * shape, TMM_ERR_UNSUPPORTED when not even one row of spectra (or one
+ * sequence) fits in the device's maxStorageBufferRange. */
 tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *desc, tmm_toeplitz_fft **out);
 /* NULL is fine. Only after every recording that used it has finished. */
 void tmm_toeplitz_fft_destroy(tmm_toeplitz_fft *plan);
-/* Bytes of device memory a plan for desc allocates through tmm's allocator
- * (R, C, C2): 8 * M * (5Bd + 3GK), O(B*d*n) since N <= 2.19n (0 for an empty
- * or invalid shape). VkFFT's own temp buffer for lengths it does in several
- * passes, at most about C's size, comes on top. */
-uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_toeplitz_desc *desc);
+/* Bytes of device memory a plan for desc on device allocates through tmm's
+ * allocator (R, C, C2, CW): 8 * M * (4hr + cr + 3GK), at most linear in
+ * B*d*n since N <= 2.19n (0 for an empty or invalid shape, or one the
+ * device cannot take). VkFFT's own temp buffer for lengths it does in
+ * several passes, at most about C's size, comes on top. */
+uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_device *device, const tmm_toeplitz_desc *desc);
+/* Channel rows per chunk, cr (0 when the shape is empty). */
+uint32_t tmm_toeplitz_fft_chunk_rows(const tmm_toeplitz_fft *plan);
 
 /* The padded FFT length N (0 when the shape is empty). */
 uint32_t tmm_toeplitz_fft_length(const tmm_toeplitz_fft *plan);
@@ -60,6 +75,11 @@ tmm_status tmm_toeplitz_fft_record_forward(tmm_recorder *r, tmm_toeplitz_fft *pl
  * same flags. */
 tmm_status tmm_toeplitz_fft_record_backward(tmm_recorder *r, tmm_toeplitz_fft *plan, uint32_t flags, tmm_view u,
                                             tmm_view w, tmm_view gy, tmm_view du, tmm_view dw, tmm_view dbeta);
+
+/* Caps the channel rows per chunk of plans created after it (0: as many as
+ * the device's bindings hold), so that tests run many chunks on small
+ * shapes. Process-wide, not thread-safe. */
+void tmm_toeplitz_fft_set_max_chunk_rows(uint32_t rows);
 
 /* Lowers the terms one pass of the dw and dbeta sums adds (default and
  * maximum TMM_MAX_LOOP = 4096, for lavapipe's loop cap), so that tests run
