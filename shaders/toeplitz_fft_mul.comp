@@ -7,7 +7,7 @@
 // Rows: global row r of X at xrow0 + r - r0 + h (the chunk's rows with a
 // halo of h = K-1 rows on each side), W at wrow0 + g*K + a, O at l. Output
 // rows past the last global row are written as zero (the inverse transforms
-// them). Invocation i is (l, k) = (i / M, i % M); K <= 16 iterations, unrolled.
+// them). Invocation x is k, workgroup y the row l; K <= 16 iterations, unrolled.
 #extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
@@ -18,7 +18,6 @@ layout(std430, binding = 0) readonly buffer C { vec2 cin[]; };
 layout(std430, binding = 1) writeonly buffer O { vec2 cout_[]; };
 
 layout(push_constant) uniform Push {
-    uint total;        // chunk rows * M
     uint M, d, dg;
     uint nrows, r0;    // global rows, global row of output row 0
     uint xrow0, wrow0; // buffer row of the chunk's first (halo) row, of W's first row
@@ -28,10 +27,9 @@ vec2 cmul(vec2 a, vec2 b) { return vec2(a.x * b.x - a.y * b.y, a.x * b.y + a.y *
 
 void main()
 {
-    const uint i = gl_GlobalInvocationID.x;
-    if (i >= p.total)
+    const uint k = gl_GlobalInvocationID.x, l = gl_WorkGroupID.y;
+    if (k >= p.M)
         return;
-    const uint l = i / p.M, k = i % p.M;
     const uint g = p.r0 + l;
     vec2 acc = vec2(0.0);
     if (g < p.nrows) {

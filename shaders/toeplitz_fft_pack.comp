@@ -3,17 +3,20 @@
 // consecutive global rows grow0 .. of a source into zero-padded rows of
 // length N of the real FFT buffer, rows row0 .. . Global row g is (b, c) =
 // (g / d, g % d) of activations [B, n, d] (w [G*K, n]: d = 1); rows outside
-// [0, nrows) and positions t >= n are written as zero. Invocation i is
-// (t, row) = (i / rows, i % rows): consecutive invocations read consecutive
-// channels.
+// [0, nrows) and positions t >= n are written as zero. Invocation x is a
+// row (consecutive invocations read consecutive channels), workgroup y a
+// block of TB positions (each invocation writes TB consecutive floats of its
+// row; the divisions are done once per block).
 //   r[(row0 + row)*N + t] = x[base_x + (b - bbase)*n*d + t*d + c]
+#extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+
+const uint TB = 16u;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer R { float r[]; };
 
 layout(push_constant) uniform Push {
-    uint total;        // rows * N
     uint N, n, rows;   // padded length, valid length, rows written
     int grow0;         // global row of row 0 (negative: a halo below row 0)
     uint nrows, d;     // global rows, channels per batch
@@ -23,15 +26,18 @@ layout(push_constant) uniform Push {
 
 void main()
 {
-    const uint i = gl_GlobalInvocationID.x;
-    if (i >= p.total)
+    const uint row = gl_GlobalInvocationID.x;
+    if (row >= p.rows)
         return;
-    const uint t = i / p.rows, row = i % p.rows;
+    const uint t0 = gl_WorkGroupID.y * TB;
     const int g = p.grow0 + int(row);
-    float v = 0.0;
-    if (t < p.n && g >= 0 && uint(g) < p.nrows) {
-        const uint b = uint(g) / p.d, c = uint(g) % p.d;
-        v = x[p.base_x + ((b - p.bbase) * p.n + t) * p.d + c];
+    const bool ok = g >= 0 && uint(g) < p.nrows;
+    const uint b = ok ? uint(g) / p.d : p.bbase, c = ok ? uint(g) % p.d : 0u;
+    const uint src = p.base_x + (b - p.bbase) * p.n * p.d + c;
+    const uint dst = (p.row0 + row) * p.N;
+    [[unroll]] for (uint j = 0; j < TB; j++) {
+        const uint t = t0 + j;
+        if (t < p.N)
+            r[dst + t] = ok && t < p.n ? x[src + t * p.d] : 0.0;
     }
-    r[(p.row0 + row) * p.N + t] = v;
 }

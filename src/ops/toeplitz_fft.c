@@ -11,6 +11,8 @@
 #define LOOP_BUDGET 4096u /* TMM_MAX_LOOP in shaders/loop_limit.glsl */
 
 static const uint32_t local_1d[3] = { TMM_WG_1D, 1, 1 };
+static const uint32_t local_rows[3] = { 64, 1, 1 }; /* pack and unpack: a row per invocation */
+#define TB 16u /* positions per pack/unpack invocation (TB in the shaders) */
 
 static uint32_t loop_budget = LOOP_BUDGET;
 static uint32_t max_chunk_rows; /* 0: as many as the device's bindings hold */
@@ -120,7 +122,8 @@ static bool set_layout(tmm_toeplitz_fft *p, uint64_t range, uint64_t lead)
     if (max_chunk_rows && cr > max_chunk_rows)
         cr = max_chunk_rows;
     for (;; cr = (cr + 1) / 2) {
-        p->cr = (uint32_t)cr;
+        /* equal chunks: the last one transforms as many rows as the others */
+        p->cr = (uint32_t)tmm_div_up(p->bd, tmm_div_up(p->bd, cr));
         if (chunk_span_bytes(p, lead) <= range)
             break;
         if (cr == 1)
@@ -269,25 +272,25 @@ static tmm_status bind_chunk(tmm_recorder *r, const tmm_toeplitz_fft *p, const c
 /* ---- kernels ------------------------------------------------------------- */
 
 typedef struct pack_push {
-    uint32_t total, N, n, rows;
+    uint32_t N, n, rows;
     int32_t grow0;
     uint32_t nrows, d, bbase, base_x, row0;
 } pack_push;
 
 typedef struct unpack_push {
-    uint32_t total, N, n, rows, grow0, d, row0, bbase, dg, add_beta, base_beta, base_y;
+    uint32_t N, n, rows, grow0, d, row0, bbase, dg, add_beta, base_beta, base_y;
 } unpack_push;
 
 typedef struct mul_push {
-    uint32_t total, M, d, dg, nrows, r0, xrow0, wrow0;
+    uint32_t M, d, dg, nrows, r0, xrow0, wrow0;
 } mul_push;
 
 typedef struct dw_push {
-    uint32_t total, M, d, dg, K, r0, urow0, grow0, l0, l1, accumulate;
+    uint32_t M, d, dg, K, r0, urow0, grow0, l0, l1, accumulate;
 } dw_push;
 
 typedef struct dbeta_push {
-    uint32_t total, N, n, d, dg, r0, grow0, l0, l1, accumulate, base_o;
+    uint32_t n, d, dg, j0, j1, accumulate, base_gy, base_o;
 } dbeta_push;
 
 /* The hr rows of a chunk (its channel rows with their halos) of activations
@@ -296,21 +299,21 @@ static tmm_status pack_act(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c,
                            uint32_t row0)
 {
     tmm_pipeline *pipe;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_1d, NULL, 0, &pipe));
-    pack_push push = { p->hr * p->N, p->N, p->n, p->hr, (int32_t)c->r0 - (int32_t)p->h, (uint32_t)p->bd, p->d,
-                       (uint32_t)c->b0, base_x, row0 };
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_rows, NULL, 0, &pipe));
+    pack_push push = { p->N, p->n, p->hr, (int32_t)c->r0 - (int32_t)p->h, (uint32_t)p->bd, p->d, (uint32_t)c->b0,
+                       base_x, row0 };
     tmm_arg args[2] = { tmm_in(x), tmm_out(real_view(p, row0 + p->hr)) };
-    return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
+    return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->hr, local_rows[0]), tmm_div_up(p->N, TB), 1);
 }
 
 /* w [G*K, n] into rows hr.. of R. */
 static tmm_status pack_w(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view w, uint32_t base_w)
 {
     tmm_pipeline *pipe;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_1d, NULL, 0, &pipe));
-    pack_push push = { (uint32_t)p->gk * p->N, p->N, p->n, (uint32_t)p->gk, 0, (uint32_t)p->gk, 1, 0, base_w, p->hr };
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_rows, NULL, 0, &pipe));
+    pack_push push = { p->N, p->n, (uint32_t)p->gk, 0, (uint32_t)p->gk, 1, 0, base_w, p->hr };
     tmm_arg args[2] = { tmm_in(w), tmm_out(real_view(p, p->hr + p->gk)) };
-    return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
+    return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->gk, local_rows[0]), tmm_div_up(p->N, TB), 1);
 }
 
 /* Rows 0.. of R cropped to n into the chunk's rows of activations [B, n, d]
@@ -319,22 +322,22 @@ static tmm_status unpack_act(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *
                              uint32_t base_beta)
 {
     tmm_pipeline *pipe;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_1d, NULL, 0, &pipe));
-    unpack_push push = { (uint32_t)c->rows * p->n, p->N, p->n, (uint32_t)c->rows, (uint32_t)c->r0, p->d, 0,
-                         (uint32_t)c->b0, p->dg, beta != NULL, base_beta, c->base_y };
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_rows, NULL, 0, &pipe));
+    unpack_push push = { p->N, p->n, (uint32_t)c->rows, (uint32_t)c->r0, p->d, 0, (uint32_t)c->b0, p->dg, beta != NULL,
+                         base_beta, c->base_y };
     tmm_view src = real_view(p, p->cr);
     tmm_arg args[3] = { tmm_in(src), tmm_in(beta ? *beta : src), tmm_out(c->y) };
-    return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
+    return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(c->rows, local_rows[0]), tmm_div_up(p->n, TB), 1);
 }
 
 static tmm_status unpack_w(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view dst, uint32_t base_dst)
 {
     tmm_pipeline *pipe;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_1d, NULL, 0, &pipe));
-    unpack_push push = { (uint32_t)p->gk * p->n, p->N, p->n, (uint32_t)p->gk, 0, 1, 0, 0, 1, 0, 0, base_dst };
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_rows, NULL, 0, &pipe));
+    unpack_push push = { p->N, p->n, (uint32_t)p->gk, 0, 1, 0, 0, 1, 0, 0, base_dst };
     tmm_view src = real_view(p, p->gk);
     tmm_arg args[3] = { tmm_in(src), tmm_in(src), tmm_out(dst) };
-    return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
+    return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(p->gk, local_rows[0]), tmm_div_up(p->n, TB), 1);
 }
 
 /* The chunk's spectral products into C2 (all cr rows: the inverse reads them). */
@@ -343,9 +346,9 @@ static tmm_status spectral_mul(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk
     tmm_pipeline *pipe;
     const uint32_t spec[2] = { p->K, conj };
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_mul, 2, sizeof(mul_push), local_1d, spec, 2, &pipe));
-    mul_push push = { p->cr * p->M, p->M, p->d, p->dg, (uint32_t)p->bd, (uint32_t)c->r0, 0, p->hr };
+    mul_push push = { p->M, p->d, p->dg, (uint32_t)p->bd, (uint32_t)c->r0, 0, p->hr };
     tmm_arg args[2] = { tmm_in(complex_view(p->C, p, c_rows)), tmm_out(complex_view(p->C2, p, p->cr)) };
-    return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(push.total, TMM_WG_1D), 1, 1);
+    return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->M, TMM_WG_1D), p->cr, 1);
 }
 
 /* ---- forward ------------------------------------------------------------- */
@@ -386,31 +389,52 @@ tmm_status tmm_toeplitz_fft_record_forward(tmm_recorder *r, tmm_toeplitz_fft *p,
 
 /* ---- backward ------------------------------------------------------------ */
 
-/* dbeta (real domain, from the packed gy rows) and the dw spectra (into CW)
- * of one chunk, passes of at most loop_budget rows; the first chunk's first
- * pass writes, the rest add. */
-static tmm_status chunk_params(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c, tmm_view bdb, uint32_t base_db,
-                               bool transformed)
+/* dbeta from gy in the real domain: per binding of whole batches, passes of
+ * at most loop_budget terms; the first pass writes, the rest add. */
+static tmm_status record_dbeta(tmm_recorder *r, tmm_toeplitz_fft *p, const char *op, tmm_view gy, tmm_view bdb,
+                               uint32_t base_db)
 {
     tmm_pipeline *pipe;
-    const uint64_t nb = (uint64_t)p->G * p->n, two = 2ull * p->hr + p->gk, nw = p->gk * p->M;
-    for (uint64_t l0 = 0; l0 < c->rows; l0 += loop_budget) {
-        uint32_t l1 = (uint32_t)(l0 + loop_budget < c->rows ? l0 + loop_budget : c->rows);
-        const uint32_t acc = c->r0 > 0 || l0 > 0;
-        if (!transformed) {
-            TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dbeta, 2, sizeof(dbeta_push), local_1d, NULL, 0, &pipe));
-            dbeta_push push = { (uint32_t)nb, p->N, p->n, p->d, p->dg, (uint32_t)c->r0, p->h, (uint32_t)l0, l1, acc,
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dbeta, 2, sizeof(dbeta_push), local_1d, NULL, 0, &pipe));
+    const tmm_device *dev = tmm_recorder_device(r);
+    const uint64_t seq = (uint64_t)p->n * p->d;
+    uint64_t per = (dev->info.max_storage_buffer_range - dev->info.min_storage_buffer_offset_alignment) /
+                   (seq * sizeof(float)); /* >= 1: set_layout checked that a chunk's batches fit */
+    if (per > p->B)
+        per = p->B;
+    if (per * p->dg > UINT32_MAX)
+        per = UINT32_MAX / p->dg;
+    for (uint64_t b0 = 0; b0 < p->B; b0 += per) {
+        const uint64_t nb = per < p->B - b0 ? per : p->B - b0, terms = nb * p->dg;
+        tmm_view bgy = { 0 };
+        uint32_t base_gy = 0;
+        TMM_TRY(bind(r, op, "gy", gy, b0 * seq, nb * seq, &bgy, &base_gy));
+        for (uint64_t j0 = 0; j0 < terms; j0 += loop_budget) {
+            const uint32_t acc = b0 > 0 || j0 > 0;
+            dbeta_push push = { p->n, p->d, p->dg, (uint32_t)j0,
+                                (uint32_t)(j0 + loop_budget < terms ? j0 + loop_budget : terms), acc, base_gy,
                                 base_db };
-            tmm_arg args[2] = { tmm_in(real_view(p, p->hr)), acc ? tmm_inout(bdb) : tmm_out(bdb) };
-            TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(nb, TMM_WG_1D), 1, 1));
-        } else {
-            TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dw, 2, sizeof(dw_push), local_1d, NULL, 0, &pipe));
-            dw_push push = { (uint32_t)nw, p->M, p->d, p->dg, p->K, (uint32_t)c->r0, p->hr + (uint32_t)p->gk, 0,
-                             (uint32_t)l0, l1, acc };
-            tmm_view o = complex_view(p->CW, p, p->gk);
-            tmm_arg args[2] = { tmm_in(complex_view(p->C, p, two)), acc ? tmm_inout(o) : tmm_out(o) };
-            TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(nw, TMM_WG_1D), 1, 1));
+            tmm_arg args[2] = { tmm_in(bgy), acc ? tmm_inout(bdb) : tmm_out(bdb) };
+            TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->n, TMM_WG_1D), p->G, 1));
         }
+    }
+    return TMM_OK;
+}
+
+/* The dw spectra of one chunk (into CW), passes of at most loop_budget rows;
+ * the first chunk's first pass writes, the rest add. */
+static tmm_status chunk_dw(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c)
+{
+    tmm_pipeline *pipe;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dw, 2, sizeof(dw_push), local_1d, NULL, 0, &pipe));
+    const uint64_t two = 2ull * p->hr + p->gk;
+    for (uint64_t l0 = 0; l0 < c->rows; l0 += loop_budget) {
+        const uint32_t l1 = (uint32_t)(l0 + loop_budget < c->rows ? l0 + loop_budget : c->rows);
+        const uint32_t acc = c->r0 > 0 || l0 > 0;
+        dw_push push = { p->M, p->d, p->dg, p->K, (uint32_t)c->r0, p->hr + (uint32_t)p->gk, 0, (uint32_t)l0, l1, acc };
+        tmm_view o = complex_view(p->CW, p, p->gk);
+        tmm_arg args[2] = { tmm_in(complex_view(p->C, p, two)), acc ? tmm_inout(o) : tmm_out(o) };
+        TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->M, TMM_WG_1D), (uint32_t)p->gk, 1));
     }
     return TMM_OK;
 }
@@ -460,22 +484,23 @@ tmm_status tmm_toeplitz_fft_record_backward(tmm_recorder *r, tmm_toeplitz_fft *p
      * other. */
     const uint64_t one = p->hr + p->gk, two = 2ull * p->hr + p->gk, rows = want_params ? two : one;
     const tmm_view none = { 0 };
+    if (want_params)
+        TMM_TRY(record_dbeta(r, p, op, gy, bdb, base_db));
     if (want_du)
         TMM_TRY(pack_w(r, p, bw, base_w));
     else
-        TMM_TRY(tmm_record_fill_u32(r, tmm_sub(p->R, tmm_fft_real_bytes(p->N, p->hr), tmm_fft_real_bytes(p->N, (uint32_t)p->gk)), 0));
+        TMM_TRY(tmm_record_fill_u32(r, tmm_sub(p->R, tmm_fft_real_bytes(p->N, p->hr),
+                                               tmm_fft_real_bytes(p->N, (uint32_t)p->gk)), 0));
     for (uint64_t r0 = 0; r0 < p->bd; r0 += p->cr) {
         chunk c;
         TMM_TRY(bind_chunk(r, p, op, r0, gy, "gy", want_du ? du : none, "du", want_params ? u : none, &c));
         TMM_TRY(pack_act(r, p, &c, c.x, c.base_x, 0));
-        if (want_params) {
+        if (want_params)
             TMM_TRY(pack_act(r, p, &c, c.u, c.base_u, (uint32_t)one));
-            TMM_TRY(chunk_params(r, p, &c, bdb, base_db, false));
-        }
         TMM_TRY(tmm_record_fft_r2c(r, want_params ? p->r2c_two : p->r2c_one, real_view(p, rows),
                                    complex_view(p->C, p, rows)));
         if (want_params)
-            TMM_TRY(chunk_params(r, p, &c, bdb, base_db, true));
+            TMM_TRY(chunk_dw(r, p, &c));
         if (want_du) {
             TMM_TRY(spectral_mul(r, p, &c, 1, rows));
             TMM_TRY(tmm_record_fft_c2r(r, p->c2r, complex_view(p->C2, p, p->cr), real_view(p, p->cr)));

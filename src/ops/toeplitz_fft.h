@@ -14,11 +14,11 @@
  * zero-padded rows is the causal one on [0, n): nothing is masked), M =
  * N/2 + 1 complex numbers per spectrum.
  *
- * The B*d channel rows (global row b*d + c) go through in chunks of cr rows
- * (as many as one binding of the device holds: all of them unless N*B*d is
- * large, e.g. 127 rows at n = 65536 on a 128 MiB range), each with a halo of
- * h = K-1 rows on either side (the kernel-k taps reach K-1 channels down,
- * du's K-1 up); hr = cr + 2h. Buffers: real R and complex C of 2hr + GK
+ * The B*d channel rows (global row b*d + c) go through in equal chunks of
+ * cr rows (as few chunks as the device's bindings allow: one unless N*B*d
+ * is large; at n = 65536, d = 256 on a 128 MiB range, 3 of 86), each with
+ * a halo of h = K-1 rows on either side (the kernel-k taps reach K-1
+ * channels down, du's K-1 up); hr = cr + 2h. Buffers: real R and complex C of 2hr + GK
  * rows, products C2 of cr rows, dw's spectra CW of GK rows.
  *   forward:  R rows [hr, hr + GK) = the w vectors (one per group and tap,
  *             packed once per call and transformed with each chunk: GK
@@ -26,9 +26,9 @@
  *             rows; one R2C of hr + GK rows into C; the spectral product
  *             (sum over taps) into C2; one C2R of cr rows back into R; crop
  *             to n, add beta, scatter to y.
- *   backward: R rows [hr, hr + GK) = w (zeros when du is skipped); per
- *             chunk R rows [0, hr) = gy, [hr + GK, 2hr + GK) = u; dbeta
- *             summed from the gy rows in the real domain; one R2C; du:
+ *   backward: dbeta summed straight from gy in the real domain; R rows
+ *             [hr, hr + GK) = w (zeros when du is skipped); per chunk R rows
+ *             [0, hr) = gy, [hr + GK, 2hr + GK) = u; one R2C; du:
  *             conjugate products (a correlation) into C2, one C2R, crop and
  *             scatter; dw: conj(U) * GY summed over the chunk's rows of
  *             each group into CW (every chunk adding: the sum over batch and
