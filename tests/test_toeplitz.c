@@ -341,7 +341,8 @@ static void many_passes(const shape *shapes, size_t count)
 
 H_TEST(toeplitz, many_passes_match_reference)
 {
-    static const shape shapes[] = { { 2, 100, 12, 4, 2 }, { 1, 77, 5, 1, 3 }, { 3, 64, 8, 1, 1 }, { 2, 150, 40, 2, 1 } };
+    static const shape shapes[] = { { 2, 100, 12, 4, 2 }, { 1, 77, 5, 1, 3 }, { 3, 64, 8, 1, 1 },
+                                    { 2, 150, 40, 2, 1 } };
     tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
     many_passes(shapes, 4);
 }
@@ -349,7 +350,8 @@ H_TEST(toeplitz, many_passes_match_reference)
 /* 150 positions in steps of 16, two per pass: 5 passes over 3 t-tiles */
 H_TEST(toeplitz_tiled, many_passes_match_reference)
 {
-    static const shape shapes[] = { { 2, 150, 12, 4, 2 }, { 1, 77, 5, 1, 2 }, { 3, 64, 8, 1, 1 }, { 2, 150, 70, 2, 1 } };
+    static const shape shapes[] = { { 2, 150, 12, 4, 2 }, { 1, 77, 5, 1, 2 }, { 3, 64, 8, 1, 1 },
+                                    { 2, 150, 70, 2, 1 } };
     tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
     many_passes(shapes, 4);
 }

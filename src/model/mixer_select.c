@@ -149,11 +149,10 @@ static void save(char *path, const uint32_t x[TMM_MIXER_BUCKETS])
     char text[256];
     int len = snprintf(text, sizeof text, "%s", CACHE_HEADER);
     for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
-        if (x[i] == UINT32_MAX)
-            len += snprintf(text + len, sizeof text - (size_t)len, "work %u crossover never\n", tmm_mixer_bucket_work[i]);
-        else
-            len += snprintf(text + len, sizeof text - (size_t)len, "work %u crossover %u\n", tmm_mixer_bucket_work[i],
-                            x[i]);
+        char value[16];
+        snprintf(value, sizeof value, x[i] == UINT32_MAX ? "never" : "%u", x[i]);
+        len += snprintf(text + len, sizeof text - (size_t)len, "work %u crossover %s\n", tmm_mixer_bucket_work[i],
+                        value);
     }
     char *slash = strrchr(path, '/');
     if (!slash)
