@@ -44,7 +44,7 @@ static void check_calibration(const uint32_t x[TMM_MIXER_BUCKETS])
     }
 }
 
-static const char header[] = "tmm mixer calibration 2\n";
+static const char header[] = "tmm mixer calibration 3\n";
 
 H_TEST(mixer_select, lookup_uses_the_nearest_bucket)
 {
@@ -60,7 +60,7 @@ H_TEST(mixer_select, lookup_uses_the_nearest_bucket)
     cr_assert_neq(access(path, F_OK), 0, "nothing needed calibrating");
 
     /* a calibration as a device might give it, for buckets 16, 128, 512 */
-    write_text(path, "tmm mixer calibration 2\nwork 16 crossover never\nwork 128 crossover 1024\n"
+    write_text(path, "tmm mixer calibration 3\nwork 16 crossover never\nwork 128 crossover 1024\n"
                      "work 512 crossover 256\n");
     static const struct { uint32_t n; uint64_t work; tmm_toeplitz_impl want; } cases[] = {
         { 8192, 16, TMM_TOEPLITZ_DIRECT }, /* never */
@@ -87,7 +87,7 @@ H_TEST(mixer_select, calibration_is_measured_once_and_cached)
 {
     char path[2300];
     fresh_cache(path, sizeof path);
-    write_text(path, "tmm mixer calibration 2\nwork 16 crossover 512\n"); /* damaged: measured again */
+    write_text(path, "tmm mixer calibration 3\nwork 16 crossover 512\n"); /* damaged: measured again */
     uint32_t first[TMM_MIXER_BUCKETS], again[TMM_MIXER_BUCKETS];
     H_OK(tmm_mixer_calibration(h_dev, first));
     check_calibration(first);
@@ -95,19 +95,20 @@ H_TEST(mixer_select, calibration_is_measured_once_and_cached)
     H_OK(tmm_mixer_calibration(h_dev, again));
     cr_assert(memcmp(first, again, sizeof first) == 0, "the cached values differ");
     /* what is read is the file */
-    write_text(path, "tmm mixer calibration 2\nwork 16 crossover 8192\nwork 128 crossover 512\n"
+    write_text(path, "tmm mixer calibration 3\nwork 16 crossover 8192\nwork 128 crossover 512\n"
                      "work 512 crossover never\n");
     H_OK(tmm_mixer_calibration(h_dev, again));
     cr_assert(again[0] == 8192 && again[1] == 512 && again[2] == UINT32_MAX);
     unlink(path);
 }
 
-/* the first format: one crossover for every shape */
+/* a complete file of the previous version (kernels have changed since) */
 H_TEST(mixer_select, outdated_files_are_measured_again)
 {
     char path[2300];
     fresh_cache(path, sizeof path);
-    write_text(path, "crossover 2048\n");
+    write_text(path, "tmm mixer calibration 2\nwork 16 crossover 2048\nwork 128 crossover 2048\n"
+                     "work 512 crossover 2048\n");
     uint32_t x[TMM_MIXER_BUCKETS];
     H_OK(tmm_mixer_calibration(h_dev, x));
     check_calibration(x);
