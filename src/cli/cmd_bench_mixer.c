@@ -112,17 +112,17 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
             s = make(dev, &set, sizes[i], &v[i]);
     } else {
         tmm_toeplitz_desc td = { sh->batch, n, sh->d, sh->heads, 1, TMM_TOEPLITZ_DIRECT };
-        uint64_t scratch = impl == IMPL_FFT ? 0 : tmm_op_toeplitz_backward_scratch(&td, 0);
-        /* u, w, beta, y, gy, du, dw, dbeta, scratch */
-        uint64_t sizes[9] = { act, G * n, G * n, act, act, act, G * n, G * n, scratch };
-        for (int i = 0; i < 9 && s == TMM_OK; i++)
-            s = make(dev, &set, sizes[i], &v[i]);
         bool use_fft = impl == IMPL_FFT;
-        if (s == TMM_OK && impl == IMPL_AUTO) {
+        if (impl == IMPL_AUTO) {
             tmm_toeplitz_impl chosen;
             s = tmm_mixer_resolve(dev, TMM_TOEPLITZ_AUTO, n, (uint64_t)sh->batch * sh->d, &chosen);
             use_fft = chosen == TMM_TOEPLITZ_FFT;
         }
+        /* u, w, beta, y, gy, du, dw, dbeta, and the direct path's scratch */
+        uint64_t sizes[9] = { act, G * n, G * n, act, act, act, G * n, G * n,
+                              use_fft ? 0 : tmm_op_toeplitz_backward_scratch(&td, 0) };
+        for (int i = 0; i < 9 && s == TMM_OK; i++)
+            s = make(dev, &set, sizes[i], &v[i]);
         if (s == TMM_OK && use_fft)
             s = tmm_toeplitz_fft_create(dev, &td, &fft);
     }
