@@ -76,7 +76,7 @@ static void check_cached(const char *name, tmm_model_config c, uint32_t B, const
 
     tmm_generator *g;
     H_OK(tmm_generator_load(h_dev, f.path, B, &g));
-    tmm_generator_set_mixer(g, impl);
+    H_OK(tmm_generator_set_mixer(g, impl));
     const uint32_t *prompts[8];
     for (uint32_t b = 0; b < B; b++)
         prompts[b] = tok + (size_t)b * n;

@@ -57,7 +57,7 @@ static void check_variant(const variant *v, tmm_toeplitz_impl impl)
     const tmm_model_config *c = &v->config;
     tmm_model *m;
     H_OK(tmm_model_create(h_dev, c, B, &m));
-    tmm_model_set_toeplitz_impl(m, impl);
+    H_OK(tmm_model_set_toeplitz_impl(m, impl));
     const tmm_param_table *t = tmm_model_table(m);
     float *w = h_floats(t->arena_floats), *g = h_floats(t->arena_floats);
     double *wd = calloc(t->arena_floats, sizeof *wd), *gd = calloc(t->arena_floats, sizeof *gd);
@@ -136,14 +136,22 @@ H_TEST(model_gpu_fft, kernel3) { check_variant(&variants[2], TMM_TOEPLITZ_FFT); 
 H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_TOEPLITZ_FFT); }
 H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_TOEPLITZ_FFT); }
 
-Test(model_gpu, activation_memory_grows_linearly_in_n)
+H_TEST(model_gpu, activation_memory_grows_linearly_in_n)
 {
     tmm_model_config c = { .vocab = 256, .d_model = 256, .n_ctx = 512, .n_layers = 4, .heads = 4, .expansion = 4,
                            .kernel = 1, .seed = 1 };
-    tmm_model_memory a, b;
-    H_OK(tmm_model_memory_plan(&c, 2, &a));
+    tmm_model_memory a, b, fa, fb;
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_TOEPLITZ_DIRECT, &a));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_TOEPLITZ_FFT, &fa));
     c.n_ctx = 1024;
-    H_OK(tmm_model_memory_plan(&c, 2, &b));
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_TOEPLITZ_DIRECT, &b));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_TOEPLITZ_FFT, &fb));
+    /* the FFT plan's buffers are planned with the model, and linear in n too */
+    printf("  FFT plan: %llu bytes at n=512, %llu at n=1024\n", (unsigned long long)fa.mixer,
+           (unsigned long long)fb.mixer);
+    cr_assert(a.mixer == 0 && fa.mixer > 0 && fb.mixer <= 2 * fa.mixer);
+    cr_assert_eq(fa.total, a.total + fa.mixer);
+    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, TMM_TOEPLITZ_FFT, &fa), TMM_ERR_INVALID_ARGUMENT);
     printf("  n=512: params %llu, activations %llu bytes; n=1024: activations %llu bytes\n",
            (unsigned long long)a.params, (unsigned long long)a.activations, (unsigned long long)b.activations);
     cr_assert_eq(b.activations, 2 * a.activations, "activations are not linear in n");

@@ -48,8 +48,9 @@ typedef struct tmm_generator_info {
 tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_generator **out);
 void tmm_generator_destroy(tmm_generator *gen);
 const tmm_generator_info *tmm_generator_get_info(const tmm_generator *gen);
-/* Implementation of the prefill's Toeplitz layers (default AUTO). */
-void tmm_generator_set_mixer(tmm_generator *gen, tmm_mixer_impl impl);
+/* Implementation of the prefill's Toeplitz layers (default AUTO); FFT plans
+ * are made here. */
+tmm_status tmm_generator_set_mixer(tmm_generator *gen, tmm_mixer_impl impl);
 
 /* Starts every sequence anew: prompts[b] holds lengths[b] tokens, 1 <=
  * lengths[b] <= n_ctx, for b < batch. One forward pass; logits (when not

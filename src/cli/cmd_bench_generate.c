@@ -274,10 +274,11 @@ int bench_generate(int argc, char **argv)
     int rc;
     if (s == TMM_OK && (!b.tokens || !b.logits))
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK)
+        s = tmm_generator_set_mixer(b.gen, mixer);
     if (s != TMM_OK) {
         rc = cli_error("bench generate", s);
     } else {
-        tmm_generator_set_mixer(b.gen, mixer);
         for (uint32_t i = 0; i < b.n; i++)
             b.tokens[i] = (uint32_t)(tmm_rng_bits(1, i) % b.V);
         char desc[160];

@@ -263,12 +263,13 @@ int cmd_generate(int argc, char **argv)
     tmm_status s = tmm_generator_load(dev, o.checkpoint, 1, &S.gen);
     if (s == TMM_OK) {
         S.info = tmm_generator_get_info(S.gen);
-        tmm_generator_set_mixer(S.gen, o.mixer);
-        s = tmm_tokenize(S.gen, text, text_len, &prompt, &prompt_len);
+        s = tmm_generator_set_mixer(S.gen, o.mixer);
     }
+    if (s == TMM_OK)
+        s = tmm_tokenize(S.gen, text, text_len, &prompt, &prompt_len);
     rc = 0;
     if (s != TMM_OK) {
-        rc = cli_error(S.gen ? "cannot tokenize the prompt" : "cannot load the checkpoint", s);
+        rc = cli_error(S.gen ? "cannot prepare the prompt" : "cannot load the checkpoint", s);
     } else if (prompt_len == 0 && S.info->eot == UINT32_MAX) {
         fprintf(stderr, "tmm generate: the prompt is empty; a copy-task model needs at least one symbol\n");
         rc = 2;

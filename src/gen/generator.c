@@ -229,13 +229,14 @@ tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32
 
 const tmm_generator_info *tmm_generator_get_info(const tmm_generator *g) { return &g->info; }
 
-void tmm_generator_set_mixer(tmm_generator *g, tmm_mixer_impl impl)
+tmm_status tmm_generator_set_mixer(tmm_generator *g, tmm_mixer_impl impl)
 {
     g->mixer = impl;
-    tmm_model_set_toeplitz_impl(g->model, (tmm_toeplitz_impl)impl);
+    TMM_TRY(tmm_model_set_toeplitz_impl(g->model, (tmm_toeplitz_impl)impl));
     for (int k = 0; k < GEN_MAX_BUCKETS; k++)
         if (g->buckets[k].model)
-            tmm_model_set_toeplitz_impl(g->buckets[k].model, (tmm_toeplitz_impl)impl);
+            TMM_TRY(tmm_model_set_toeplitz_impl(g->buckets[k].model, (tmm_toeplitz_impl)impl));
+    return TMM_OK;
 }
 
 /* The weights of a shorter context: the same tensors with every Toeplitz
@@ -290,10 +291,10 @@ static tmm_status bucket_model(tmm_generator *g, int k, struct bucket **out)
         crop_params(tmm_model_table(g->model), g->params, &part, cropped);
         s = tmm_model_create(g->device, &c, g->info.batch, &bk->model);
     }
-    if (s == TMM_OK) {
-        tmm_model_set_toeplitz_impl(bk->model, (tmm_toeplitz_impl)g->mixer);
+    if (s == TMM_OK)
+        s = tmm_model_set_toeplitz_impl(bk->model, (tmm_toeplitz_impl)g->mixer);
+    if (s == TMM_OK)
         s = tmm_model_write_params(bk->model, cropped);
-    }
     if (s == TMM_OK)
         s = tmm_recorder_create(g->device, &bk->copy);
     if (s == TMM_OK)

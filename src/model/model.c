@@ -143,17 +143,26 @@ static tmm_status check_size(const tmm_model_config *config, uint32_t batch)
     return TMM_OK;
 }
 
-tmm_status tmm_model_memory_plan(const tmm_model_config *config, uint32_t batch, tmm_model_memory *out)
+tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
+                                 tmm_toeplitz_impl impl, tmm_model_memory *out)
 {
     memset(out, 0, sizeof *out);
     TMM_TRY(check_size(config, batch));
+    if (impl == TMM_TOEPLITZ_FFT && !device)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the FFT path's memory depends on the device: pass one");
+    if (impl == TMM_TOEPLITZ_AUTO && device)
+        TMM_TRY(tmm_mixer_resolve(device, impl, config->n_ctx, (uint64_t)batch * config->d_model, &impl));
     tmm_model m = { .batch = batch, .rows = batch * config->n_ctx, .dry = true };
     TMM_TRY(tmm_param_table_build(config, &m.table));
     m.layers = calloc(config->n_layers, sizeof *m.layers);
     tmm_status s = m.layers ? allocate(&m) : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK && impl == TMM_TOEPLITZ_FFT) {
+        tmm_toeplitz_desc td = toeplitz_desc(&m);
+        m.plan.mixer = tmm_toeplitz_fft_planned_bytes(device, &td);
+    }
     free(m.layers);
     tmm_param_table_free(&m.table);
-    m.plan.total = m.plan.params + m.plan.grads + m.plan.activations + m.plan.workspace;
+    m.plan.total = m.plan.params + m.plan.grads + m.plan.activations + m.plan.workspace + m.plan.mixer;
     *out = m.plan;
     return s;
 }
@@ -186,6 +195,22 @@ void tmm_model_destroy(tmm_model *m)
     free(m);
 }
 
+/* Resolves the implementation and makes or frees the FFT plan to match. */
+static tmm_status set_plan(tmm_model *m)
+{
+    tmm_toeplitz_impl impl;
+    const tmm_model_config *c = &m->table.config;
+    TMM_TRY(tmm_mixer_resolve(m->device, m->impl, c->n_ctx, (uint64_t)m->batch * c->d_model, &impl));
+    if (impl == TMM_TOEPLITZ_FFT && !m->fft) {
+        tmm_toeplitz_desc td = toeplitz_desc(m);
+        TMM_TRY(tmm_toeplitz_fft_create(m->device, &td, &m->fft));
+    } else if (impl != TMM_TOEPLITZ_FFT && m->fft) {
+        tmm_toeplitz_fft_destroy(m->fft);
+        m->fft = NULL;
+    }
+    return TMM_OK;
+}
+
 tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out)
 {
     *out = NULL;
@@ -204,6 +229,8 @@ tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, 
         s = allocate(m);
     if (s == TMM_OK)
         s = tmm_recorder_create(device, &m->recorder);
+    if (s == TMM_OK)
+        s = set_plan(m);
     float *arena = NULL;
     if (s == TMM_OK && !(arena = malloc(m->table.arena_floats * sizeof *arena)))
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -237,10 +264,11 @@ void tmm_model_set_profile(tmm_model *m, bool profile)
     m->recorded = -1;
 }
 
-void tmm_model_set_toeplitz_impl(tmm_model *m, tmm_toeplitz_impl impl)
+tmm_status tmm_model_set_toeplitz_impl(tmm_model *m, tmm_toeplitz_impl impl)
 {
     m->impl = impl;
     m->recorded = -1;
+    return set_plan(m);
 }
 
 tmm_status tmm_model_write_params(tmm_model *m, const float *arena)
@@ -459,16 +487,6 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 
 tmm_status tmm_model_record(tmm_model *m, tmm_recorder *r, bool backward)
 {
-    tmm_toeplitz_impl impl;
-    TMM_TRY(tmm_mixer_resolve(m->device, m->impl, m->table.config.n_ctx, (uint64_t)m->batch * m->table.config.d_model,
-                              &impl));
-    if (impl == TMM_TOEPLITZ_FFT && !m->fft) {
-        tmm_toeplitz_desc td = toeplitz_desc(m);
-        TMM_TRY(tmm_toeplitz_fft_create(m->device, &td, &m->fft));
-    } else if (impl != TMM_TOEPLITZ_FFT && m->fft) {
-        tmm_toeplitz_fft_destroy(m->fft);
-        m->fft = NULL;
-    }
     TMM_TRY(record_forward(m, r, backward));
     return backward ? record_backward(m, r) : TMM_OK;
 }

@@ -30,23 +30,30 @@ typedef struct tmm_model_memory {
     uint64_t grads;        /* bytes of the gradient arena */
     uint64_t activations;  /* bytes kept from the forward for the backward */
     uint64_t workspace;    /* gradient temporaries, logits, batch inputs and op scratch */
+    uint64_t mixer;        /* the FFT plan's buffers (0 on the direct path) */
     uint64_t total;
 } tmm_model_memory;
 
-/* Device memory a model of this config needs at this batch size. */
-tmm_status tmm_model_memory_plan(const tmm_model_config *config, uint32_t batch, tmm_model_memory *out);
+/* Device memory a model of this config needs at this batch size, with the
+ * Toeplitz layers computed by `impl`: FFT adds the plan's buffers (mixer,
+ * which depend on the device's binding limits: device must not be NULL);
+ * DIRECT adds none; AUTO asks tmm_mixer_resolve (which may calibrate the
+ * device once), or counts no plan when device is NULL. */
+tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
+                                 tmm_toeplitz_impl impl, tmm_model_memory *out);
 
 /* Allocates the model for `batch` sequences and initializes the parameters
- * from config->seed (tmm_param_init). */
+ * from config->seed (tmm_param_init). The Toeplitz layers are computed as
+ * AUTO picks (the device's measured crossover); when that is the FFT path its
+ * plan is made here, compiling VkFFT's kernels once, never per step. */
 tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out);
 void tmm_model_destroy(tmm_model *model);
 
 const tmm_param_table *tmm_model_table(const tmm_model *model);
 uint32_t tmm_model_batch(const tmm_model *model);
-/* Choose the Toeplitz implementation (default AUTO, the direct kernel for
- * now; FFT creates a plan at the next record, and recordings made before
- * must be made again). */
-void tmm_model_set_toeplitz_impl(tmm_model *model, tmm_toeplitz_impl impl);
+/* Chooses the Toeplitz implementation (default AUTO): makes (or frees) the
+ * FFT plan now; recordings made before must be made again. */
+tmm_status tmm_model_set_toeplitz_impl(tmm_model *model, tmm_toeplitz_impl impl);
 
 /* Wrap every op in a timestamp region labelled by op ("matmul", "toeplitz bwd",
  * ...) for per-op device time (tmm_recorder_region_time); next record. */

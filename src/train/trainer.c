@@ -381,7 +381,7 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
     if (s == TMM_OK)
         s = tmm_model_create(dev, &c->model, R.micro, &R.model);
     if (s == TMM_OK)
-        tmm_model_set_toeplitz_impl(R.model, c->mixer_impl);
+        s = tmm_model_set_toeplitz_impl(R.model, c->mixer_impl);
     if (s == TMM_OK)
         s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
     for (uint32_t k = 0; s == TMM_OK && k < TMM_MODEL_SLOTS; k++)
@@ -451,10 +451,10 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
         s = tmm_checkpoint_load(path, &c.model, false, &ck);
     if (s == TMM_OK)
         s = tmm_model_create(dev, &c.model, B, &m);
-    if (s == TMM_OK) {
-        tmm_model_set_toeplitz_impl(m, c.mixer_impl);
+    if (s == TMM_OK)
+        s = tmm_model_set_toeplitz_impl(m, c.mixer_impl);
+    if (s == TMM_OK)
         s = tmm_model_write_params(m, ck.params);
-    }
     if (s == TMM_OK)
         s = evaluate(m, data, batches ? batches : c.eval_batches, pred, &b, &out->loss, &out->accuracy, &out->tokens);
     out->perplexity = exp(out->loss);
