@@ -8,6 +8,8 @@
 
 #include "harness.h"
 #include "ops/decode_ops.h"
+#include "ops/ops.h"
+#include "ref/ref.h"
 #include "ref/ref_decode.h"
 #include "ref/ref_toeplitz.h"
 
@@ -81,4 +83,39 @@ H_TEST(decode_ops, bad_shapes_are_refused)
     h_run(r);
     tmm_buffer_destroy(b);
     tmm_buffer_destroy(small);
+}
+
+/* The decoding step's linear layer against the matmul reference: scalar and
+ * vec4 paths, with and without bias and accumulation, and the fallback to the
+ * matmul op for more rows than the kernel takes. */
+static void check_linear(uint32_t rows, uint32_t in, uint32_t out, bool bias, bool accumulate, uint64_t seed)
+{
+    const size_t nx = (size_t)rows * in, nw = (size_t)out * in, ny = (size_t)rows * out;
+    float *x = h_floats(nx), *w = h_floats(nw), *b = h_floats(out), *y = h_floats(ny), *ref = h_floats(ny);
+    h_rand(x, nx, seed, -1, 1);
+    h_rand(w, nw, seed + 1, -1, 1);
+    h_rand(b, out, seed + 2, -1, 1);
+    h_rand(y, ny, seed + 3, -1, 1);
+    memcpy(ref, y, ny * 4);
+    tmm_buffer *bx = h_buffer(x, nx), *bw = h_buffer(w, nw), *bb = h_buffer(b, out), *by = h_buffer(y, ny);
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_linear_rows(r, tmm_whole(bx), rows, in, out, tmm_whole(bw),
+                            bias ? tmm_whole(bb) : (tmm_view){ NULL, 0, 0 }, tmm_whole(by), accumulate));
+    h_run(r);
+    h_read(by, y, ny);
+    tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };
+    ref_matmul(&d, x, w, bias ? b : NULL, ref);
+    h_compare("linear_rows", y, ref, ny, 1e-5, 1e-5);
+    tmm_buffer_destroy(bx), tmm_buffer_destroy(bw), tmm_buffer_destroy(bb), tmm_buffer_destroy(by);
+    free(x), free(w), free(b), free(y), free(ref);
+}
+
+H_TEST(decode_ops, linear_rows)
+{
+    check_linear(1, 12, 70, true, false, 10);   /* vec4 */
+    check_linear(3, 5, 7, false, true, 11);     /* scalar, accumulate */
+    check_linear(8, 64, 33, true, true, 12);    /* the most rows the kernel takes */
+    check_linear(9, 16, 10, true, false, 13);   /* more: the matmul op */
+    check_linear(2, 4100, 3, false, false, 14); /* past one loop's reach without vec4: the matmul op */
+    check_linear(2, 4104, 3, true, false, 15);  /* vec4 reach */
 }

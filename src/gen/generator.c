@@ -39,7 +39,7 @@ struct tmm_generator {
     int32_t *ignore;          /* [B, n] targets, none scored */
 
     /* one position per sequence: [B, d] / [B, e] activations */
-    tmm_buffer *h, *x, *mean, *rstd, *f, *z, *hm, *u, *y1, *q, *y2, *zeros_d;
+    tmm_buffer *h, *x, *mean, *rstd, *f, *z, *u, *y1, *q, *y2, *zeros_d;
     tmm_buffer *tokens, *positions, *logits;  /* host-visible */
     tmm_buffer *ln_scratch, *step_scratch;
     tmm_recorder *step;
@@ -63,8 +63,7 @@ static tmm_view param(tmm_generator *g, int idx)
 static tmm_status linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                          tmm_view bias, tmm_view y, bool accumulate)
 {
-    tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };
-    return tmm_op_matmul(r, &d, x, w, bias, y);
+    return tmm_op_linear_rows(r, x, rows, in, out, w, bias, y, accumulate);
 }
 
 static tmm_view W(tmm_buffer *b) { return tmm_whole(b); }
@@ -91,9 +90,9 @@ static tmm_status record_step(tmm_generator *g)
                                          TMM_NN_LAYERNORM_EPS, lns, W(g->x), W(g->mean), W(g->rstd)));
         TMM_TRY(linear(r, W(g->x), B, d, e, param(g, bp->fc1_w), none, W(g->f), false));
         TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->fc1_b), B, e, W(g->z)));
-        TMM_TRY(tmm_op_copy(r, W(g->h), W(g->hm), (uint64_t)B * d));
-        TMM_TRY(linear(r, W(g->z), B, e, d, param(g, bp->fc2_w), param(g, bp->fc2_b), W(g->hm), true));
-        TMM_TRY(tmm_op_layernorm_forward(r, W(g->hm), param(g, bp->ln2_w), param(g, bp->ln2_b), B, d,
+        /* the residual stream h is only added to from here on: no copies */
+        TMM_TRY(linear(r, W(g->z), B, e, d, param(g, bp->fc2_w), param(g, bp->fc2_b), W(g->h), true));
+        TMM_TRY(tmm_op_layernorm_forward(r, W(g->h), param(g, bp->ln2_w), param(g, bp->ln2_b), B, d,
                                          TMM_NN_LAYERNORM_EPS, lns, W(g->x), W(g->mean), W(g->rstd)));
         tmm_view u = W(g->x);
         if (c->heads) {
@@ -110,7 +109,6 @@ static tmm_status record_step(tmm_generator *g)
                                          W(g->y2)));
             mix = W(g->y2);
         }
-        TMM_TRY(tmm_op_copy(r, W(g->hm), W(g->h), (uint64_t)B * d));
         if (c->heads)
             TMM_TRY(linear(r, mix, B, d, d, param(g, bp->out_w), param(g, bp->out_b), W(g->h), true));
         else
@@ -130,7 +128,7 @@ static tmm_status allocate(tmm_generator *g)
         { &g->h, B * d, TMM_MEMORY_DEVICE },       { &g->x, B * d, TMM_MEMORY_DEVICE },
         { &g->mean, B, TMM_MEMORY_DEVICE },        { &g->rstd, B, TMM_MEMORY_DEVICE },
         { &g->f, B * e, TMM_MEMORY_DEVICE },       { &g->z, B * e, TMM_MEMORY_DEVICE },
-        { &g->hm, B * d, TMM_MEMORY_DEVICE },      { &g->u, B * d, TMM_MEMORY_DEVICE },
+        { &g->u, B * d, TMM_MEMORY_DEVICE },
         { &g->y1, B * d, TMM_MEMORY_DEVICE },      { &g->q, B * d, TMM_MEMORY_DEVICE },
         { &g->y2, B * d, TMM_MEMORY_DEVICE },      { &g->zeros_d, d, TMM_MEMORY_DEVICE },
         { &g->tokens, B, TMM_MEMORY_HOST },        { &g->positions, B, TMM_MEMORY_HOST },
@@ -153,7 +151,7 @@ void tmm_generator_destroy(tmm_generator *g)
     if (!g)
         return;
     tmm_recorder_destroy(g->step);
-    tmm_buffer *all[] = { g->h, g->x, g->mean, g->rstd, g->f, g->z, g->hm, g->u, g->y1, g->q, g->y2, g->zeros_d,
+    tmm_buffer *all[] = { g->h, g->x, g->mean, g->rstd, g->f, g->z, g->u, g->y1, g->q, g->y2, g->zeros_d,
                           g->tokens, g->positions, g->logits, g->ln_scratch, g->step_scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);

@@ -39,6 +39,40 @@ tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tm
     return TMM_OK;
 }
 
+#define LOOP_MAX 4096u /* TMM_MAX_LOOP of shaders/loop_limit.glsl */
+
+tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                              tmm_view bias, tmm_view y, bool accumulate)
+{
+    static const char *op = "linear_rows";
+    tmm_device *dev = tmm_recorder_device(r);
+    const bool vec = in % 4 == 0;
+    if (rows == 0 || rows > TMM_DECODE_MAX_ROWS || in == 0 || in > (vec ? 4 : 1) * LOOP_MAX) {
+        tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };
+        return tmm_op_matmul(r, &d, x, w, bias, y);
+    }
+    const bool has_bias = bias.size > 0;
+    TMM_TRY(nn_need(op, "x", x, (uint64_t)rows * in));
+    TMM_TRY(nn_need_bound(dev, op, "w", w, (uint64_t)out * in));
+    if (has_bias)
+        TMM_TRY(nn_need_bound(dev, op, "bias", bias, out));
+    TMM_TRY(nn_need(op, "y", y, (uint64_t)rows * out));
+    uint64_t per = rows;
+    TMM_TRY(nn_fit_rows(dev, op, "x", in, &per));
+    TMM_TRY(nn_fit_rows(dev, op, "y", out, &per));
+    if (per < rows || (uint64_t)out * in > UINT32_MAX / 2)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %u x %u weights do not fit one binding", op, out, in);
+    nn_bind bx = nn_rows(dev, x, 0, rows, in), by = nn_rows(dev, y, 0, rows, out);
+    const uint32_t spec[2] = { vec && bx.base % 4 == 0, rows };
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_decode_linear, 4, 28, local_loop, spec, 2, &p));
+    struct { uint32_t in, out, has_bias, accumulate, base_x, base_w, base_y; } push = {
+        in, out, has_bias, accumulate, bx.base, 0, by.base };
+    tmm_arg args[4] = { tmm_in(bx.view), tmm_in(w), tmm_in(has_bias ? bias : w),
+                        { by.view, accumulate ? TMM_READ_WRITE : TMM_WRITE } };
+    return tmm_record_dispatch(r, p, args, 4, &push, tmm_div_up(out, NN_WG_LOOP), 1, 1);
+}
+
 static uint32_t n_chunks(const tmm_toeplitz_desc *desc) { return tmm_div_up(desc->n, TMM_STEP_CHUNK); }
 
 uint64_t tmm_op_toeplitz_step_scratch(const tmm_toeplitz_desc *desc)

@@ -31,4 +31,15 @@ uint64_t tmm_op_toeplitz_step_scratch(const tmm_toeplitz_desc *desc);
 tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view cache,
                                 tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y);
 
+/* Rows a decoding step's linear layers handle with their own kernel. */
+#define TMM_DECODE_MAX_ROWS 8u
+
+/* y[rows, out] (+)= x[rows, in] · Wᵀ + bias (W [out, in], bias optional: an
+ * empty view): the linear layer of tmm_op_matmul for the few rows of one
+ * decoding step. Up to TMM_DECODE_MAX_ROWS rows and in <= 4 * TMM_MAX_LOOP
+ * one invocation per output reads every weight once; other shapes go to
+ * tmm_op_matmul. W and bias are bound as given (aligned offsets). */
+tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                              tmm_view bias, tmm_view y, bool accumulate);
+
 #endif
