@@ -115,13 +115,13 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_atten
 
 tmm_status tmm_attention_check(const tmm_recorder *r, const tmm_attention_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     return resolve("attention", r, desc, &g);
 }
 
 uint64_t tmm_op_attention_saved(const tmm_attention_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     if (resolve("attention", NULL, desc, &g) != TMM_OK)
         return 0;
     return row_floats(&g) + (g.impl == TMM_ATTENTION_NAIVE ? mat_floats(&g) : 0);
@@ -129,7 +129,7 @@ uint64_t tmm_op_attention_saved(const tmm_attention_desc *desc)
 
 uint64_t tmm_op_attention_backward_scratch(const tmm_attention_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     if (resolve("attention", NULL, desc, &g) != TMM_OK)
         return 0;
     return g.impl == TMM_ATTENTION_NAIVE ? mat_floats(&g) : row_floats(&g);
@@ -173,10 +173,10 @@ tmm_status tmm_op_attention_forward(tmm_recorder *r, const tmm_attention_desc *d
     static const char op[] = "attention forward";
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, &g));
     uint64_t na = act_floats(&g);
-    tmm_view bq, bk, bv, bo, bs;
+    tmm_view bq = { 0 }, bk = { 0 }, bv = { 0 }, bo = { 0 }, bs = { 0 };
     TMM_TRY(need(r, op, "q", q, na, &bq));
     TMM_TRY(need(r, op, "k", k, na, &bk));
     TMM_TRY(need(r, op, "v", v, na, &bv));
@@ -216,10 +216,11 @@ tmm_status tmm_op_attention_backward(tmm_recorder *r, const tmm_attention_desc *
     static const char op[] = "attention backward";
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, &g));
     uint64_t na = act_floats(&g);
-    tmm_view bq, bk, bv, bo, bs, bg, bx, bdq, bdk, bdv;
+    tmm_view bq = { 0 }, bk = { 0 }, bv = { 0 }, bo = { 0 }, bs = { 0 }, bg = { 0 }, bx = { 0 }, bdq = { 0 }, bdk = { 0 },
+             bdv = { 0 };
     TMM_TRY(need(r, op, "q", q, na, &bq));
     TMM_TRY(need(r, op, "k", k, na, &bk));
     TMM_TRY(need(r, op, "v", v, na, &bv));

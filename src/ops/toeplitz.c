@@ -192,7 +192,7 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toepl
 
 tmm_status tmm_toeplitz_check(const tmm_recorder *r, const tmm_toeplitz_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     return resolve("toeplitz", r, desc, &g);
 }
 
@@ -260,7 +260,7 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
     static const char op[] = "toeplitz_forward";
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, &g));
     const uint64_t seq = (uint64_t)g.n * g.d, act = seq * g.B;
     if (act == 0)
@@ -370,7 +370,7 @@ static dw_plan plan_dw(const geom *g)
 
 uint64_t tmm_op_toeplitz_backward_scratch(const tmm_toeplitz_desc *desc, uint32_t flags)
 {
-    geom g;
+    geom g = { 0 };
     if (flags & TMM_TOEPLITZ_SKIP_PARAMS || resolve("toeplitz_backward", NULL, desc, &g) != TMM_OK)
         return 0;
     if ((uint64_t)g.B * g.n * g.d == 0)
@@ -485,7 +485,7 @@ tmm_status tmm_op_toeplitz_backward(tmm_recorder *r, const tmm_toeplitz_desc *de
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     if (flags & ~(TMM_TOEPLITZ_SKIP_DU | TMM_TOEPLITZ_SKIP_PARAMS))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", op, flags);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, &g));
     const bool want_du = !(flags & TMM_TOEPLITZ_SKIP_DU), want_params = !(flags & TMM_TOEPLITZ_SKIP_PARAMS);
     const uint64_t act = (uint64_t)g.B * g.n * g.d;

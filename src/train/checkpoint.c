@@ -943,7 +943,7 @@ static tmm_status load_state(const char *path, tmm_checkpoint *out, uint64_t mod
     tmm_safetensors *st;
     TMM_TRY(tmm_safetensors_read(path, &st));
     tmm_train_state *ts = &out->state;
-    uint64_t dh, step = 0, mh;
+    uint64_t dh, step = 0, mh = 0;
     tmm_status s = check_file(st, path, STATE_FORMAT, &dh);
     if (s == TMM_OK)
         s = meta_u64(st, path, "step", UINT64_MAX, &step);

@@ -340,7 +340,7 @@ static tmm_view small_view(tmm_buffer *b, uint32_t index, uint64_t stride, uint6
 
 static tmm_status record_norm(tmm_optim *o, tmm_recorder *r, tmm_view grads)
 {
-    uint64_t chunk;
+    uint64_t chunk = 0;
     TMM_TRY(chunk_floats(o, &chunk));
     tmm_pipeline *p;
     static const uint32_t local[3] = { SUMSQ_LANES, 1, 1 };
@@ -385,7 +385,7 @@ tmm_status tmm_optim_record(tmm_optim *o, tmm_recorder *r, tmm_view params, tmm_
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "optimizer: params and grads overlap");
     TMM_TRY(record_norm(o, r, grads));
 
-    uint64_t chunk;
+    uint64_t chunk = 0;
     TMM_TRY(chunk_floats(o, &chunk));
     tmm_pipeline *p;
     static const uint32_t local[3] = { TMM_WG_1D, 1, 1 };
