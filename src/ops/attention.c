@@ -25,7 +25,7 @@
 
 #include "op_util.h"
 
-#define LOOP_BUDGET 4096u /* TMM_MAX_LOOP in shaders/loop_limit.glsl */
+#define LOOP_BUDGET TMM_MAX_LOOP
 #define WG 64u
 
 static const uint32_t local_x[3] = { WG, 1, 1 };

@@ -39,15 +39,13 @@ tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tm
     return TMM_OK;
 }
 
-#define LOOP_MAX 4096u /* TMM_MAX_LOOP of shaders/loop_limit.glsl */
-
 tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                               tmm_view bias, tmm_view y, bool accumulate)
 {
     static const char *op = "linear_rows";
     tmm_device *dev = tmm_recorder_device(r);
     const bool vec = in % 4 == 0;
-    if (rows == 0 || rows > TMM_DECODE_MAX_ROWS || in == 0 || in > (vec ? 4 : 1) * LOOP_MAX) {
+    if (rows == 0 || rows > TMM_DECODE_MAX_ROWS || in == 0 || in > (vec ? 4 : 1) * TMM_MAX_LOOP) {
         tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };
         return tmm_op_matmul(r, &d, x, w, bias, y);
     }
@@ -94,9 +92,9 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
     TMM_TRY(nn_need_bound(dev, op, "beta", beta, (uint64_t)G * n));
     TMM_TRY(nn_need_bound(dev, op, "scratch", scratch, tmm_op_toeplitz_step_scratch(desc)));
     TMM_TRY(nn_need(op, "y", y, (uint64_t)B * d));
-    if (nch > 4096u) /* toeplitz_step_sum.comp loops over the chunks */
+    if (nch > TMM_MAX_LOOP) /* toeplitz_step_sum.comp loops over the chunks */
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n %u is longer than decoding supports (%u)", op, n,
-                        4096u * TMM_STEP_CHUNK);
+                        TMM_MAX_LOOP * TMM_STEP_CHUNK);
     if ((uint64_t)B * d * nch > UINT32_MAX / 2)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: batch %u x d %u x n %u is too large for one step", op, B, d, n);
     tmm_pipeline *ps, *pf;

@@ -45,7 +45,7 @@
 #include "ops.h"
 
 /* Most loop iterations of one invocation (shaders/loop_limit.glsl). */
-#define TMM_NN_MAX_LOOP 4096u
+#define TMM_NN_MAX_LOOP TMM_MAX_LOOP
 
 /* ---- embedding ------------------------------------------------------------
  *

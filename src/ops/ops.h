@@ -6,6 +6,11 @@
 
 #include "recorder.h"
 
+/* Loop iterations one shader invocation may make: TMM_MAX_LOOP of
+ * shaders/loop_limit.glsl (llvmpipe silently stops loops after 65535). Ops
+ * split longer work into passes or segments of at most this many terms. */
+#define TMM_MAX_LOOP 4096u
+
 /* x[i] = value, i < n */
 tmm_status tmm_op_fill(tmm_recorder *r, tmm_view x, uint32_t n, float value);
 /* y[i] = x[i], i < n */

@@ -5,7 +5,7 @@
  * the scratch buffer, each level starting at an aligned offset. */
 #include "op_util.h"
 
-#define SEG 4096u        /* terms per invocation: TMM_MAX_LOOP in the shaders */
+#define SEG TMM_MAX_LOOP  /* terms per invocation */
 #define TREE_SEG 256u    /* fan-in of the whole-tensor sum tree */
 #define LEVEL_ALIGN 64u  /* floats: covers minStorageBufferOffsetAlignment up to 256 bytes */
 

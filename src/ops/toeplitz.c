@@ -36,7 +36,7 @@
 
 #include "op_util.h"
 
-#define LOOP_BUDGET 4096u /* TMM_MAX_LOOP in shaders/loop_limit.glsl */
+#define LOOP_BUDGET TMM_MAX_LOOP
 #define WG 64u            /* invocations per workgroup (x), REGISTER */
 #define DW_SLAB_MAX 8u    /* channel blocks per dw partial row: more rows, more parallel invocations */
 #define SCRATCH_ALIGN 64u /* floats: covers minStorageBufferOffsetAlignment up to 256 bytes */

@@ -8,7 +8,7 @@
 #include "fft.h"
 #include "op_util.h"
 
-#define LOOP_BUDGET 4096u /* TMM_MAX_LOOP in shaders/loop_limit.glsl */
+#define LOOP_BUDGET TMM_MAX_LOOP
 
 static const uint32_t local_1d[3] = { TMM_WG_1D, 1, 1 };
 static const uint32_t local_rows[3] = { 64, 1, 1 }; /* pack and unpack: a row per invocation */
