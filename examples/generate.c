@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     if (s != TMM_OK)
         return fail("no Vulkan device", s);
     tmm_generator *gen;
-    if ((s = tmm_generator_load(dev, argv[1], 2, &gen)) != TMM_OK) {
+    if ((s = tmm_generator_load(dev, argv[1], 2, TMM_MIXER_AUTO, &gen)) != TMM_OK) {
         tmm_device_destroy(dev);
         return fail("cannot load the checkpoint", s);
     }

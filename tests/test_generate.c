@@ -75,7 +75,8 @@ static void check_cached(const char *name, tmm_model_config c, uint32_t B, const
     ref_model_run(&f.table, pd, B, tok, tgt, ref, NULL);
 
     tmm_generator *g;
-    H_OK(tmm_generator_load(h_dev, f.path, B, &g));
+    /* loaded for AUTO, then switched: set_mixer is exercised too */
+    H_OK(tmm_generator_load(h_dev, f.path, B, TMM_MIXER_AUTO, &g));
     H_OK(tmm_generator_set_mixer(g, impl));
     const uint32_t *prompts[8];
     for (uint32_t b = 0; b < B; b++)
@@ -155,7 +156,7 @@ H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
     fixture f;
     make_checkpoint(&f, &c, "copy-symbols");
     tmm_generator *g;
-    H_OK(tmm_generator_load(h_dev, f.path, 1, &g));
+    H_OK(tmm_generator_load(h_dev, f.path, 1, TMM_MIXER_AUTO, &g));
     const uint32_t prompt[] = { 3, 1, 4, 1, 5 }, len = 5;
     const uint32_t *pp = prompt;
     tmm_sampler greedy = TMM_SAMPLER_DEFAULT, hot = TMM_SAMPLER_DEFAULT;
@@ -258,9 +259,9 @@ H_TEST(generate, errors)
     fixture f;
     make_checkpoint(&f, &c, "copy-symbols");
     tmm_generator *g;
-    cr_assert_eq(tmm_generator_load(h_dev, "/nonexistent/run", 1, &g), TMM_ERR_IO);
+    cr_assert_eq(tmm_generator_load(h_dev, "/nonexistent/run", 1, TMM_MIXER_AUTO, &g), TMM_ERR_IO);
     cr_assert_null(g);
-    H_OK(tmm_generator_load(h_dev, f.path, 1, &g));
+    H_OK(tmm_generator_load(h_dev, f.path, 1, TMM_MIXER_AUTO, &g));
     uint32_t tok = 1, len = 9;
     const uint32_t *pp = &tok;
     cr_assert_eq(tmm_generator_step(g, &tok, NULL), TMM_ERR_INVALID_ARGUMENT, "step before prefill");

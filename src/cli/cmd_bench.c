@@ -1,4 +1,3 @@
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 /* tmm bench: kernel benchmarks, one per subcommand (tmm bench matmul). Device
  * time comes from the recorder's timestamp regions: one warm-up run, then R
  * timed runs, and the median is reported. */
@@ -7,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -21,25 +19,6 @@
 #define TARGET_MS 1500.0
 #define MIN_AUTO_REPEAT 3u
 #define MAX_AUTO_REPEAT 200u
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, uint32_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* ---- matmul ------------------------------------------------------------- */
 
@@ -62,9 +41,9 @@ typedef struct mm_setup {
 /* One run of the recording: device time of its region (or wall time). */
 static tmm_status timed_run(tmm_recorder *rec, double *ms, bool *host_timed)
 {
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     TMM_TRY(tmm_recorder_run(rec));
-    double wall = now_ms() - t0;
+    double wall = cli_now_ms() - t0;
     tmm_status s = tmm_recorder_region_time(rec, 0, NULL, ms);
     if (s == TMM_ERR_UNSUPPORTED) {
         *ms = wall;
@@ -140,7 +119,7 @@ static tmm_status bench_variant(const mm_setup *st, tmm_matmul_variant variant, 
     if (s != TMM_OK)
         goto done;
     res->repeat = repeat;
-    res->ms = median(times, repeat);
+    res->ms = cli_median(times, repeat);
     s = spot_check(st, &res->max_error);
 done:
     free(times);

@@ -1,39 +1,19 @@
 /* tmm bench generate: time to first token against prompt length, and decode
  * time per token against position, cached beside the naive way (a full
  * forward pass for every new token). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "gen/generator.h"
 #include "model/rng.h"
 #include "train/checkpoint.h"
+#include "train/train_config.h"
 
 #define MAX_POINTS 16
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, unsigned n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* "16,64,256" -> values; false (with a message) when malformed. */
 static bool parse_list(const char *opt, const char *text, uint32_t *out, unsigned *count)
@@ -86,13 +66,13 @@ static tmm_status time_first_token(bench *b, uint32_t len, double *ms)
     tmm_sampler greedy = TMM_SAMPLER_DEFAULT;
     greedy.greedy = true;
     for (uint32_t r = 0; r < b->repeat; r++) {
-        double t0 = now_ms();
+        double t0 = cli_now_ms();
         uint32_t tok;
         TMM_TRY(tmm_generator_prefill(b->gen, &p, &len, b->logits));
         TMM_TRY(tmm_sample(&greedy, b->logits, b->V, 0, &tok));
-        t[r] = now_ms() - t0;
+        t[r] = cli_now_ms() - t0;
     }
-    *ms = median(t, b->repeat);
+    *ms = cli_median(t, b->repeat);
     return TMM_OK;
 }
 
@@ -103,11 +83,11 @@ static tmm_status time_cached(bench *b, uint32_t pos, double *ms)
     const uint32_t *p = b->tokens;
     TMM_TRY(tmm_generator_prefill(b->gen, &p, &pos, b->logits));
     for (uint32_t r = 0; r < b->repeat; r++) {
-        double t0 = now_ms();
+        double t0 = cli_now_ms();
         TMM_TRY(tmm_generator_step(b->gen, &b->tokens[pos + r], b->logits));
-        t[r] = now_ms() - t0;
+        t[r] = cli_now_ms() - t0;
     }
-    *ms = median(t, b->repeat);
+    *ms = cli_median(t, b->repeat);
     return TMM_OK;
 }
 
@@ -218,12 +198,14 @@ int bench_generate(int argc, char **argv)
             if (!ok)
                 fprintf(stderr, "tmm bench generate: --repeat is 1 to 64\n");
             break;
-        case O_MIXER:
-            ok = strcmp(optarg, "auto") == 0 || strcmp(optarg, "direct") == 0 || strcmp(optarg, "fft") == 0;
+        case O_MIXER: {
+            tmm_toeplitz_impl impl;
+            ok = tmm_mixer_impl_parse(optarg, &impl) == TMM_OK;
             if (!ok)
                 fprintf(stderr, "tmm bench generate: --mixer-impl is auto, direct or fft, got '%s'\n", optarg);
-            mixer = optarg[0] == 'd' ? TMM_MIXER_DIRECT : optarg[0] == 'f' ? TMM_MIXER_FFT : TMM_MIXER_AUTO;
+            mixer = (tmm_mixer_impl)impl;
             break;
+        }
         case O_DEVICE: ok = cli_parse_uint("--device", optarg, 1000, &v); device = (int)v; break;
         case O_JSON: json = true; break;
         case 'h': usage(); return 0;
@@ -266,16 +248,16 @@ int bench_generate(int argc, char **argv)
             tmm_param_init(&table, params);
     }
     const tmm_param_table *t = checkpoint ? &ck.table : &table;
+    tmm_gen_tokenizer tokenizer;
     if (s == TMM_OK)
-        s = tmm_gen_create(dev, t, checkpoint ? ck.params : params,
-                           c.vocab >= 257 ? TMM_GEN_TOKENIZER_BYTES : TMM_GEN_TOKENIZER_COPY, 1, &b.gen);
+        s = tmm_gen_tokenizer_pick(checkpoint ? tmm_checkpoint_meta(&ck, "tokenizer") : NULL, c.vocab, &tokenizer);
+    if (s == TMM_OK)
+        s = tmm_gen_create(dev, t, checkpoint ? ck.params : params, tokenizer, 1, mixer, &b.gen);
     b.tokens = malloc(b.n * sizeof *b.tokens);
     b.logits = malloc(b.V * sizeof *b.logits);
     int rc;
     if (s == TMM_OK && (!b.tokens || !b.logits))
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK)
-        s = tmm_generator_set_mixer(b.gen, mixer);
     if (s != TMM_OK) {
         rc = cli_error("bench generate", s);
     } else {

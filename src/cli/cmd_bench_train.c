@@ -13,13 +13,6 @@
 #include "train/optim.h"
 #include "train/train_config.h"
 
-static double wall_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static double cpu_s(void)
 {
     struct timespec t;
@@ -129,13 +122,13 @@ int bench_train(int argc, char **argv)
     double wall = 0, cpu = 0, device_ms = 0;
     bool timed = true;
     for (unsigned long step = 0; s == TMM_OK && step < steps + 2; step++) {
-        double w0 = wall_s(), c0 = cpu_s();
+        double w0 = cli_now_ms() * 1e-3, c0 = cpu_s();
         if ((s = tmm_optim_set_step(o, (uint32_t)step + 1, 1e-4)) != TMM_OK || (s = tmm_model_set_batch(m, tok, tgt)) ||
             (s = tmm_recorder_run(r)) != TMM_OK)
             break;
         if (step < 2)
             continue; /* warm-up: lavapipe compiles shaders on first use */
-        wall += wall_s() - w0;
+        wall += cli_now_ms() * 1e-3 - w0;
         cpu += cpu_s() - c0;
         for (uint32_t i = 0; timed && i < tmm_recorder_regions(r); i++) {
             const char *label;

@@ -1,4 +1,3 @@
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 /* tmm generate: prefill a prompt, then decode token by token, streaming the
  * text to stdout; speeds on stderr. */
 #include <getopt.h>
@@ -6,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "files.h"
@@ -56,13 +54,6 @@ static const struct option longopts[] = {
     { "mixer-impl", required_argument, NULL, O_MIXER }, { "device", required_argument, NULL, 'd' },
     { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static bool parse_float(const char *opt, const char *text, float *out)
 {
@@ -178,9 +169,9 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
         }
         first = n / 2 ? n / 2 : 1;
     }
-    const double t0 = now_ms();
+    const double t0 = cli_now_ms();
     tmm_status s = prefill_tail(S, first);
-    const double t_prefill = now_ms() - t0;
+    const double t_prefill = cli_now_ms() - t0;
     double t_first = 0, t_decode0 = 0;
     uint64_t produced = 0, slides = 0;
     const char *stop = NULL;
@@ -191,7 +182,7 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
         S->history[S->count++] = tok;
         produced++;
         if (produced == 1)
-            t_first = now_ms() - t0, t_decode0 = now_ms();
+            t_first = cli_now_ms() - t0, t_decode0 = cli_now_ms();
         if (tok == S->info->eot) {
             stop = "end of text";
             break;
@@ -222,7 +213,7 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
                         "(--slide keeps going by prefilling the last %u again)\n",
                 (unsigned long long)produced, n, n / 2);
     if (!o->quiet) {
-        double decode_ms = produced > 1 ? now_ms() - t_decode0 : 0;
+        double decode_ms = produced > 1 ? cli_now_ms() - t_decode0 : 0;
         fprintf(stderr, "tmm: prompt %u tokens: prefill %.1f ms (%.0f tokens/s), time to first token %.1f ms; "
                         "decoded %llu tokens at %.1f tokens/s%s%s",
                 first, t_prefill, first / (t_prefill / 1e3), t_first, (unsigned long long)produced,
@@ -260,13 +251,11 @@ int cmd_generate(int argc, char **argv)
     }
     session S = { 0 };
     uint32_t *prompt = NULL, prompt_len = 0;
-    tmm_status s = tmm_generator_load(dev, o.checkpoint, 1, &S.gen);
+    tmm_status s = tmm_generator_load(dev, o.checkpoint, 1, o.mixer, &S.gen);
     if (s == TMM_OK) {
         S.info = tmm_generator_get_info(S.gen);
-        s = tmm_generator_set_mixer(S.gen, o.mixer);
-    }
-    if (s == TMM_OK)
         s = tmm_tokenize(S.gen, text, text_len, &prompt, &prompt_len);
+    }
     rc = 0;
     if (s != TMM_OK) {
         rc = cli_error(S.gen ? "cannot prepare the prompt" : "cannot load the checkpoint", s);

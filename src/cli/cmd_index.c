@@ -1,14 +1,12 @@
 /* tmm index: operator analysis of a checkpoint's Toeplitz layers (winding
  * number and Fredholm index of the symbol, distance from non-invertibility,
  * zeros, finite-section singular values). CPU only: opens no device. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "analysis/index.h"
 #include "cli.h"
@@ -49,13 +47,6 @@ static const char *const usage_text =
     "            (n * eps * s_max), so cond is at least the '>x' shown\n"
     "  |w0|      the diagonal: the finite section is invertible exactly when w_0 != 0\n"
     "The last line is the histogram of indices over all layers, heads and taps.\n";
-
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static const char *zeros_method_name(tmm_zeros_method m)
 {
@@ -314,11 +305,11 @@ int cmd_index(int argc, char **argv)
     tmm_status s = tmm_checkpoint_load_model(path, NULL, &ck);
     if (s != TMM_OK)
         return cli_error("cannot load the checkpoint", s);
-    const double t0 = seconds();
+    const double t0 = (cli_now_ms() * 1e-3);
     const char *what = "analysis failed";
     tmm_index_result r;
     s = tmm_index_model(&ck, &opt, &r);
-    const double elapsed = seconds() - t0;
+    const double elapsed = (cli_now_ms() * 1e-3) - t0;
     histogram h = { 0 };
     if (s == TMM_OK) {
         h.bins = malloc((r.count ? r.count : 1) * sizeof *h.bins);

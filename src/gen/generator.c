@@ -60,10 +60,12 @@ static tmm_view param(tmm_generator *g, int idx)
     return tmm_sub(tmm_model_param_buffer(g->model), p->offset * 4, p->numel * 4);
 }
 
-static tmm_status linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
-                         tmm_view bias, tmm_view y, bool accumulate)
+/* The Toeplitz layers' shape for one step of every sequence. */
+static tmm_toeplitz_desc step_desc(const tmm_generator *g)
 {
-    return tmm_op_linear_rows(r, x, rows, in, out, w, bias, y, accumulate);
+    const tmm_model_config *c = &g->info.config;
+    return (tmm_toeplitz_desc){ .batch = g->info.batch, .n = c->n_ctx, .d = c->d_model,
+                                .groups = c->heads ? c->heads : 1, .taps = c->kernel };
 }
 
 static tmm_view W(tmm_buffer *b) { return tmm_whole(b); }
@@ -75,8 +77,7 @@ static tmm_status record_step(tmm_generator *g)
     const tmm_model_config *c = &g->info.config;
     const tmm_param_table *t = tmm_model_table(g->model);
     const uint32_t B = g->info.batch, d = c->d_model, e = c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = { .batch = B, .n = c->n_ctx, .d = d, .groups = c->heads ? c->heads : 1,
-                                   .taps = c->kernel };
+    const tmm_toeplitz_desc td = step_desc(g);
     tmm_recorder *r = g->step;
     tmm_view pos = W(g->positions), lns = W(g->ln_scratch), sts = W(g->step_scratch);
 
@@ -88,15 +89,15 @@ static tmm_status record_step(tmm_generator *g)
         TMM_TRY(tmm_model_mixer_inputs(g->model, l, &cache1, &cache2));
         TMM_TRY(tmm_op_layernorm_forward(r, W(g->h), param(g, bp->ln1_w), param(g, bp->ln1_b), B, d,
                                          TMM_NN_LAYERNORM_EPS, lns, W(g->x), W(g->mean), W(g->rstd)));
-        TMM_TRY(linear(r, W(g->x), B, d, e, param(g, bp->fc1_w), none, W(g->f), false));
+        TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, e, param(g, bp->fc1_w), none, W(g->f), false));
         TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->fc1_b), B, e, W(g->z)));
         /* the residual stream h is only added to from here on: no copies */
-        TMM_TRY(linear(r, W(g->z), B, e, d, param(g, bp->fc2_w), param(g, bp->fc2_b), W(g->h), true));
+        TMM_TRY(tmm_op_linear_rows(r, W(g->z), B, e, d, param(g, bp->fc2_w), param(g, bp->fc2_b), W(g->h), true));
         TMM_TRY(tmm_op_layernorm_forward(r, W(g->h), param(g, bp->ln2_w), param(g, bp->ln2_b), B, d,
                                          TMM_NN_LAYERNORM_EPS, lns, W(g->x), W(g->mean), W(g->rstd)));
         tmm_view u = W(g->x);
         if (c->heads) {
-            TMM_TRY(linear(r, u, B, d, d, param(g, bp->in_w), param(g, bp->in_b), W(g->u), false));
+            TMM_TRY(tmm_op_linear_rows(r, u, B, d, d, param(g, bp->in_w), param(g, bp->in_b), W(g->u), false));
             u = W(g->u);
         }
         TMM_TRY(tmm_op_cache_write(r, &td, pos, u, cache1));
@@ -110,11 +111,11 @@ static tmm_status record_step(tmm_generator *g)
             mix = W(g->y2);
         }
         if (c->heads)
-            TMM_TRY(linear(r, mix, B, d, d, param(g, bp->out_w), param(g, bp->out_b), W(g->h), true));
+            TMM_TRY(tmm_op_linear_rows(r, mix, B, d, d, param(g, bp->out_w), param(g, bp->out_b), W(g->h), true));
         else
             TMM_TRY(tmm_op_axpy(r, 1.0f, mix, W(g->h), (uint64_t)B * d));
     }
-    TMM_TRY(linear(r, W(g->h), B, d, V, param(g, t->head), none, W(g->logits), false));
+    TMM_TRY(tmm_op_linear_rows(r, W(g->h), B, d, V, param(g, t->head), none, W(g->logits), false));
     return tmm_recorder_end(r);
 }
 
@@ -122,8 +123,7 @@ static tmm_status allocate(tmm_generator *g)
 {
     const tmm_model_config *c = &g->info.config;
     const uint64_t B = g->info.batch, d = c->d_model, e = (uint64_t)c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = { .batch = (uint32_t)B, .n = c->n_ctx, .d = (uint32_t)d,
-                                   .groups = c->heads ? c->heads : 1, .taps = c->kernel };
+    const tmm_toeplitz_desc td = step_desc(g);
     struct { tmm_buffer **b; uint64_t floats; tmm_memory_kind kind; } all[] = {
         { &g->h, B * d, TMM_MEMORY_DEVICE },       { &g->x, B * d, TMM_MEMORY_DEVICE },
         { &g->mean, B, TMM_MEMORY_DEVICE },        { &g->rstd, B, TMM_MEMORY_DEVICE },
@@ -165,7 +165,7 @@ void tmm_generator_destroy(tmm_generator *g)
 }
 
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_generator **out)
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer, tmm_generator **out)
 {
     *out = NULL;
     if (batch == 0)
@@ -174,6 +174,7 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     if (!g)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     g->device = device;
+    g->mixer = mixer;
     g->info.config = table->config;
     g->info.batch = batch;
     g->tokenizer = tokenizer;
@@ -193,7 +194,7 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     if (s == TMM_OK)
         memcpy(g->params, params, table->arena_floats * sizeof *g->params);
     if (s == TMM_OK)
-        s = tmm_model_create(device, &table->config, batch, &g->model);
+        s = tmm_model_create_impl(device, &table->config, batch, (tmm_toeplitz_impl)mixer, &g->model);
     if (s == TMM_OK)
         s = tmm_model_write_params(g->model, params);
     if (s == TMM_OK)
@@ -210,7 +211,8 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     return TMM_OK;
 }
 
-tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_generator **out)
+tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
+                              tmm_generator **out)
 {
     *out = NULL;
     tmm_checkpoint ck;
@@ -218,7 +220,7 @@ tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32
     tmm_gen_tokenizer tokenizer;
     tmm_status s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &tokenizer);
     if (s == TMM_OK)
-        s = tmm_gen_create(device, &ck.table, ck.params, tokenizer, batch, out);
+        s = tmm_gen_create(device, &ck.table, ck.params, tokenizer, batch, mixer, out);
     if (s == TMM_OK)
         (*out)->info.step = ck.step;
     tmm_checkpoint_free(&ck);
@@ -287,10 +289,8 @@ static tmm_status bucket_model(tmm_generator *g, int k, struct bucket **out)
     tmm_status s = cropped ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK) {
         crop_params(tmm_model_table(g->model), g->params, &part, cropped);
-        s = tmm_model_create(g->device, &c, g->info.batch, &bk->model);
+        s = tmm_model_create_impl(g->device, &c, g->info.batch, (tmm_toeplitz_impl)g->mixer, &bk->model);
     }
-    if (s == TMM_OK)
-        s = tmm_model_set_toeplitz_impl(bk->model, (tmm_toeplitz_impl)g->mixer);
     if (s == TMM_OK)
         s = tmm_model_write_params(bk->model, cropped);
     if (s == TMM_OK)

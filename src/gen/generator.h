@@ -24,6 +24,6 @@ size_t tmm_gen_detokenize(tmm_gen_tokenizer tokenizer, uint32_t vocab, uint32_t 
 /* A generator from weights in memory (a host arena of the table's layout)
  * instead of a checkpoint: tmm bench generate's random models. */
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_generator **out);
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer, tmm_generator **out);
 
 #endif

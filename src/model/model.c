@@ -213,6 +213,12 @@ static tmm_status set_plan(tmm_model *m)
 
 tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out)
 {
+    return tmm_model_create_impl(device, config, batch, TMM_TOEPLITZ_AUTO, out);
+}
+
+tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
+                                 tmm_toeplitz_impl impl, tmm_model **out)
+{
     *out = NULL;
     TMM_TRY(check_size(config, batch));
     tmm_model *m = calloc(1, sizeof *m);
@@ -221,6 +227,7 @@ tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, 
     m->device = device;
     m->batch = batch;
     m->rows = batch * config->n_ctx;
+    m->impl = impl;
     m->recorded = m->last_run = -1;
     tmm_status s = tmm_param_table_build(config, &m->table);
     if (s == TMM_OK && !(m->layers = calloc(config->n_layers, sizeof *m->layers)))

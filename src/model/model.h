@@ -47,6 +47,10 @@ tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *con
  * AUTO picks (the device's measured crossover); when that is the FFT path its
  * plan is made here, compiling VkFFT's kernels once, never per step. */
 tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out);
+/* tmm_model_create with the Toeplitz implementation given up front (AUTO
+ * measures the crossover, once per device; DIRECT makes no plan). */
+tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
+                                 tmm_toeplitz_impl impl, tmm_model **out);
 void tmm_model_destroy(tmm_model *model);
 
 const tmm_param_table *tmm_model_table(const tmm_model *model);

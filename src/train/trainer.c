@@ -379,9 +379,7 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
     if (!allocated || !R.scratch_batch.tokens || !R.scratch_batch.targets || !R.pred || !R.config_json)
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK)
-        s = tmm_model_create(dev, &c->model, R.micro, &R.model);
-    if (s == TMM_OK)
-        s = tmm_model_set_toeplitz_impl(R.model, c->mixer_impl);
+        s = tmm_model_create_impl(dev, &c->model, R.micro, c->mixer_impl, &R.model);
     if (s == TMM_OK)
         s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
     for (uint32_t k = 0; s == TMM_OK && k < TMM_MODEL_SLOTS; k++)
@@ -450,9 +448,7 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     if (s == TMM_OK)
         s = tmm_checkpoint_load(path, &c.model, false, &ck);
     if (s == TMM_OK)
-        s = tmm_model_create(dev, &c.model, B, &m);
-    if (s == TMM_OK)
-        s = tmm_model_set_toeplitz_impl(m, c.mixer_impl);
+        s = tmm_model_create_impl(dev, &c.model, B, c.mixer_impl, &m);
     if (s == TMM_OK)
         s = tmm_model_write_params(m, ck.params);
     if (s == TMM_OK)
