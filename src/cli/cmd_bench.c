@@ -405,6 +405,9 @@ int cmd_bench(int argc, char **argv)
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         if (strcmp(name, benches[i].name) == 0)
             return benches[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available: matmul, train, mixer (see 'tmm bench --help')\n", name);
+    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available:", name);
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        fprintf(stderr, "%s %s", i ? "," : "", benches[i].name);
+    fprintf(stderr, " (see 'tmm bench --help')\n");
     return 2;
 }
