@@ -2,24 +2,37 @@
 # Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
 #                           LAPACKE, and lavapipe (a Vulkan device that runs on the CPU)
-#   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer and
-#                           PyTorch (python3-torch, for the parity test)
+#   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer,
+#                           PyTorch (python3-torch, for the parity test) and strace (for the
+#                           dependency audit, tools/check_deps.sh)
+#   tools/setup.sh --list [--test]   print the packages, one per line, and install nothing
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
+# Every package that configuring, building, running or testing uses must be in these
+# lists (or come with one of them): tools/check_deps.sh checks it in CI.
 set -euo pipefail
 
-build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev spirv-tools
+# glslang-tools: glslang-dev's CMake package names /usr/bin/glslangValidator and
+# fails without it, though glslang-dev does not depend on it.
+build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
             libvkfft-dev libcjson-dev liblapacke-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
-test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch)
+test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
-case "${1:-}" in
-  --test) want+=("${test_pkgs[@]}") ;;
-  "") ;;
-  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) echo "setup.sh: unknown option '$1' (use --test or nothing)" >&2; exit 2 ;;
-esac
+list=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) want+=("${test_pkgs[@]}") ;;
+    --list) list=1 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (use --test, --list or nothing)" >&2; exit 2 ;;
+  esac
+done
+if [ "$list" -eq 1 ]; then
+  printf '%s\n' "${want[@]}"
+  exit 0
+fi
 
 . /etc/os-release 2>/dev/null || true
 if ! command -v apt-get >/dev/null || [[ " ${ID:-} ${ID_LIKE:-} " != *" debian "* && " ${ID:-} ${ID_LIKE:-} " != *" ubuntu "* ]]; then
@@ -45,6 +58,6 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "setup.sh: run as root or install sudo" >&2; exit 1; }
   sudo=(sudo)
 fi
-echo "setup.sh: installing ${missing[*]}"
+echo "setup.sh: installing ${#missing[@]} packages with apt-get (a few minutes on a fresh machine): ${missing[*]}"
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -13,6 +13,6 @@ if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   opts=(-DCMAKE_BUILD_TYPE=Debug -DTMM_SANITIZE=ON)
 fi
-cmake -S . -B "$dir" "${opts[@]}" ${TMM_WERROR:+-DTMM_WERROR=ON}
+cmake -S . -B "$dir" "${opts[@]}" -DTMM_BUILD_TESTS=ON ${TMM_WERROR:+-DTMM_WERROR=ON}
 cmake --build "$dir" -j "$(nproc)"
 ctest --test-dir "$dir" --output-on-failure

@@ -47,28 +47,28 @@ typedef struct tmm_generator_info {
  * directory or a model .safetensors file) for `batch` sequences; mixer: how
  * prefills compute the Toeplitz layers (AUTO: as the device's measured
  * crossover picks). */
-tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
-                              tmm_generator **out);
-void tmm_generator_destroy(tmm_generator *gen);
-const tmm_generator_info *tmm_generator_get_info(const tmm_generator *gen);
+TMM_API tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
+                                      tmm_generator **out);
+TMM_API void tmm_generator_destroy(tmm_generator *gen);
+TMM_API const tmm_generator_info *tmm_generator_get_info(const tmm_generator *gen);
 /* Changes how prefills compute the Toeplitz layers; FFT plans are made here. */
-tmm_status tmm_generator_set_mixer(tmm_generator *gen, tmm_mixer_impl impl);
+TMM_API tmm_status tmm_generator_set_mixer(tmm_generator *gen, tmm_mixer_impl impl);
 
 /* Starts every sequence anew: prompts[b] holds lengths[b] tokens, 1 <=
  * lengths[b] <= n_ctx, for b < batch. One forward pass; logits (when not
  * NULL) receives [batch, vocab]: row b predicts the token after prompt b.
  * Afterwards sequence b is at position lengths[b]. */
-tmm_status tmm_generator_prefill(tmm_generator *gen, const uint32_t *const *prompts, const uint32_t *lengths,
-                                 float *logits);
+TMM_API tmm_status tmm_generator_prefill(tmm_generator *gen, const uint32_t *const *prompts, const uint32_t *lengths,
+                                         float *logits);
 
 /* Appends tokens[b] to every sequence b at its position and computes the
  * logits [batch, vocab] of the next token (when not NULL); positions advance
  * by one. TMM_ERR_INVALID_ARGUMENT before a prefill, for a token outside the
  * vocabulary, or when a sequence's position is n_ctx (its context is full). */
-tmm_status tmm_generator_step(tmm_generator *gen, const uint32_t *tokens, float *logits);
+TMM_API tmm_status tmm_generator_step(tmm_generator *gen, const uint32_t *tokens, float *logits);
 
 /* Tokens sequence b holds (its position): 0 before a prefill. */
-uint32_t tmm_generator_position(const tmm_generator *gen, uint32_t b);
+TMM_API uint32_t tmm_generator_position(const tmm_generator *gen, uint32_t b);
 
 /* Sampling from one row of logits. greedy (or temperature 0): the argmax,
  * lowest token on ties. Else softmax(logits / temperature), restricted to the
@@ -87,19 +87,19 @@ typedef struct tmm_sampler {
 #define TMM_SAMPLER_DEFAULT { 1.0f, 0, 1.0f, false, 0 }
 
 /* TMM_ERR_INVALID_ARGUMENT with a message for a bad setting. */
-tmm_status tmm_sampler_check(const tmm_sampler *sampler);
-tmm_status tmm_sample(const tmm_sampler *sampler, const float *logits, uint32_t vocab, uint64_t draw,
-                      uint32_t *token);
+TMM_API tmm_status tmm_sampler_check(const tmm_sampler *sampler);
+TMM_API tmm_status tmm_sample(const tmm_sampler *sampler, const float *logits, uint32_t vocab, uint64_t draw,
+                              uint32_t *token);
 
 /* Text <-> tokens with the checkpoint's tokenizer. "bytes": every byte is a
  * token. "copy-symbols" (the copy task, alphabet V): with V <= 36 each symbol
  * is one character of 0-9a-z, else a decimal number; whitespace separates
  * and is ignored. *tokens is malloc'ed (free() it). */
-tmm_status tmm_tokenize(const tmm_generator *gen, const char *text, size_t length, uint32_t **tokens,
-                        uint32_t *count);
+TMM_API tmm_status tmm_tokenize(const tmm_generator *gen, const char *text, size_t length, uint32_t **tokens,
+                                uint32_t *count);
 /* The text of one token into buf (NUL-terminated when it fits); returns its
  * length in bytes (0 for the end-of-text token). */
-size_t tmm_detokenize(const tmm_generator *gen, uint32_t token, char *buf, size_t size);
+TMM_API size_t tmm_detokenize(const tmm_generator *gen, uint32_t token, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

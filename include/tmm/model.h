@@ -26,11 +26,11 @@ typedef struct tmm_model_config {
 } tmm_model_config;
 
 /* A small flat model: V 256, d 64, n 64, L 2, e 4, k 1, seed 1. */
-tmm_model_config tmm_model_config_default(void);
+TMM_API tmm_model_config tmm_model_config_default(void);
 /* TMM_OK, or TMM_ERR_INVALID_ARGUMENT with a message naming the bad field. */
-tmm_status tmm_model_config_check(const tmm_model_config *config);
+TMM_API tmm_status tmm_model_config_check(const tmm_model_config *config);
 /* Number of parameters (trainable or not). */
-uint64_t tmm_model_param_count(const tmm_model_config *config);
+TMM_API uint64_t tmm_model_param_count(const tmm_model_config *config);
 
 #ifdef __cplusplus
 }

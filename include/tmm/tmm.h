@@ -13,6 +13,14 @@
 extern "C" {
 #endif
 
+/* Marks the public API: the only symbols libtmm.so exports (the library is
+ * compiled with hidden visibility). */
+#if defined(TMM_BUILDING_LIBRARY) && (defined(__GNUC__) || defined(__clang__))
+#define TMM_API __attribute__((visibility("default")))
+#else
+#define TMM_API
+#endif
+
 typedef enum tmm_status {
     TMM_OK = 0,
     TMM_ERR_INVALID_ARGUMENT,   /* a caller passed something that cannot work */
@@ -27,11 +35,11 @@ typedef enum tmm_status {
 } tmm_status;
 
 /* Short stable name of a status, e.g. "out of device memory". */
-const char *tmm_status_name(tmm_status status);
+TMM_API const char *tmm_status_name(tmm_status status);
 /* Message of the last failure on this thread ("" when none). */
-const char *tmm_last_error(void);
+TMM_API const char *tmm_last_error(void);
 /* Library version, "MAJOR.MINOR.PATCH". */
-const char *tmm_version(void);
+TMM_API const char *tmm_version(void);
 
 /* Values equal VkPhysicalDeviceType. */
 typedef enum tmm_device_type {
@@ -42,7 +50,7 @@ typedef enum tmm_device_type {
     TMM_DEVICE_CPU = 4,
 } tmm_device_type;
 
-const char *tmm_device_type_name(tmm_device_type type);
+TMM_API const char *tmm_device_type_name(tmm_device_type type);
 
 #define TMM_MAX_HEAPS 16
 #define TMM_MAX_MEMORY_TYPES 32
@@ -100,7 +108,7 @@ typedef struct tmm_device_info {
 
 /* Lists every Vulkan device. *infos is malloc'ed (free() it); *preferred is
  * the index tmm picks by default: discrete > integrated > virtual > CPU. */
-tmm_status tmm_device_list(tmm_device_info **infos, uint32_t *count, uint32_t *preferred);
+TMM_API tmm_status tmm_device_list(tmm_device_info **infos, uint32_t *count, uint32_t *preferred);
 
 typedef struct tmm_device tmm_device;
 
@@ -112,15 +120,15 @@ typedef struct tmm_device_options {
 
 #define TMM_DEVICE_OPTIONS_DEFAULT { -1, -1, false }
 
-tmm_status tmm_device_create(const tmm_device_options *options, tmm_device **out);
+TMM_API tmm_status tmm_device_create(const tmm_device_options *options, tmm_device **out);
 /* Saves the pipeline cache and frees everything the device owns. NULL is fine. */
-void tmm_device_destroy(tmm_device *device);
-const tmm_device_info *tmm_device_get_info(const tmm_device *device);
+TMM_API void tmm_device_destroy(tmm_device *device);
+TMM_API const tmm_device_info *tmm_device_get_info(const tmm_device *device);
 /* Validation warnings and errors reported since the device was created. */
-uint32_t tmm_device_validation_messages(const tmm_device *device);
+TMM_API uint32_t tmm_device_validation_messages(const tmm_device *device);
 /* Validation messages of every device of this process, including those
  * raised while devices were destroyed. */
-uint32_t tmm_validation_messages_total(void);
+TMM_API uint32_t tmm_validation_messages_total(void);
 
 #ifdef __cplusplus
 }
