@@ -61,15 +61,26 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
     return VK_FALSE;
 }
 
-static int env_int(const char *name, int fallback)
+/* An environment variable holding a whole number in [0, max] (the same
+ * rule as the matching flag); unset or empty: fallback. Anything else is an
+ * error, never silently ignored. */
+static tmm_status env_uint(const char *name, int max, int fallback, int *out)
 {
     const char *v = getenv(name);
+    *out = fallback;
     if (!v || !*v)
-        return fallback;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return (*end == '\0') ? (int)x : fallback;
+        return TMM_OK;
+    long x = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p < '0' || *p > '9' || (x = x * 10 + (*p - '0')) > max)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is '%.32s': expected a whole number from 0 to %d", name, v,
+                            max);
+    }
+    *out = (int)x;
+    return TMM_OK;
 }
+
+tmm_status tmm_env_device_index(int *index) { return env_uint("TMM_DEVICE", TMM_MAX_DEVICE_INDEX, -1, index); }
 
 /* Instance with optional validation; portability enumeration where offered
  * (MoltenVK). device may be NULL (listing only: no messenger). */
@@ -356,7 +367,9 @@ static bool device_has_extension(VkPhysicalDevice pd, const char *name)
 
 static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
 {
-    int validate = opt->validate >= 0 ? opt->validate : env_int("TMM_VALIDATE", 0);
+    int validate = opt->validate;
+    if (validate < 0)
+        TMM_TRY(env_uint("TMM_VALIDATE", 1, 0, &validate));
     d->validate = validate != 0;
     TMM_TRY(create_instance(d->validate, d, &d->instance, &d->messenger));
 
@@ -364,7 +377,13 @@ static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
     tmm_device_info *infos = NULL;
     uint32_t count = 0, preferred = 0;
     TMM_TRY(enumerate(d->instance, &pds, &infos, &count, &preferred));
-    int index = opt->index >= 0 ? opt->index : env_int("TMM_DEVICE", -1);
+    int index = opt->index;
+    tmm_status s = index >= 0 ? TMM_OK : tmm_env_device_index(&index);
+    if (s != TMM_OK) {
+        free(pds);
+        free(infos);
+        return s;
+    }
     if (index >= (int)count) {
         free(pds);
         free(infos);

@@ -47,6 +47,11 @@ struct tmm_device {
     uint32_t validation_messages;
 };
 
+/* The largest device index --device and TMM_DEVICE accept. */
+#define TMM_MAX_DEVICE_INDEX 1000
+/* $TMM_DEVICE as a device index (-1 when unset), checked like --device. */
+tmm_status tmm_env_device_index(int *index);
+
 /* Maps a VkResult from the device's queue; marks the device lost when it is. */
 tmm_status tmm_device_check(tmm_device *device, VkResult result, const char *what);
 /* Fails early with TMM_ERR_DEVICE_LOST once the device has been lost. */

@@ -1,7 +1,8 @@
-#define _POSIX_C_SOURCE 200809L /* fileno, fsync */
+#define _DEFAULT_SOURCE /* flock, fchmod, gethostname, mkstemp, pread */
 #include "files.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +15,96 @@
 #define FSYNC(fd) _commit(fd)
 #define FILENO(f) _fileno(f)
 #else
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 #define MKDIR(p) mkdir((p), 0755)
 #define FSYNC(fd) fsync(fd)
 #define FILENO(f) fileno(f)
 #endif
 
-tmm_status tmm_read_file(const char *path, void **data, size_t *size)
+static const char *file_type_name(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+#if !defined(_WIN32)
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+#endif
+    return "not a regular file";
+}
+
+tmm_status tmm_check_regular_file(const char *path, const char *kind)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return tmm_fail(TMM_ERR_IO, "cannot open %s %s: %s", kind, path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return tmm_fail(TMM_ERR_IO, "%s %s is %s; tmm reads regular files only", kind, path,
+                        file_type_name(st.st_mode));
+    return TMM_OK;
+}
+
+static void size_text(uint64_t bytes, char *buf, size_t size)
+{
+    if (bytes >= (1ull << 30))
+        snprintf(buf, size, "%.1f GiB", (double)bytes / (double)(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        snprintf(buf, size, "%.1f MiB", (double)bytes / (double)(1ull << 20));
+    else
+        snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
+}
+
+tmm_status tmm_read_file(const char *path, const char *kind, uint64_t max_bytes, void **data, size_t *size)
 {
     *data = NULL;
     *size = 0;
+#if defined(_WIN32)
+    TMM_TRY(tmm_check_regular_file(path, kind));
     FILE *f = fopen(path, "rb");
     if (!f)
-        return tmm_fail(TMM_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return tmm_fail(TMM_ERR_IO, "cannot open %s %s: %s", kind, path, strerror(errno));
+#else
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is
+     * checked on the open file, so it cannot change in between */
+    int fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return tmm_fail(TMM_ERR_IO, "cannot open %s %s: %s", kind, path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, "%s %s is %s; tmm reads regular files only", kind, path,
+                                fstat(fd, &st) != 0 ? "unreadable" : file_type_name(st.st_mode));
+        close(fd);
+        return s;
+    }
+    if ((uint64_t)st.st_size > max_bytes) {
+        char got[32], limit[32];
+        size_text((uint64_t)st.st_size, got, sizeof got);
+        size_text(max_bytes, limit, sizeof limit);
+        close(fd);
+        return tmm_fail(TMM_ERR_IO, "%s %s is %s, more than the %s tmm reads for one", kind, path, got, limit);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return tmm_fail(TMM_ERR_IO, "cannot open %s %s: %s", kind, path, strerror(errno));
+    }
+#endif
+    /* read up to max_bytes + 1: a file that grew past the limit is refused too */
     size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
+    unsigned char *buf = malloc(cap + 1);
     while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
+        size_t want = cap - n;
+        size_t got = fread(buf + n, 1, want, f);
+        n += got;
+        if (got < want || n > max_bytes)
             break;
-        unsigned char *bigger = realloc(buf, cap * 2);
+        unsigned char *bigger = realloc(buf, cap * 2 + 1);
         if (!bigger) {
             free(buf);
             buf = NULL;
@@ -45,11 +116,13 @@ tmm_status tmm_read_file(const char *path, void **data, size_t *size)
     bool failed = ferror(f) != 0;
     fclose(f);
     if (!buf)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory reading %s", path);
-    if (failed) {
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory reading %s %s", kind, path);
+    if (failed || n > max_bytes) {
         free(buf);
-        return tmm_fail(TMM_ERR_IO, "error reading %s", path);
+        return n > max_bytes ? tmm_fail(TMM_ERR_IO, "%s %s grew past the limit while being read", kind, path)
+                             : tmm_fail(TMM_ERR_IO, "error reading %s %s", kind, path);
     }
+    buf[n] = '\0';
     *data = buf;
     *size = n;
     return TMM_OK;
@@ -61,14 +134,24 @@ tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size
     char *tmp = malloc(len);
     if (!tmp)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    snprintf(tmp, len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
+    snprintf(tmp, len, "%s.XXXXXX", path);
+#if defined(_WIN32)
+    FILE *f = _mktemp_s(tmp, len) == 0 ? fopen(tmp, "wb") : NULL;
+#else
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f)
+        close(fd), remove(tmp);
+#endif
     if (!f) {
         tmm_status s = tmm_fail(TMM_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
         free(tmp);
         return s;
     }
     bool ok = fwrite(data, 1, size, f) == size && fflush(f) == 0 && FSYNC(FILENO(f)) == 0;
+#if !defined(_WIN32)
+    ok = ok && fchmod(fileno(f), 0644) == 0; /* mkstemp makes it 0600 */
+#endif
     ok = (fclose(f) == 0) && ok;
 #if defined(_WIN32)
     remove(path); /* rename does not replace on Windows */
@@ -81,6 +164,59 @@ tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size
     }
     free(tmp);
     return TMM_OK;
+}
+
+struct tmm_dir_lock {
+    int fd;
+};
+
+tmm_status tmm_dir_lock_take(const char *dir, const char *purpose, tmm_dir_lock **out)
+{
+    *out = NULL;
+    tmm_dir_lock *lock = calloc(1, sizeof *lock);
+    if (!lock)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+#if defined(_WIN32)
+    (void)dir, (void)purpose; /* no locking on Windows (untested platform) */
+    lock->fd = -1;
+#else
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    lock->fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (lock->fd < 0) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, "cannot create the lock file %s: %s", path, strerror(errno));
+        free(lock);
+        return s;
+    }
+    if (flock(lock->fd, LOCK_EX | LOCK_NB) != 0) {
+        char holder[256] = "";
+        ssize_t n = pread(lock->fd, holder, sizeof holder - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        close(lock->fd);
+        free(lock);
+        return tmm_fail(TMM_ERR_IO, "%s is in use by another process (%s): wait for it to finish, or use another "
+                        "directory", dir, *holder ? holder : "holder unknown");
+    }
+    char host[128] = "unknown", text[512];
+    gethostname(host, sizeof host - 1);
+    int len = snprintf(text, sizeof text, "pid %ld on %s: %s\n", (long)getpid(), host, purpose);
+    if (ftruncate(lock->fd, 0) != 0 || pwrite(lock->fd, text, (size_t)len, 0) != len)
+        tmm_warn("cannot write the holder into %s", path);
+#endif
+    *out = lock;
+    return TMM_OK;
+}
+
+void tmm_dir_unlock(tmm_dir_lock *lock)
+{
+    if (!lock)
+        return;
+#if !defined(_WIN32)
+    if (lock->fd >= 0)
+        close(lock->fd); /* releases the flock; the file stays, naming the last holder */
+#endif
+    free(lock);
 }
 
 tmm_status tmm_make_dirs(const char *path)

@@ -9,6 +9,9 @@
 #include "device.h"
 #include "files.h"
 
+/* The pipeline cache holds compiled kernels; a larger file is not ours. */
+#define PIPELINE_CACHE_MAX_BYTES (1ull << 30)
+
 #define MAGIC "TMMPCv1"
 
 typedef struct file_header {
@@ -73,7 +76,7 @@ tmm_status tmm_pipeline_cache_open(tmm_device *d, bool disabled)
         snprintf(d->pipeline_cache_path + n, len - (size_t)n, "-%08x.bin", d->info.driver_version);
         d->pipeline_cache_state = TMM_PIPELINE_CACHE_EMPTY;
         size_t size = 0;
-        if (tmm_read_file(d->pipeline_cache_path, &file, &size) == TMM_OK) {
+        if (tmm_read_file(d->pipeline_cache_path, "pipeline cache", PIPELINE_CACHE_MAX_BYTES, &file, &size) == TMM_OK) {
             if (valid_cache(d, file, size)) {
                 ci.initialDataSize = size - sizeof(file_header);
                 ci.pInitialData = (unsigned char *)file + sizeof(file_header);

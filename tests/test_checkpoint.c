@@ -14,6 +14,10 @@
 #include "harness.h"
 #include "train/checkpoint.h"
 
+/* The arenas below hold NaN and infinities on purpose (bit-exact copies), so
+ * loads accept them; refuses_nonfinite checks the default. */
+#define ANY TMM_CHECKPOINT_ALLOW_NONFINITE
+
 /* ---- helpers ---------------------------------------------------------------- */
 
 static void make_run_dir(char *buf, size_t size)
@@ -111,7 +115,7 @@ static void read_text(const char *path, char *buf, size_t size)
 {
     void *data;
     size_t n;
-    H_OK(tmm_read_file(path, &data, &n));
+    H_OK(tmm_read_file(path, "test file", UINT64_MAX, &data, &n));
     cr_assert_lt(n, size);
     memcpy(buf, data, n);
     buf[n] = '\0';
@@ -123,7 +127,7 @@ static void patch_file(const char *path, const char *from, const char *to)
 {
     void *data;
     size_t n;
-    H_OK(tmm_read_file(path, &data, &n));
+    H_OK(tmm_read_file(path, "test file", UINT64_MAX, &data, &n));
     char *p = NULL;
     for (size_t i = 0; i + strlen(from) <= n && !p; i++)
         if (memcmp((char *)data + i, from, strlen(from)) == 0)
@@ -156,7 +160,7 @@ static void expect_refused(const char *path, bool with_state, tmm_status status,
 {
     tmm_checkpoint c;
     memset(&c, 0xab, sizeof c);
-    tmm_status s = tmm_checkpoint_load(path, NULL, with_state, &c);
+    tmm_status s = tmm_checkpoint_load(path, NULL, (with_state ? TMM_CHECKPOINT_STATE : 0) | ANY, &c);
     cr_assert_eq(s, status, "loading %s: %s (%s)", path, tmm_status_name(s), tmm_last_error());
     cr_assert_null(c.params);
     cr_assert_null(c.state.m);
@@ -179,7 +183,7 @@ static void round_trip(const tmm_model_config *config)
     save(&f, 7, TMM_CHECKPOINT_KEEP_DEFAULT);
 
     tmm_checkpoint c;
-    H_OK(tmm_checkpoint_load(f.run, config, true, &c));
+    H_OK(tmm_checkpoint_load(f.run, config, TMM_CHECKPOINT_STATE | ANY, &c));
     cr_assert(same_config(&c.table.config, config));
     cr_assert_eq(c.step, 7);
     cr_assert_eq(c.table.arena_floats, f.table.arena_floats);
@@ -209,11 +213,11 @@ static void round_trip(const tmm_model_config *config)
     char step_dir[256], model[256];
     H_OK(tmm_checkpoint_step_dir(f.run, 7, step_dir, sizeof step_dir));
     path_in(model, sizeof model, f.run, 7, "model.safetensors");
-    H_OK(tmm_checkpoint_load_model(step_dir, NULL, &c));
+    H_OK(tmm_checkpoint_load(step_dir, NULL, ANY, &c));
     cr_assert(!c.has_state && c.state.m == NULL);
     cr_assert(memcmp(c.params, f.params, f.table.arena_floats * sizeof(float)) == 0);
     tmm_checkpoint_free(&c);
-    H_OK(tmm_checkpoint_load_model(model, config, &c));
+    H_OK(tmm_checkpoint_load(model, config, ANY, &c));
     cr_assert(memcmp(c.params, f.params, f.table.arena_floats * sizeof(float)) == 0);
     cr_assert_str_eq(c.dir, step_dir);
     tmm_checkpoint_free(&c);
@@ -254,7 +258,7 @@ Test(checkpoint, model_only_and_export)
     /* a save without a train state cannot be resumed, but loads for inference */
     H_OK(tmm_checkpoint_save(f.run, 3, &f.table, f.params, NULL, NULL, 0, 3));
     tmm_checkpoint c;
-    H_OK(tmm_checkpoint_load_model(f.run, NULL, &c));
+    H_OK(tmm_checkpoint_load(f.run, NULL, ANY, &c));
     cr_assert_eq(c.step, 3);
     cr_assert_eq(c.n_meta, 0);
     tmm_checkpoint_free(&c);
@@ -263,7 +267,7 @@ Test(checkpoint, model_only_and_export)
     char path[128];
     snprintf(path, sizeof path, "%s/export.safetensors", f.run);
     H_OK(tmm_checkpoint_write_model(path, 11, &f.table, f.params, extra, 1));
-    H_OK(tmm_checkpoint_load_model(path, &config, &c));
+    H_OK(tmm_checkpoint_load(path, &config, ANY, &c));
     cr_assert_eq(c.step, 11);
     cr_assert(memcmp(c.params, f.params, f.table.arena_floats * sizeof(float)) == 0);
     cr_assert_str_eq(c.dir, f.run);
@@ -279,7 +283,7 @@ Test(checkpoint, model_only_and_export)
     f.state.step = 5;
     cr_assert_eq(tmm_checkpoint_save(f.run, 4, &f.table, f.params, &f.state, NULL, 0, 3), TMM_ERR_INVALID_ARGUMENT);
     /* none of the failures moved "latest" */
-    H_OK(tmm_checkpoint_load_model(f.run, NULL, &c));
+    H_OK(tmm_checkpoint_load(f.run, NULL, ANY, &c));
     cr_assert_eq(c.step, 3);
     tmm_checkpoint_free(&c);
     fixture_fini(&f);
@@ -298,7 +302,7 @@ static bool step_exists(const char *run, uint64_t step)
 static uint64_t latest_step(const char *run, bool with_state)
 {
     tmm_checkpoint c;
-    H_OK(tmm_checkpoint_load(run, NULL, with_state, &c));
+    H_OK(tmm_checkpoint_load(run, NULL, (with_state ? TMM_CHECKPOINT_STATE : 0) | ANY, &c));
     uint64_t s = c.step;
     tmm_checkpoint_free(&c);
     return s;
@@ -340,7 +344,7 @@ Test(checkpoint, keep_last_k_and_latest)
     save(&f, 500, 0);
     cr_assert(step_exists(f.run, 500) && step_exists(f.run, 550));
     tmm_checkpoint c;
-    H_OK(tmm_checkpoint_load(f.run, NULL, true, &c));
+    H_OK(tmm_checkpoint_load(f.run, NULL, TMM_CHECKPOINT_STATE | ANY, &c));
     cr_assert_eq(c.step, 500);
     cr_assert_eq(c.params[0], 42.0f);
     tmm_checkpoint_free(&c);
@@ -382,7 +386,7 @@ Test(checkpoint, refuses_flipped_data_byte)
     expect_refused(f.run, true, TMM_ERR_IO, "train_state.safetensors", "data checksum mismatch");
     /* the model alone still loads */
     tmm_checkpoint c;
-    H_OK(tmm_checkpoint_load_model(f.run, &config, &c));
+    H_OK(tmm_checkpoint_load(f.run, &config, ANY, &c));
     tmm_checkpoint_free(&c);
     flip_byte(model, 37);
     expect_refused(f.run, false, TMM_ERR_IO, "model.safetensors", "data checksum mismatch");
@@ -465,16 +469,16 @@ Test(checkpoint, refuses_config_mismatch)
     tmm_checkpoint c;
     tmm_model_config other = config;
     other.d_model = 16;
-    cr_assert_eq(tmm_checkpoint_load(f.run, &other, true, &c), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_checkpoint_load(f.run, &other, TMM_CHECKPOINT_STATE | ANY, &c), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "d_model is 8, expected 16"), "%s", tmm_last_error());
     cr_assert(strstr(tmm_last_error(), "model.safetensors"), "%s", tmm_last_error());
     other = config;
     other.frozen = true;
-    cr_assert_eq(tmm_checkpoint_load_model(f.run, &other, &c), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_checkpoint_load(f.run, &other, ANY, &c), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "frozen is 0, expected 1"), "%s", tmm_last_error());
     other = config;
     other.seed = 1;
-    cr_assert_eq(tmm_checkpoint_load_model(f.run, &other, &c), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_checkpoint_load(f.run, &other, ANY, &c), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "seed"), "%s", tmm_last_error());
     cr_assert_str_eq(tmm_checkpoint_config_diff(&config, &other), "seed");
     cr_assert_null(tmm_checkpoint_config_diff(&config, &config));
@@ -494,7 +498,7 @@ Test(checkpoint, refuses_state_of_another_model)
     path_in(sb, sizeof sb, b.run, 10, "train_state.safetensors");
     void *data;
     size_t n;
-    H_OK(tmm_read_file(sb, &data, &n));
+    H_OK(tmm_read_file(sb, "test file", UINT64_MAX, &data, &n));
     H_OK(tmm_write_file_atomic(sa, data, n));
     free(data);
     expect_refused(a.run, true, TMM_ERR_IO, "train_state.safetensors", "another model file");
@@ -550,6 +554,150 @@ Test(checkpoint, interrupted_save_leaves_latest_good)
     snprintf(latest, sizeof latest, "%s/checkpoints/latest", f.run);
     cr_assert_eq(remove(latest), 0);
     cr_assert_eq(latest_step(f.run, true), 300);
+    fixture_fini(&f);
+}
+
+/* ---- hostile contents and layouts ------------------------------------------------ */
+
+/* NaN and infinities in weights are refused by default, naming the tensor;
+ * TMM_CHECKPOINT_ALLOW_NONFINITE loads them (debugging a diverged run). */
+Test(checkpoint, refuses_nonfinite_weights)
+{
+    tmm_model_config config = small_config(0, 1, false, false);
+    fixture f;
+    fixture_init(&f, &config, 21);
+    save(&f, 1, 0);
+    tmm_checkpoint c;
+    cr_assert_eq(tmm_checkpoint_load(f.run, NULL, 0, &c), TMM_ERR_IO);
+    cr_assert(strstr(tmm_last_error(), "'embed.weight' holds NaN"), "%s", tmm_last_error());
+    cr_assert(strstr(tmm_last_error(), "--allow-nonfinite"), "%s", tmm_last_error());
+    H_OK(tmm_checkpoint_load(f.run, NULL, ANY | TMM_CHECKPOINT_STATE, &c));
+    tmm_checkpoint_free(&c);
+    /* finite weights, non-finite moments: the state is refused too */
+    float *p = f.params + f.table.params[0].offset;
+    for (int i = 0; i < 4; i++)
+        p[i] = 0.5f;
+    save(&f, 2, 0);
+    H_OK(tmm_checkpoint_load(f.run, NULL, 0, &c));
+    tmm_checkpoint_free(&c);
+    cr_assert_eq(tmm_checkpoint_load(f.run, NULL, TMM_CHECKPOINT_STATE, &c), TMM_ERR_IO);
+    cr_assert(strstr(tmm_last_error(), "'m.embed.weight'"), "%s", tmm_last_error());
+    fixture_fini(&f);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    cr_assert_not_null(fp, "cannot write %s", path);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* Pruning old checkpoints and clearing leftovers never follow a symbolic
+ * link: a link named like a checkpoint (to a directory outside the run) is
+ * neither counted nor emptied, and what it points to is untouched. */
+Test(checkpoint, pruning_never_follows_symlinks)
+{
+    tmm_model_config config = small_config(0, 1, false, false);
+    fixture f;
+    fixture_init(&f, &config, 22);
+    char outside[64], victim[128], link[256], tmp_link[256];
+    make_run_dir(outside, sizeof outside);
+    snprintf(victim, sizeof victim, "%s/precious.txt", outside);
+    write_file(victim, "keep me");
+    save(&f, 1, 1);
+    snprintf(link, sizeof link, "%s/checkpoints/step-000000", f.run);
+    snprintf(tmp_link, sizeof tmp_link, "%s/checkpoints/.step-000002.tmp", f.run);
+    cr_assert_eq(symlink(outside, link), 0);
+    cr_assert_eq(symlink(outside, tmp_link), 0);
+    /* keep 1: step 1 goes, the links stay, the outside file stays */
+    f.state.step = 2;
+    tmm_status s = tmm_checkpoint_save(f.run, 2, &f.table, f.params, &f.state, extra, 3, 1);
+    cr_assert_eq(s, TMM_ERR_IO, "a leftover temporary that is a link must not be written through (%d: %s)", s,
+                 tmm_last_error());
+    cr_assert_eq(remove(tmp_link), 0);
+    save(&f, 2, 1);
+    save(&f, 3, 1);
+    cr_assert(exists(victim), "pruning deleted a file outside the run directory");
+    cr_assert(exists(link), "the link itself was counted as a checkpoint");
+    char step1[256];
+    H_OK(tmm_checkpoint_step_dir(f.run, 1, step1, sizeof step1));
+    cr_assert(!exists(step1), "step 1 was not pruned");
+    /* a checkpoints directory that is itself a link is refused for saving */
+    char run2[64], ck2[128];
+    make_run_dir(run2, sizeof run2);
+    snprintf(ck2, sizeof ck2, "%s/checkpoints", run2);
+    cr_assert_eq(symlink(outside, ck2), 0);
+    f.state.step = 1;
+    cr_assert_eq(tmm_checkpoint_save(run2, 1, &f.table, f.params, &f.state, extra, 3, 1), TMM_ERR_IO);
+    cr_assert(strstr(tmm_last_error(), "symbolic link"), "%s", tmm_last_error());
+    cr_assert(exists(victim));
+    rm_rf(run2);
+    rm_rf(outside);
+    fixture_fini(&f);
+}
+
+/* The run directory of a checkpoint comes from its path, never from inside it. */
+Test(checkpoint, run_dir_from_the_path)
+{
+    tmm_model_config config = small_config(0, 1, false, false);
+    fixture f;
+    fixture_init(&f, &config, 23);
+    save(&f, 7, 0);
+    char buf[256], p[256];
+    H_OK(tmm_checkpoint_run_dir(f.run, buf, sizeof buf));
+    cr_assert_str_eq(buf, f.run);
+    snprintf(p, sizeof p, "%s/checkpoints", f.run);
+    H_OK(tmm_checkpoint_run_dir(p, buf, sizeof buf));
+    cr_assert_str_eq(buf, f.run);
+    H_OK(tmm_checkpoint_step_dir(f.run, 7, p, sizeof p));
+    H_OK(tmm_checkpoint_run_dir(p, buf, sizeof buf));
+    cr_assert_str_eq(buf, f.run);
+    strcat(p, "/model.safetensors");
+    H_OK(tmm_checkpoint_run_dir(p, buf, sizeof buf));
+    cr_assert_str_eq(buf, f.run);
+    /* a step directory copied out of its run: no run to continue in */
+    char copy[64], from[256], to[300];
+    make_run_dir(copy, sizeof copy);
+    H_OK(tmm_checkpoint_step_dir(f.run, 7, from, sizeof from));
+    snprintf(to, sizeof to, "%s/step-000007", copy);
+    cr_assert_eq(rename(from, to), 0);
+    cr_assert_eq(tmm_checkpoint_run_dir(to, buf, sizeof buf), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "--run-dir"), "%s", tmm_last_error());
+    rm_rf(copy);
+    fixture_fini(&f);
+}
+
+/* Clearing a run removes what tmm wrote and stops at anything else. */
+Test(checkpoint, run_dir_clear)
+{
+    tmm_model_config config = small_config(0, 1, false, false);
+    fixture f;
+    fixture_init(&f, &config, 24);
+    cr_assert(!tmm_run_dir_holds_run(f.run));
+    save(&f, 1, 0);
+    save(&f, 2, 0);
+    char p[256], mine[256];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", f.run);
+    write_file(p, "{}\n");
+    snprintf(mine, sizeof mine, "%s/notes.txt", f.run);
+    write_file(mine, "the user's");
+    cr_assert(tmm_run_dir_holds_run(f.run));
+    H_OK(tmm_run_dir_clear(f.run));
+    cr_assert(!tmm_run_dir_holds_run(f.run));
+    cr_assert(exists(mine), "a file tmm did not write was removed");
+    save(&f, 1, 0);
+    snprintf(p, sizeof p, "%s/checkpoints/foreign", f.run);
+    write_file(p, "?");
+    cr_assert_eq(tmm_run_dir_clear(f.run), TMM_ERR_IO);
+    cr_assert(strstr(tmm_last_error(), "not written by tmm"), "%s", tmm_last_error());
+    cr_assert(exists(p));
     fixture_fini(&f);
 }
 

@@ -27,7 +27,7 @@ static bool file_starts_with(const char *path, const char *prefix)
 {
     void *data;
     size_t size;
-    if (tmm_read_file(path, &data, &size) != TMM_OK)
+    if (tmm_read_file(path, "test file", UINT64_MAX, &data, &size) != TMM_OK)
         return false;
     bool ok = size >= strlen(prefix) && memcmp(data, prefix, strlen(prefix)) == 0;
     free(data);

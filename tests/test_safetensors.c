@@ -1,6 +1,7 @@
 /* The safetensors reader and writer: round trip, and refusal of broken files. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -86,4 +87,79 @@ Test(safetensors, refuses_truncated_and_corrupt_files)
     remove(path);
 
     cr_assert_eq(tmm_safetensors_read("/nonexistent/x.safetensors", &(tmm_safetensors *){ NULL }), TMM_ERR_IO);
+}
+
+/* A file made of a JSON header and `data_bytes` zero bytes of data. */
+static void write_header(const char *path, const char *json, size_t data_bytes)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    uint64_t n = strlen(json);
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)(n >> (8 * i));
+    fwrite(len, 1, 8, f);
+    fwrite(json, 1, n, f);
+    for (size_t i = 0; i < data_bytes; i++)
+        fputc(0, f);
+    fclose(f);
+}
+
+/* Regressions of hostile headers: each was a crash, an overflow or a silent
+ * misreading before; each is now one clear refusal. */
+Test(safetensors, refuses_hostile_headers)
+{
+    char path[64];
+    path_for(path, sizeof path, "hostile");
+    /* a second __metadata__ reallocated the pairs but kept the count: heap overflow */
+    write_header(path, "{\"__metadata__\":{\"a\":\"1\",\"b\":\"2\"},\"__metadata__\":{\"c\":\"3\",\"d\":\"4\"}}", 0);
+    expect_refused(path, "'__metadata__' twice");
+    /* __metadata__ as an array: a NULL key was copied */
+    write_header(path, "{\"__metadata__\":[\"a\"]}", 0);
+    expect_refused(path, "not a JSON object");
+    write_header(path, "{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", 0);
+    expect_refused(path, "occurs twice");
+    write_header(path, "{\"__metadata__\":{\"a\":1}}", 0);
+    expect_refused(path, "not a string");
+    /* the same tensor twice: which one is meant? */
+    write_header(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                       "\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8);
+    expect_refused(path, "'t' twice");
+    /* shapes and offsets must be whole numbers, not strings or fractions */
+    write_header(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":[\"2\"],\"data_offsets\":[0,8]}}", 8);
+    expect_refused(path, "bad shape");
+    write_header(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0.5,8.5]}}", 9);
+    expect_refused(path, "data_offsets");
+    write_header(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4);
+    expect_refused(path, "bad shape");
+    /* a shape whose element count overflows 64 bits (it wrapped to match the offsets before) */
+    write_header(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,1],\"data_offsets\":[0,0]}}", 0);
+    expect_refused(path, "bad shape");
+    write_header(path, "{\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4);
+    expect_refused(path, "bad or unsupported");
+    write_header(path, "{\"t\":5}", 0);
+    expect_refused(path, "bad or unsupported");
+    write_header(path, "[1,2]", 0);
+    expect_refused(path, "not a JSON object");
+    /* a valid file of the same form still reads */
+    write_header(path, "{\"__metadata__\":{\"k\":\"v\"},\"t\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8);
+    tmm_safetensors *st;
+    H_OK(tmm_safetensors_read(path, &st));
+    cr_assert_eq(tmm_safetensors_count(st), 1);
+    cr_assert_str_eq(tmm_safetensors_meta(st, "k"), "v");
+    tmm_safetensors_free(st);
+    remove(path);
+}
+
+/* Not regular files: refused at once, without blocking on a FIFO or reading a device. */
+Test(safetensors, refuses_what_is_not_a_regular_file)
+{
+    char fifo[64];
+    path_for(fifo, sizeof fifo, "fifo");
+    remove(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    expect_refused(fifo, "FIFO");
+    remove(fifo);
+    expect_refused("/dev/zero", "device");
+    expect_refused("/tmp", "directory");
 }

@@ -48,7 +48,11 @@ H_TEST(train, copy_is_learned_and_frozen_toeplitz_fails)
 
     tiny_copy(&c, dir);
     c.model.frozen = true;
-    H_OK(tmm_train(h_dev, &c, NULL, NULL, &r));
+    /* the directory holds the first run: refused, unless it may be replaced */
+    cr_assert_eq(tmm_train(h_dev, &c, NULL, NULL, &r), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "holds another run"), "%s", tmm_last_error());
+    tmm_train_hooks replace = { .replace_run = true };
+    H_OK(tmm_train(h_dev, &c, NULL, &replace, &r));
     printf("  copy, frozen Toeplitz: held-out accuracy %.4f (chance 0.125)\n", r.accuracy);
     cr_assert_lt(r.accuracy, 0.6, "the frozen ablation copied (accuracy %g)", r.accuracy);
 }
@@ -56,7 +60,7 @@ H_TEST(train, copy_is_learned_and_frozen_toeplitz_fails)
 static float *load_params(const char *dir, uint64_t *n)
 {
     tmm_checkpoint ck;
-    H_OK(tmm_checkpoint_load(dir, NULL, true, &ck));
+    H_OK(tmm_checkpoint_load(dir, NULL, TMM_CHECKPOINT_STATE, &ck));
     *n = ck.table.arena_floats;
     float *p = malloc(*n * 4 * 3);
     memcpy(p, ck.params, *n * 4);
@@ -140,7 +144,7 @@ H_TEST(train, text_loss_drops_below_unigram_entropy)
                  r.val_loss, entropy);
 
     tmm_eval_result e;
-    H_OK(tmm_eval_checkpoint(h_dev, c.run_dir, 8, &e));
+    H_OK(tmm_eval_checkpoint(h_dev, c.run_dir, 8, 0, &e));
     cr_assert(fabs(e.loss - r.val_loss) < 1e-6, "tmm eval %g vs the trainer's %g", e.loss, r.val_loss);
     cr_assert(!e.copy && fabs(e.perplexity - exp(e.loss)) < 1e-9);
     tmm_train_config_free(&c);
@@ -178,7 +182,7 @@ H_TEST(train, accumulation_and_interrupts)
     free(p1), free(p2);
 
     volatile sig_atomic_t flag = 1; /* as SIGINT sets it */
-    tmm_train_hooks hooks = { .stop = &flag };
+    tmm_train_hooks hooks = { .stop = &flag, .replace_run = true };
     tiny_copy(&c, dir);
     H_OK(tmm_train(h_dev, &c, NULL, &hooks, &r));
     cr_assert(r.interrupted && r.step == 1, "stopped at step %llu", (unsigned long long)r.step);

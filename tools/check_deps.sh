@@ -67,6 +67,7 @@ trace main "$b-main/tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --st
 trace test cmake -S "$s" -B "$b-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTMM_BUILD_TESTS=ON
 trace test cmake --build "$b-test" -j "$(nproc)"
 trace test ctest --test-dir "$b-test" --output-on-failure -R '^(test_runtime|test_torch_parity|install)$'
+trace test bash "$s/tools/fuzz.sh" --build-only
 
 # Files that programs read only because they are there: a directory of plug-ins or
 # configuration snippets read whole. What such a file loads in turn (a plug-in's

@@ -3,8 +3,9 @@
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
 #                           LAPACKE, and lavapipe (a Vulkan device that runs on the CPU)
 #   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer,
-#                           PyTorch (python3-torch, for the parity test) and strace (for the
-#                           dependency audit, tools/check_deps.sh)
+#                           PyTorch (python3-torch, for the parity test), strace (for the
+#                           dependency audit, tools/check_deps.sh) and clang with its
+#                           libFuzzer runtime (tools/fuzz.sh)
 #   tools/setup.sh --list [--test]   print the packages, one per line, and install nothing
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
@@ -17,7 +18,7 @@ set -euo pipefail
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
             libvkfft-dev libcjson-dev liblapacke-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
-test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace)
+test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0
@@ -25,7 +26,7 @@ for arg in "$@"; do
   case "$arg" in
     --test) want+=("${test_pkgs[@]}") ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test, --list or nothing)" >&2; exit 2 ;;
   esac
 done

@@ -69,6 +69,10 @@ tmm_status tmm_symbol_analyse(const double *w, uint32_t n, const tmm_index_optio
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "an empty Toeplitz vector has no symbol");
     if (!(opt->tol > 0 && opt->tol < 1))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the tolerance must lie in (0, 1), got %g", opt->tol);
+    for (uint32_t k = 0; k < n; k++)
+        if (!isfinite(w[k]))
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the Toeplitz vector holds %s at lag %u: it has no symbol to "
+                            "analyse", isnan(w[k]) ? "NaN" : "an infinite value", k);
     out->n = n;
     out->degree = -1;
     uint32_t first = n;

@@ -3,6 +3,7 @@
 #ifndef TMM_CLI_H
 #define TMM_CLI_H
 
+#include "device.h" /* TMM_MAX_DEVICE_INDEX */
 #include "tmm/tmm.h"
 
 int cmd_devices(int argc, char **argv);

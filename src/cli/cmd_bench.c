@@ -231,7 +231,7 @@ static int bench_matmul(int argc, char **argv)
             }
             break;
         case OPT_DEVICE:
-            if (!cli_parse_uint("--device", optarg, 1000, &v))
+            if (!cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v))
                 return 2;
             index = (int)v;
             break;

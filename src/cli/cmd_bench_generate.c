@@ -206,7 +206,7 @@ int bench_generate(int argc, char **argv)
             mixer = (tmm_mixer_impl)impl;
             break;
         }
-        case O_DEVICE: ok = cli_parse_uint("--device", optarg, 1000, &v); device = (int)v; break;
+        case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v); device = (int)v; break;
         case O_JSON: json = true; break;
         case 'h': usage(); return 0;
         default: return 2;

@@ -280,7 +280,7 @@ int bench_mixer(int argc, char **argv)
         case 'm': ok = cli_parse_uint("--max-n", optarg, 1 << 20, &max_n); break;
         case 't': ok = cli_parse_uint("--time-cap", optarg, 86400, &cap_s); break;
         case 's': svg = optarg; break;
-        case 'D': ok = cli_parse_uint("--device", optarg, 1000, &v), device = (int)v; break;
+        case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case 'j': json = true; break;
         case 'i': ok = parse_impls(optarg, wanted); break;
         case 'f': ok = cli_parse_uint("--fit-from", optarg, 1 << 20, &fit_from); break;

@@ -67,7 +67,7 @@ int bench_train(int argc, char **argv)
         case 'b': ok = cli_parse_uint("--batch", optarg, 1 << 20, &v), c.batch = (uint32_t)v; break;
         case 'V': ok = cli_parse_uint("--vocab", optarg, 1 << 24, &v), c.model.vocab = (uint32_t)v; break;
         case 's': ok = cli_parse_uint("--steps", optarg, 1 << 20, &steps); break;
-        case 'D': ok = cli_parse_uint("--device", optarg, 1000, &v), device = (int)v; break;
+        case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case 'j': json = true; break;
         case 'h':
             printf("usage: tmm bench train [--preset NAME] [--d-model N --n-ctx N --layers N --heads N]\n"

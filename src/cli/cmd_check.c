@@ -40,7 +40,7 @@ int cmd_check(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "d:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'd':
-            if (!cli_parse_uint("--device", optarg, 1000, &v))
+            if (!cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v))
                 return 2;
             index = (int)v;
             break;

@@ -102,14 +102,12 @@ int cmd_devices(int argc, char **argv)
     tmm_status s = tmm_device_list(&infos, &count, &preferred);
     if (s != TMM_OK)
         return cli_error("cannot list Vulkan devices", s);
-    const char *env = getenv("TMM_DEVICE");
-    long picked = preferred;
-    if (env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end == '\0' && v >= 0 && v < (long)count)
-            picked = v;
+    int env_index;
+    if ((s = tmm_env_device_index(&env_index)) != TMM_OK) {
+        free(infos);
+        return cli_error("bad environment", s);
     }
+    long picked = env_index >= 0 && env_index < (long)count ? env_index : (long)preferred;
     for (uint32_t i = 0; i < count; i++) {
         if (i)
             printf("\n");

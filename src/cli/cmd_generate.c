@@ -8,7 +8,10 @@
 
 #include "cli.h"
 #include "files.h"
+#include "io/limits.h"
+#include "gen/generator.h"
 #include "tmm/generate.h"
+#include "train/checkpoint.h"
 #include "train/train_config.h"
 
 static void usage(void)
@@ -40,10 +43,12 @@ static void usage(void)
            "  --mixer-impl I         how the prefill computes the Toeplitz layers (auto: FFT from\n"
            "                         the crossover length measured on the device)\n"
            "  --device N             Vulkan device (see tmm devices)\n"
+           "  --allow-nonfinite      load weights holding NaN or infinite values (debugging;\n"
+           "                         sampling then stops at the first non-finite logit)\n"
            "  -q, --quiet            no speeds on stderr\n");
 }
 
-enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER };
+enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER, O_NONFINITE };
 
 static const struct option longopts[] = {
     { "checkpoint", required_argument, NULL, 'c' }, { "prompt", required_argument, NULL, 'p' },
@@ -52,7 +57,8 @@ static const struct option longopts[] = {
     { "top-p", required_argument, NULL, O_TOPP }, { "seed", required_argument, NULL, O_SEED },
     { "greedy", no_argument, NULL, O_GREEDY }, { "slide", no_argument, NULL, O_SLIDE },
     { "mixer-impl", required_argument, NULL, O_MIXER }, { "device", required_argument, NULL, 'd' },
-    { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
+    { "quiet", no_argument, NULL, 'q' }, { "allow-nonfinite", no_argument, NULL, O_NONFINITE },
+    { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
 };
 
 static bool parse_float(const char *opt, const char *text, float *out)
@@ -72,6 +78,7 @@ typedef struct options {
     unsigned long tokens;
     tmm_sampler sampler;
     bool slide, quiet;
+    unsigned load_flags;
     tmm_mixer_impl mixer;
     int device;
 } options;
@@ -101,6 +108,7 @@ static int parse(int argc, char **argv, options *o)
             break;
         case O_GREEDY: o->sampler.greedy = true; break;
         case O_SLIDE: o->slide = true; break;
+        case O_NONFINITE: o->load_flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
         case O_MIXER: {
             tmm_toeplitz_impl impl;
             if (tmm_mixer_impl_parse(optarg, &impl) != TMM_OK) {
@@ -111,7 +119,7 @@ static int parse(int argc, char **argv, options *o)
             break;
         }
         case 'd':
-            ok = cli_parse_uint("--device", optarg, 1000, &v);
+            ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v);
             o->device = (int)v;
             break;
         case 'q': o->quiet = true; break;
@@ -235,7 +243,7 @@ int cmd_generate(int argc, char **argv)
     size_t text_len = 0;
     if (o.prompt_file) {
         void *data;
-        tmm_status s = tmm_read_file(o.prompt_file, &data, &text_len);
+        tmm_status s = tmm_read_file(o.prompt_file, "prompt file", TMM_LIMIT_PROMPT, &data, &text_len);
         if (s != TMM_OK)
             return cli_error("cannot read the prompt", s);
         file_text = data;
@@ -251,7 +259,7 @@ int cmd_generate(int argc, char **argv)
     }
     session S = { 0 };
     uint32_t *prompt = NULL, prompt_len = 0;
-    tmm_status s = tmm_generator_load(dev, o.checkpoint, 1, o.mixer, &S.gen);
+    tmm_status s = tmm_gen_load(dev, o.checkpoint, 1, o.mixer, o.load_flags, &S.gen);
     if (s == TMM_OK) {
         S.info = tmm_generator_get_info(S.gen);
         s = tmm_tokenize(S.gen, text, text_len, &prompt, &prompt_len);

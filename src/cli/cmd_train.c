@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* sigaction, isatty, strdup */
 #include <getopt.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,95 +10,88 @@
 
 #include "cli.h"
 #include "files.h"
+#include "io/limits.h"
+#include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/trainer.h"
 
+/* The signal that asked training to stop (SIGINT, SIGTERM or SIGHUP), or 0. */
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig) { interrupted = sig; }
+
+/* Options of tmm train that are not config fields. */
+enum { O_PRESET = 256, O_CONFIG, O_RESUME, O_DEVICE, O_QUIET, O_STOP_AFTER, O_FORCE, O_FIELD };
+
+static const struct option command_options[] = {
+    { "preset", required_argument, NULL, O_PRESET }, { "config", required_argument, NULL, O_CONFIG },
+    { "resume", required_argument, NULL, O_RESUME }, { "device", required_argument, NULL, O_DEVICE },
+    { "quiet", no_argument, NULL, O_QUIET },         { "stop-after", required_argument, NULL, O_STOP_AFTER },
+    { "force", no_argument, NULL, O_FORCE },         { "help", no_argument, NULL, 'h' },
+};
+#define N_COMMAND_OPTIONS (sizeof command_options / sizeof command_options[0])
+#define MAX_OPTIONS 64
+
+/* The getopt table: the command's options, then one per config field with a
+ * flag (val O_FIELD + its row), then the terminator. */
+static void build_options(struct option *opts)
 {
-    (void)sig;
-    interrupted = 1;
+    size_t n = 0;
+    for (size_t i = 0; i < N_COMMAND_OPTIONS; i++)
+        opts[n++] = command_options[i];
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+        if (f->flag && n + 1 < MAX_OPTIONS)
+            opts[n++] = (struct option){ f->flag, f->type == TMM_CONFIG_BOOL ? optional_argument : required_argument,
+                                         NULL, O_FIELD + (int)(f - tmm_config_fields) };
+    opts[n] = (struct option){ 0, 0, 0, 0 };
 }
 
 static void usage(FILE *f)
 {
+    tmm_train_config d;
+    tmm_train_config_default(&d);
     fprintf(f,
             "usage: tmm train [options]\n\n"
             "Trains a Toeplitz MLP Mixer. With no options: a small TMM on the copy task (tiny-copy),\n"
             "until it copies held-out sequences with 99%% accuracy.\n\n"
             "config (applied in this order; later wins):\n"
-            "  --preset NAME        built-in preset: ");
+            "  --preset NAME          built-in preset: ");
     for (const char *const *p = tmm_train_preset_names(); *p; p++)
         fprintf(f, "%s%s", *p, p[1] ? ", " : "\n");
     fprintf(f,
-            "  --config FILE        JSON config file (sections model, optimizer, schedule, task, train;\n"
-            "                       see README)\n"
-            "  --resume DIR         continue a run (its directory or a checkpoint) exactly where it stopped\n\n"
-            "model:\n"
-            "  --d-model N --n-ctx N --layers N --heads N (0: flat) --expansion N --kernel N\n"
-            "  --expanded           Toeplitz -> SiLU -> Toeplitz mixing\n"
-            "  --frozen             Toeplitz weights keep their initial values (ablation)\n"
-            "  --model-seed N       initialization seed\n\n"
-            "task:\n"
-            "  --task copy|text     default copy\n"
-            "  --alphabet N         copy: symbols (default 16)\n"
-            "  --data FILE          text: a UTF-8 text or .jsonl file (repeat for more)\n"
-            "  --text-mode windows|documents\n\n"
-            "optimization:\n"
-            "  --steps N --batch N --accum N (micro-batches per step) --lr X --warmup N\n"
-            "  --schedule linear|cosine|constant --weight-decay X --clip X --seed N (data)\n\n"
-            "run:\n"
-            "  --run-dir DIR        where checkpoints and metrics.jsonl go (default runs/latest)\n"
-            "  --eval-every N --eval-batches N --log-every N --save-every N --keep N\n"
-            "  --target-acc X       copy: stop once held-out accuracy reaches X (0: never; default 0.99)\n"
-            "  --mixer-impl auto|direct|fft   how the Toeplitz layers are computed (auto: FFT from the\n"
-            "                       crossover length measured on the device)\n"
-            "  --device N           Vulkan device (see tmm devices)\n"
-            "  --quiet              no progress output\n\n"
-            "Ctrl-C saves a checkpoint and exits; resume with --resume DIR.\n");
-}
-
-enum {
-    O_PRESET = 256, O_CONFIG, O_RESUME, O_DMODEL, O_NCTX, O_LAYERS, O_HEADS, O_EXPANSION, O_KERNEL, O_EXPANDED,
-    O_FROZEN, O_MSEED, O_TASK, O_ALPHABET, O_DATA, O_TEXTMODE, O_STEPS, O_BATCH, O_ACCUM, O_LR, O_WARMUP,
-    O_SCHEDULE, O_WD, O_CLIP, O_SEED, O_RUNDIR, O_EVAL_EVERY, O_EVAL_BATCHES, O_LOG_EVERY, O_SAVE_EVERY, O_KEEP,
-    O_TARGET, O_DEVICE, O_QUIET, O_STOP_AFTER, O_MIXER,
-};
-
-static const struct option train_options[] = {
-    { "preset", required_argument, NULL, O_PRESET },     { "config", required_argument, NULL, O_CONFIG },
-    { "resume", required_argument, NULL, O_RESUME },     { "d-model", required_argument, NULL, O_DMODEL },
-    { "n-ctx", required_argument, NULL, O_NCTX },        { "layers", required_argument, NULL, O_LAYERS },
-    { "heads", required_argument, NULL, O_HEADS },       { "expansion", required_argument, NULL, O_EXPANSION },
-    { "kernel", required_argument, NULL, O_KERNEL },     { "expanded", no_argument, NULL, O_EXPANDED },
-    { "frozen", no_argument, NULL, O_FROZEN },           { "model-seed", required_argument, NULL, O_MSEED },
-    { "task", required_argument, NULL, O_TASK },         { "alphabet", required_argument, NULL, O_ALPHABET },
-    { "data", required_argument, NULL, O_DATA },         { "text-mode", required_argument, NULL, O_TEXTMODE },
-    { "steps", required_argument, NULL, O_STEPS },       { "batch", required_argument, NULL, O_BATCH },
-    { "accum", required_argument, NULL, O_ACCUM },       { "lr", required_argument, NULL, O_LR },
-    { "warmup", required_argument, NULL, O_WARMUP },     { "schedule", required_argument, NULL, O_SCHEDULE },
-    { "weight-decay", required_argument, NULL, O_WD },   { "clip", required_argument, NULL, O_CLIP },
-    { "seed", required_argument, NULL, O_SEED },         { "run-dir", required_argument, NULL, O_RUNDIR },
-    { "eval-every", required_argument, NULL, O_EVAL_EVERY }, { "eval-batches", required_argument, NULL, O_EVAL_BATCHES },
-    { "log-every", required_argument, NULL, O_LOG_EVERY }, { "save-every", required_argument, NULL, O_SAVE_EVERY },
-    { "keep", required_argument, NULL, O_KEEP },         { "target-acc", required_argument, NULL, O_TARGET },
-    { "device", required_argument, NULL, O_DEVICE },     { "quiet", no_argument, NULL, O_QUIET },
-    { "stop-after", required_argument, NULL, O_STOP_AFTER }, { "mixer-impl", required_argument, NULL, O_MIXER },
-    { "help", no_argument, NULL, 'h' },
-    { 0, 0, 0, 0 },
-};
-
-static bool parse_double(const char *opt, const char *text, double lo, double hi, double *out)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "tmm train: %s expects a number from %g to %g, got '%s'\n", opt, lo, hi, text);
-        return false;
+            "  --config FILE          JSON config file (the keys below; see README)\n"
+            "  --resume DIR           continue a run (its directory or a checkpoint) exactly where it stopped\n"
+            "  flags                  one per config key, below\n");
+    const char *section = "";
+    for (const tmm_config_field *c = tmm_config_fields; c->section; c++) {
+        if (!c->flag)
+            continue;
+        if (strcmp(section, c->section) != 0)
+            fprintf(f, "\n%s:\n", section = c->section);
+        char left[48], value[64], choices[96] = "";
+        if (c->type == TMM_CONFIG_BOOL)
+            snprintf(left, sizeof left, "--%s[=false]", c->flag);
+        else
+            snprintf(left, sizeof left, "--%s %s", c->flag, c->arg);
+        if (c->type == TMM_CONFIG_ENUM) {
+            size_t n = (size_t)snprintf(choices, sizeof choices, ": ");
+            for (int i = 0; c->names[i]; i++)
+                n += (size_t)snprintf(choices + n, sizeof choices - n, "%s%s", i ? "|" : "", c->names[i]);
+        }
+        tmm_config_value_text(&d, c, value, sizeof value);
+        char line[320];
+        int n = snprintf(line, sizeof line, "  %-22s %s%s", left, c->help, choices);
+        const char *gap = n > 64 ? "\n                         " : " ";
+        fprintf(f, "%s%s[%s.%s, default %s]\n", line, gap, c->section, c->key, *value ? value : "none");
     }
-    *out = v;
-    return true;
+    fprintf(f,
+            "\nrun:\n"
+            "  --force                start a new run in a directory that holds another run (it is replaced)\n"
+            "  --device N             Vulkan device (see tmm devices)\n"
+            "  --quiet                no progress output\n"
+            "  --stop-after N         stop (and save) after N steps of this invocation's run\n\n"
+            "A run directory is used by one process at a time. Ctrl-C, SIGTERM and SIGHUP save a\n"
+            "checkpoint and exit; resume with --resume DIR.\n");
 }
 
 typedef struct progress_ui {
@@ -137,33 +131,36 @@ static int load_json_file(tmm_train_config *c, const char *path)
 {
     void *text;
     size_t size;
-    tmm_status s = tmm_read_file(path, &text, &size);
-    if (s == TMM_OK) {
-        char *z = realloc(text, size + 1);
-        if (!z) {
-            free(text);
-            return cli_error("--config", TMM_ERR_OUT_OF_HOST_MEMORY);
-        }
-        z[size] = '\0';
-        s = tmm_train_config_apply_json(c, z, path);
-        free(z);
-    }
+    tmm_status s = tmm_read_file(path, "config file", TMM_LIMIT_CONFIG, &text, &size);
+    if (s == TMM_OK && strlen(text) != size)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: holds a NUL byte; a config file is JSON text", path);
+    if (s == TMM_OK)
+        s = tmm_train_config_apply_json(c, text, path);
+    free(text);
     return s == TMM_OK ? 0 : cli_error("bad config", s);
+}
+
+static int bad_option(tmm_status s)
+{
+    fprintf(stderr, "tmm train: %s\n", *tmm_last_error() ? tmm_last_error() : tmm_status_name(s));
+    return 2;
 }
 
 int cmd_train(int argc, char **argv)
 {
     tmm_train_config c;
     tmm_train_config_default(&c);
-    /* pass 1: the preset, the config file and --resume set the base */
+    struct option opts[MAX_OPTIONS];
+    build_options(opts);
+    /* pass 1: the preset and --resume set the base; pass 2: config files;
+     * pass 3: flags override */
     const char *resume = NULL;
     int opt, device = -1;
-    bool quiet = false, data_given = false;
+    bool quiet = false, data_given = false, force = false, run_dir_given = false;
     unsigned long v, stop_after = 0;
-    double x;
     optind = 1;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", train_options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt == O_PRESET) {
             const char *json = tmm_train_preset(optarg);
             if (!json) {
@@ -193,91 +190,47 @@ int cmd_train(int argc, char **argv)
         return 2;
     }
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", train_options, NULL)) != -1)
+    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1)
         if (opt == O_CONFIG && load_json_file(&c, optarg))
             return 1;
-    /* pass 2: flags override */
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", train_options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (opt >= O_FIELD) {
+            const tmm_config_field *f = &tmm_config_fields[opt - O_FIELD];
+            bool first = f->type == TMM_CONFIG_FILES && !data_given;
+            tmm_status s = tmm_config_set_text(&c, f, optarg ? optarg : "true", first);
+            if (s != TMM_OK) {
+                tmm_train_config_free(&c);
+                return bad_option(s);
+            }
+            if (f->type == TMM_CONFIG_FILES) {
+                data_given = true;
+                c.task = TMM_DATA_TEXT;
+            }
+            run_dir_given |= f->offset == offsetof(tmm_train_config, run_dir);
+            continue;
+        }
         bool ok = true;
         switch (opt) {
-        case O_DMODEL: ok = cli_parse_uint("--d-model", optarg, 1 << 16, &v), c.model.d_model = (uint32_t)v; break;
-        case O_NCTX: ok = cli_parse_uint("--n-ctx", optarg, 1 << 24, &v), c.model.n_ctx = (uint32_t)v; break;
-        case O_LAYERS: ok = cli_parse_uint("--layers", optarg, 1024, &v), c.model.n_layers = (uint32_t)v; break;
-        case O_HEADS: ok = cli_parse_uint("--heads", optarg, 1 << 16, &v), c.model.heads = (uint32_t)v; break;
-        case O_EXPANSION: ok = cli_parse_uint("--expansion", optarg, 64, &v), c.model.expansion = (uint32_t)v; break;
-        case O_KERNEL: ok = cli_parse_uint("--kernel", optarg, 16, &v), c.model.kernel = (uint32_t)v; break;
-        case O_EXPANDED: c.model.expanded = true; break;
-        case O_FROZEN: c.model.frozen = true; break;
-        case O_MSEED: ok = cli_parse_uint("--model-seed", optarg, ~0ul, &v), c.model.seed = v; break;
-        case O_TASK:
-            if (strcmp(optarg, "copy") == 0) c.task = TMM_DATA_COPY;
-            else if (strcmp(optarg, "text") == 0) c.task = TMM_DATA_TEXT;
-            else { fprintf(stderr, "tmm train: --task is copy or text, got '%s'\n", optarg); return 2; }
-            break;
-        case O_ALPHABET: ok = cli_parse_uint("--alphabet", optarg, TMM_COPY_MAX_ALPHABET, &v), c.copy_alphabet = (uint32_t)v; break;
-        case O_DATA:
-            if (!data_given) {
-                tmm_train_config_free(&c);
-                data_given = true;
-            }
-            if (c.text_file_count == TMM_MAX_TEXT_FILES) {
-                fprintf(stderr, "tmm train: at most %d --data files\n", TMM_MAX_TEXT_FILES);
-                return 2;
-            }
-            c.text_files[c.text_file_count++] = strdup(optarg);
-            c.task = TMM_DATA_TEXT;
-            break;
-        case O_TEXTMODE:
-            if (strcmp(optarg, "windows") == 0) c.text_mode = TMM_TEXT_WINDOWS;
-            else if (strcmp(optarg, "documents") == 0) c.text_mode = TMM_TEXT_DOCUMENTS;
-            else { fprintf(stderr, "tmm train: --text-mode is windows or documents, got '%s'\n", optarg); return 2; }
-            break;
-        case O_STEPS: ok = cli_parse_uint("--steps", optarg, 1ul << 40, &v), c.steps = v; break;
-        case O_BATCH: ok = cli_parse_uint("--batch", optarg, 1 << 20, &v), c.batch = (uint32_t)v; break;
-        case O_ACCUM: ok = cli_parse_uint("--accum", optarg, 1 << 20, &v), c.accum = (uint32_t)v; break;
-        case O_LR: ok = parse_double("--lr", optarg, 0, 10, &x), c.schedule.peak_lr = x; break;
-        case O_WARMUP: ok = cli_parse_uint("--warmup", optarg, 1ul << 40, &v), c.schedule.warmup_steps = v; break;
-        case O_SCHEDULE:
-            if (tmm_lr_kind_parse(optarg, &c.schedule.kind) != TMM_OK) {
-                fprintf(stderr, "tmm train: --schedule is linear, cosine or constant, got '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case O_WD: ok = parse_double("--weight-decay", optarg, 0, 10, &x), c.optim.weight_decay = x; break;
-        case O_CLIP: ok = parse_double("--clip", optarg, 0, 1e9, &x), c.optim.max_grad_norm = x; break;
-        case O_SEED: ok = cli_parse_uint("--seed", optarg, ~0ul, &v), c.data_seed = v; break;
-        case O_RUNDIR:
-            if (strlen(optarg) >= sizeof c.run_dir) { fprintf(stderr, "tmm train: --run-dir is too long\n"); return 2; }
-            snprintf(c.run_dir, sizeof c.run_dir, "%s", optarg);
-            break;
-        case O_EVAL_EVERY: ok = cli_parse_uint("--eval-every", optarg, UINT32_MAX, &v), c.eval_every = (uint32_t)v; break;
-        case O_EVAL_BATCHES: ok = cli_parse_uint("--eval-batches", optarg, 1 << 20, &v), c.eval_batches = (uint32_t)v; break;
-        case O_LOG_EVERY: ok = cli_parse_uint("--log-every", optarg, UINT32_MAX, &v), c.log_every = (uint32_t)v; break;
-        case O_SAVE_EVERY: ok = cli_parse_uint("--save-every", optarg, UINT32_MAX, &v), c.save_every = (uint32_t)v; break;
-        case O_KEEP: ok = cli_parse_uint("--keep", optarg, 1 << 20, &v), c.keep = (uint32_t)v; break;
-        case O_TARGET: ok = parse_double("--target-acc", optarg, 0, 1, &x), c.target_accuracy = x; break;
-        case O_DEVICE: ok = cli_parse_uint("--device", optarg, 1000, &v), device = (int)v; break;
+        case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case O_QUIET: quiet = true; break;
-        case O_MIXER:
-            if (tmm_mixer_impl_parse(optarg, &c.mixer_impl) != TMM_OK) {
-                fprintf(stderr, "tmm train: --mixer-impl is auto, direct or fft, got '%s'\n", optarg);
-                return 2;
-            }
-            break;
+        case O_FORCE: force = true; break;
         case O_STOP_AFTER: ok = cli_parse_uint("--stop-after", optarg, 1ul << 40, &v), stop_after = v; break;
         default: break;
         }
-        if (!ok)
+        if (!ok) {
+            tmm_train_config_free(&c);
             return 2;
+        }
     }
-    if (resume) {
-        /* continue in the run that is being resumed unless --run-dir moved it */
-        bool moved = false;
-        for (int i = 1; i < argc; i++)
-            moved |= strcmp(argv[i], "--run-dir") == 0 || strncmp(argv[i], "--run-dir=", 10) == 0;
-        if (!moved && strlen(resume) < sizeof c.run_dir && !strstr(resume, "/checkpoints"))
-            snprintf(c.run_dir, sizeof c.run_dir, "%s", resume);
+    if (resume && !run_dir_given) {
+        /* continue in the run directory that holds the checkpoint given, never
+         * in one named inside the checkpoint (a copied run stays separate) */
+        tmm_status s = tmm_checkpoint_run_dir(resume, c.run_dir, sizeof c.run_dir);
+        if (s != TMM_OK) {
+            tmm_train_config_free(&c);
+            return cli_error("cannot resume", s);
+        }
     }
 
     tmm_data *data;
@@ -306,11 +259,15 @@ int cmd_train(int argc, char **argv)
     free(json);
     tmm_data_destroy(data);
 
+    /* schedulers and `timeout` send SIGTERM, a closed terminal SIGHUP: all save like Ctrl-C */
     struct sigaction sa = { 0 };
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_stop_signal;
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     progress_ui ui = { isatty(STDOUT_FILENO), quiet, c.task == TMM_DATA_COPY };
-    tmm_train_hooks hooks = { on_progress, &ui, &interrupted, stop_after };
+    tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &interrupted,
+                              .stop_after = stop_after, .replace_run = force };
     tmm_train_result res;
     s = tmm_train(dev, &c, resume, &hooks, &res);
     int rc = 0;
@@ -329,11 +286,11 @@ int cmd_train(int argc, char **argv)
         if (res.interrupted)
             printf("resume with: tmm train --resume %s\n", c.run_dir);
         else if (c.task == TMM_DATA_COPY && !c.model.frozen)
-            printf("next: tmm eval --checkpoint %s   |   tmm train --frozen (the ablation: copying fails)\n",
-                   c.run_dir);
+            printf("next: tmm eval --checkpoint %s   |   tmm train --frozen --run-dir runs/frozen (the ablation: "
+                   "copying fails)\n", c.run_dir);
         else
             printf("next: tmm eval --checkpoint %s\n", c.run_dir);
-        rc = res.interrupted ? 130 : 0;
+        rc = res.interrupted ? 128 + (int)interrupted : 0; /* 130 for Ctrl-C, 143 for SIGTERM */
     }
     tmm_device_destroy(dev);
     tmm_train_config_free(&c);
@@ -345,22 +302,35 @@ int cmd_eval(int argc, char **argv)
     static const struct option longopts[] = { { "checkpoint", required_argument, NULL, 'c' },
                                               { "batches", required_argument, NULL, 'b' },
                                               { "device", required_argument, NULL, 'd' },
+                                              { "allow-nonfinite", no_argument, NULL, 'n' },
                                               { "help", no_argument, NULL, 'h' },
                                               { 0, 0, 0, 0 } };
     const char *path = NULL;
     unsigned long v, batches = 0;
+    unsigned flags = 0;
     int opt, device = -1;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "c:b:d:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': path = optarg; break;
-        case 'b': if (!cli_parse_uint("--batches", optarg, 1 << 20, &batches)) return 2; break;
-        case 'd': if (!cli_parse_uint("--device", optarg, 1000, &v)) return 2; device = (int)v; break;
+        case 'b':
+            if (!cli_parse_uint("--batches", optarg, 1 << 20, &batches))
+                return 2;
+            if (batches == 0) {
+                fprintf(stderr, "tmm eval: --batches must be at least 1\n");
+                return 2;
+            }
+            break;
+        case 'n': flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
+        case 'd': if (!cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v)) return 2; device = (int)v; break;
         case 'h':
-            printf("usage: tmm eval --checkpoint DIR [--batches N] [--device N]\n\n"
+            printf("usage: tmm eval --checkpoint DIR [--batches N] [--device N] [--allow-nonfinite]\n\n"
                    "Evaluates a checkpoint (a run directory, a checkpoint directory or a model file) on\n"
                    "its task's held-out data: validation loss and perplexity, and for the copy task the\n"
-                   "teacher-forced copy accuracy.\n");
+                   "teacher-forced copy accuracy.\n\n"
+                   "  --batches N         held-out batches (default: the run's eval_batches)\n"
+                   "  --allow-nonfinite   load weights holding NaN or infinite values (debugging; the\n"
+                   "                      evaluation then fails with the non-finite loss)\n");
             return 0;
         default: return 2;
         }
@@ -373,7 +343,7 @@ int cmd_eval(int argc, char **argv)
     if (cli_open_device(device, &dev))
         return 1;
     tmm_eval_result r;
-    tmm_status s = tmm_eval_checkpoint(dev, path, (uint32_t)batches, &r);
+    tmm_status s = tmm_eval_checkpoint(dev, path, (uint32_t)batches, flags, &r);
     tmm_device_destroy(dev);
     if (s != TMM_OK)
         return cli_error("evaluation failed", s);

@@ -214,9 +214,15 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
 tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
                               tmm_generator **out)
 {
+    return tmm_gen_load(device, checkpoint, batch, mixer, 0, out);
+}
+
+tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
+                        unsigned load_flags, tmm_generator **out)
+{
     *out = NULL;
     tmm_checkpoint ck;
-    TMM_TRY(tmm_checkpoint_load_model(checkpoint, NULL, &ck));
+    TMM_TRY(tmm_checkpoint_load(checkpoint, NULL, load_flags & ~(unsigned)TMM_CHECKPOINT_STATE, &ck));
     tmm_gen_tokenizer tokenizer;
     tmm_status s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &tokenizer);
     if (s == TMM_OK)

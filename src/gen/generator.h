@@ -21,6 +21,11 @@ tmm_status tmm_gen_tokenize(tmm_gen_tokenizer tokenizer, uint32_t vocab, const c
                             uint32_t **tokens, uint32_t *count);
 size_t tmm_gen_detokenize(tmm_gen_tokenizer tokenizer, uint32_t vocab, uint32_t token, char *buf, size_t size);
 
+/* tmm_generator_load with tmm_checkpoint_load's flags (tmm generate
+ * --allow-nonfinite). */
+tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
+                        unsigned load_flags, tmm_generator **out);
+
 /* A generator from weights in memory (a host arena of the table's layout)
  * instead of a checkpoint: tmm bench generate's random models. */
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,

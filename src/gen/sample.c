@@ -43,6 +43,10 @@ tmm_status tmm_sample(const tmm_sampler *s, const float *logits, uint32_t vocab,
     TMM_TRY(tmm_sampler_check(s));
     if (vocab == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "sampling from an empty vocabulary");
+    for (uint32_t i = 0; i < vocab; i++)
+        if (!isfinite(logits[i]))
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "logit %u is %g: the model's outputs are not finite", i,
+                            (double)logits[i]);
     if (s->greedy || s->temperature == 0.0f || s->top_k == 1) {
         *token = argmax(logits, vocab);
         return TMM_OK;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "files.h"
+#include "io/json.h"
+#include "io/limits.h"
 
 static const char *const dtype_names[] = { "F32", "F64", "I32", "U32" };
 
@@ -144,6 +146,41 @@ static int by_offset(const void *a, const void *b)
     return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
+/* A JSON number that is a whole number in [0, 2^53): exact in a double. */
+static bool get_index(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < 9007199254740992.0) ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return false;
+    *out = (uint64_t)v->valuedouble;
+    return true;
+}
+
+static tmm_status parse_meta(tmm_safetensors *st, const char *path, const cJSON *item)
+{
+    if (!cJSON_IsObject(item))
+        return tmm_fail(TMM_ERR_IO, "%s: __metadata__ is not a JSON object of strings", path);
+    const char *dup = tmm_json_duplicate_key(item);
+    if (dup)
+        return tmm_fail(TMM_ERR_IO, "%s: metadata key '%.64s' occurs twice", path, dup);
+    uint32_t m = (uint32_t)cJSON_GetArraySize(item);
+    st->meta = calloc(m ? m : 1, sizeof *st->meta);
+    st->meta_strings = calloc(m ? 2 * m : 2, sizeof *st->meta_strings);
+    if (!st->meta || !st->meta_strings)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+    for (const cJSON *kv = item->child; kv; kv = kv->next) {
+        if (!cJSON_IsString(kv))
+            return tmm_fail(TMM_ERR_IO, "%s: metadata value of '%.64s' is not a string", path, kv->string);
+        char *k = strdup(kv->string), *v = strdup(kv->valuestring);
+        st->meta_strings[2 * st->meta_count] = k;
+        st->meta_strings[2 * st->meta_count + 1] = v;
+        st->meta[st->meta_count++] = (tmm_st_meta){ k, v };
+        if (!k || !v)
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
+    }
+    return TMM_OK;
+}
+
 static tmm_status parse(tmm_safetensors *st, const char *path)
 {
     if (st->size < 8)
@@ -154,8 +191,16 @@ static tmm_status parse(tmm_safetensors *st, const char *path)
                         (unsigned long long)hlen, st->size);
     cJSON *root = cJSON_ParseWithLength((const char *)st->file + 8, (size_t)hlen);
     if (!cJSON_IsObject(root)) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, root ? "%s: the header is not a JSON object" : "%s: the header is not "
+                                "valid JSON", path);
         cJSON_Delete(root);
-        return tmm_fail(TMM_ERR_IO, "%s: the header is not valid JSON", path);
+        return s;
+    }
+    const char *dup = tmm_json_duplicate_key(root);
+    if (dup) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, "%s: the header names '%.64s' twice", path, dup);
+        cJSON_Delete(root);
+        return s;
     }
     const unsigned char *data = st->file + 8 + hlen;
     st->data_offset = (size_t)(8 + hlen);
@@ -171,27 +216,7 @@ static tmm_status parse(tmm_safetensors *st, const char *path)
         if (s != TMM_OK)
             break;
         if (strcmp(item->string, "__metadata__") == 0) {
-            uint32_t m = (uint32_t)cJSON_GetArraySize(item);
-            st->meta = calloc(m ? m : 1, sizeof *st->meta);
-            st->meta_strings = calloc(m ? 2 * m : 2, sizeof *st->meta_strings);
-            if (!st->meta || !st->meta_strings) {
-                s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
-                break;
-            }
-            const cJSON *kv;
-            cJSON_ArrayForEach(kv, item)
-            {
-                if (!cJSON_IsString(kv)) {
-                    s = tmm_fail(TMM_ERR_IO, "%s: metadata value of '%s' is not a string", path, kv->string);
-                    break;
-                }
-                char *k = strdup(kv->string), *v = strdup(kv->valuestring);
-                st->meta_strings[2 * st->meta_count] = k;
-                st->meta_strings[2 * st->meta_count + 1] = v;
-                st->meta[st->meta_count++] = (tmm_st_meta){ k, v };
-                if (!k || !v)
-                    s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
-            }
+            s = parse_meta(st, path, item);
             continue;
         }
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(item, "dtype");
@@ -210,30 +235,34 @@ static tmm_status parse(tmm_safetensors *st, const char *path)
         }
         t->dtype = (tmm_st_dtype)dtype;
         t->ndim = (uint32_t)cJSON_GetArraySize(shape);
+        /* the byte count, without overflow: every factor is checked against what the file can hold */
+        uint64_t bytes = tmm_st_dtype_size(t->dtype);
         for (uint32_t k = 0; k < t->ndim; k++) {
-            double v = cJSON_GetArrayItem(shape, (int)k)->valuedouble;
-            if (!(v >= 0 && v < 9e15)) {
-                s = tmm_fail(TMM_ERR_IO, "%s: tensor '%s' has a bad shape", path, item->string);
+            uint64_t v;
+            if (!get_index(cJSON_GetArrayItem(shape, (int)k), &v) || (v && bytes > data_size / v)) {
+                s = tmm_fail(TMM_ERR_IO, "%s: tensor '%.64s' has a bad shape (dimensions must be whole numbers "
+                             "whose product fits the file)", path, item->string);
                 break;
             }
-            t->shape[k] = (uint64_t)v;
+            t->shape[k] = v;
+            bytes *= v;
         }
-        double b = cJSON_GetArrayItem(offs, 0)->valuedouble, e = cJSON_GetArrayItem(offs, 1)->valuedouble;
-        uint64_t bytes = tmm_st_numel(t) * tmm_st_dtype_size(t->dtype);
-        if (s == TMM_OK && !(b >= 0 && e >= b && e <= (double)data_size && (uint64_t)(e - b) == bytes))
-            s = tmm_fail(TMM_ERR_IO, "%s: tensor '%s' has data_offsets that do not match its shape or lie outside "
+        uint64_t b = 0, e = 0;
+        if (s == TMM_OK && !(get_index(cJSON_GetArrayItem(offs, 0), &b) && get_index(cJSON_GetArrayItem(offs, 1), &e) &&
+                             e >= b && e <= data_size && e - b == bytes))
+            s = tmm_fail(TMM_ERR_IO, "%s: tensor '%.64s' has data_offsets that do not match its shape or lie outside "
                          "the file (truncated or corrupt?)", path, item->string);
         if (s != TMM_OK)
             break;
-        t->data = data + (uint64_t)b;
+        t->data = data + b;
         st->names[st->count] = strdup(item->string);
         t->name = st->names[st->count];
         if (!t->name) {
             s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
             break;
         }
-        ranges[2 * st->count] = (uint64_t)b;
-        ranges[2 * st->count + 1] = (uint64_t)e;
+        ranges[2 * st->count] = b;
+        ranges[2 * st->count + 1] = e;
         st->count++;
     }
     cJSON_Delete(root);
@@ -254,7 +283,7 @@ tmm_status tmm_safetensors_read(const char *path, tmm_safetensors **out)
     if (!st)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
     void *file;
-    tmm_status s = tmm_read_file(path, &file, &st->size);
+    tmm_status s = tmm_read_file(path, "safetensors file", TMM_LIMIT_CHECKPOINT, &file, &st->size);
     st->file = file;
     if (s == TMM_OK)
         s = parse(st, path);

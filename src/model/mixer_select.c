@@ -8,6 +8,7 @@
 
 #include "buffer.h"
 #include "files.h"
+#include "io/limits.h"
 #include "ops/toeplitz_fft.h"
 
 /* First line of the cache file; files without it (older formats, damage)
@@ -173,15 +174,8 @@ tmm_status tmm_mixer_calibration(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
     tmm_mixer_cache_path(dev, path, sizeof path);
     void *data = NULL;
     size_t size;
-    if (path[0] && tmm_read_file(path, &data, &size) == TMM_OK) {
-        char *text = malloc(size + 1);
-        bool ok = text != NULL;
-        if (ok) {
-            memcpy(text, data, size);
-            text[size] = '\0';
-            ok = parse(text, x);
-        }
-        free(text);
+    if (path[0] && tmm_read_file(path, "mixer calibration file", TMM_LIMIT_CACHE, &data, &size) == TMM_OK) {
+        bool ok = parse(data, x); /* tmm_read_file ends the data with a NUL */
         free(data);
         if (ok)
             return TMM_OK;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #endif
 
 #include "files.h"
+#include "io/limits.h"
 #include "status.h"
 
 #define PATH_CAP 4096
@@ -62,6 +64,18 @@ static bool is_dir(const char *p)
 {
     struct stat s;
     return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+}
+
+/* A directory itself, not a symbolic link to one: what saving may write into
+ * and pruning may delete from (nothing outside the run directory). */
+static bool is_real_dir(const char *p)
+{
+    struct stat s;
+#if defined(_WIN32)
+    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+#else
+    return lstat(p, &s) == 0 && S_ISDIR(s.st_mode);
+#endif
 }
 
 static uint64_t fnv_more(uint64_t h, const void *data, size_t size)
@@ -242,9 +256,13 @@ static tmm_status list_names(const char *dir, entry_name **names, uint32_t *coun
     return TMM_OK;
 }
 
-/* Removes a checkpoint directory: the files in it, then it. */
+/* Removes a checkpoint directory: the files in it, then it. A symbolic link
+ * is never followed: not the directory's own (refused), nor its entries'
+ * (the link is removed, not what it points to). */
 static tmm_status remove_dir(const char *dir)
 {
+    if (!is_real_dir(dir))
+        return tmm_fail(TMM_ERR_IO, "%s is a symbolic link or not a directory: not removed", dir);
     entry_name *names;
     uint32_t n;
     TMM_TRY(list_names(dir, &names, &n));
@@ -308,7 +326,7 @@ static tmm_status list_steps(const char *ckdir, step_dir **out, uint32_t *count)
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++) {
         char p[PATH_CAP];
-        if (parse_step_name(names[i], &steps[m].step) && join(p, ckdir, names[i]) == TMM_OK && is_dir(p))
+        if (parse_step_name(names[i], &steps[m].step) && join(p, ckdir, names[i]) == TMM_OK && is_real_dir(p))
             memcpy(steps[m++].name, names[i], NAME_CAP);
     }
     free(names);
@@ -493,7 +511,7 @@ static void prune(const char *ckdir, uint64_t step, uint32_t keep)
         bool leftover = strncmp(names[i], ".step-", 6) == 0 &&
                         ((len > 4 && strcmp(names[i] + len - 4, ".tmp") == 0) ||
                          (len > 4 && strcmp(names[i] + len - 4, ".old") == 0));
-        if (leftover && join(p, ckdir, names[i]) == TMM_OK && is_dir(p) && remove_dir(p) != TMM_OK)
+        if (leftover && join(p, ckdir, names[i]) == TMM_OK && is_real_dir(p) && remove_dir(p) != TMM_OK)
             tmm_warn("%s", tmm_last_error());
     }
     free(names);
@@ -547,9 +565,12 @@ tmm_status tmm_checkpoint_save(const char *run_dir, uint64_t step, const tmm_par
     TMM_TRY(join(final, ckdir, name));
     TMM_TRY(join(old, ckdir, old_name));
     TMM_TRY(tmm_make_dirs(ckdir));
+    if (!is_real_dir(ckdir))
+        return tmm_fail(TMM_ERR_IO, "%s is a symbolic link or not a directory: checkpoints are written only into a "
+                        "real directory inside the run directory", ckdir);
 
     /* 1. everything into a temporary directory (a crashed save's is replaced) */
-    if (is_dir(tmp))
+    if (is_real_dir(tmp))
         TMM_TRY(remove_dir(tmp));
     if (MKDIR(tmp) != 0)
         return tmm_fail(TMM_ERR_IO, "cannot create directory %s: %s", tmp, strerror(errno));
@@ -571,7 +592,7 @@ tmm_status tmm_checkpoint_save(const char *run_dir, uint64_t step, const tmm_par
     /* 2. into place; an existing directory of the same step is set aside first */
     bool set_aside = path_exists(final);
     if (set_aside) {
-        if (is_dir(old))
+        if (is_real_dir(old))
             TMM_TRY(remove_dir(old));
         if (rename(final, old) != 0)
             return tmm_fail(TMM_ERR_IO, "cannot rename %s to %s: %s", final, old, strerror(errno));
@@ -619,7 +640,7 @@ static tmm_status resolve_latest(const char *ckdir, char *dir)
     }
     void *data;
     size_t size;
-    TMM_TRY(tmm_read_file(latest, &data, &size));
+    TMM_TRY(tmm_read_file(latest, "checkpoint pointer", TMM_LIMIT_POINTER, &data, &size));
     char name[NAME_CAP];
     size_t n = 0;
     const char *text = data;
@@ -837,7 +858,7 @@ static uint64_t config_field(const tmm_model_config *c, const char *field)
 /* Copies the tensors named prefix + parameter name into a zeroed arena,
  * checking that exactly those tensors are present, as F32 of the right shape. */
 static tmm_status read_arena(const tmm_safetensors *st, const char *path, const tmm_param_table *t,
-                             const char *const *prefixes, uint32_t n_prefixes, float **arenas)
+                             const char *const *prefixes, uint32_t n_prefixes, bool nonfinite_ok, float **arenas)
 {
     for (uint32_t k = 0; k < n_prefixes; k++)
         arenas[k] = NULL;
@@ -886,7 +907,13 @@ static tmm_status read_arena(const tmm_safetensors *st, const char *path, const 
                 return tmm_fail(TMM_ERR_IO, "%s: tensor '%s' has shape %s, expected %s", path, name, got_text,
                                 want_text);
             }
-            memcpy(arenas[k] + p->offset, x->data, p->numel * sizeof(float));
+            float *dst = arenas[k] + p->offset;
+            memcpy(dst, x->data, p->numel * sizeof(float));
+            for (uint64_t j = 0; !nonfinite_ok && j < p->numel; j++)
+                if (!isfinite(dst[j]))
+                    return tmm_fail(TMM_ERR_IO, "%s: tensor '%s' holds %s at element %" PRIu64 " (a diverged run?); "
+                                    "--allow-nonfinite loads it anyway", path, name,
+                                    isnan(dst[j]) ? "NaN" : "an infinite value", j);
         }
     }
     return TMM_OK;
@@ -900,8 +927,8 @@ static bool is_model_key(const char *key)
     return false;
 }
 
-static tmm_status load_model(const char *path, const tmm_model_config *expect, tmm_checkpoint *out,
-                             uint64_t *data_hash)
+static tmm_status load_model(const char *path, const tmm_model_config *expect, bool nonfinite_ok,
+                             tmm_checkpoint *out, uint64_t *data_hash)
 {
     tmm_safetensors *st;
     TMM_TRY(tmm_safetensors_read(path, &st));
@@ -918,7 +945,7 @@ static tmm_status load_model(const char *path, const tmm_model_config *expect, t
         s = tmm_param_table_build(&c, &out->table);
     if (s == TMM_OK) {
         const char *prefix = "";
-        s = read_arena(st, path, &out->table, &prefix, 1, &out->params);
+        s = read_arena(st, path, &out->table, &prefix, 1, nonfinite_ok, &out->params);
     }
     if (s == TMM_OK) {
         uint32_t n = tmm_safetensors_meta_count(st), m = 0;
@@ -938,7 +965,7 @@ static tmm_status load_model(const char *path, const tmm_model_config *expect, t
     return s;
 }
 
-static tmm_status load_state(const char *path, tmm_checkpoint *out, uint64_t model_hash)
+static tmm_status load_state(const char *path, tmm_checkpoint *out, bool nonfinite_ok, uint64_t model_hash)
 {
     tmm_safetensors *st;
     TMM_TRY(tmm_safetensors_read(path, &st));
@@ -1004,7 +1031,7 @@ static tmm_status load_state(const char *path, tmm_checkpoint *out, uint64_t mod
     if (s == TMM_OK) {
         const char *prefixes[2] = { "m.", "v." };
         float *arenas[2];
-        s = read_arena(st, path, &out->table, prefixes, 2, arenas);
+        s = read_arena(st, path, &out->table, prefixes, 2, nonfinite_ok, arenas);
         ts->m = arenas[0];
         ts->v = arenas[1];
     }
@@ -1037,20 +1064,21 @@ static char *dup_string(const char *s)
     return d;
 }
 
-tmm_status tmm_checkpoint_load(const char *path, const tmm_model_config *expect, bool with_state,
+tmm_status tmm_checkpoint_load(const char *path, const tmm_model_config *expect, unsigned flags,
                                tmm_checkpoint *out)
 {
+    const bool with_state = flags & TMM_CHECKPOINT_STATE, nonfinite_ok = flags & TMM_CHECKPOINT_ALLOW_NONFINITE;
     memset(out, 0, sizeof *out);
     char dir[PATH_CAP], model[PATH_CAP], state[PATH_CAP];
     TMM_TRY(resolve(path, dir, model));
     uint64_t model_hash = 0;
-    tmm_status s = load_model(model, expect, out, &model_hash);
+    tmm_status s = load_model(model, expect, nonfinite_ok, out, &model_hash);
     if (s == TMM_OK && with_state) {
         s = join(state, dir, STATE_FILE);
         if (s == TMM_OK && !path_exists(state))
             s = tmm_fail(TMM_ERR_IO, "%s is missing: this checkpoint has no training state to resume from", state);
         if (s == TMM_OK)
-            s = load_state(state, out, model_hash);
+            s = load_state(state, out, nonfinite_ok, model_hash);
         out->has_state = s == TMM_OK;
     }
     if (s == TMM_OK) {
@@ -1066,7 +1094,7 @@ tmm_status tmm_checkpoint_load(const char *path, const tmm_model_config *expect,
 
 tmm_status tmm_checkpoint_load_model(const char *path, const tmm_model_config *expect, tmm_checkpoint *out)
 {
-    return tmm_checkpoint_load(path, expect, false, out);
+    return tmm_checkpoint_load(path, expect, 0, out);
 }
 
 const char *tmm_checkpoint_meta(const tmm_checkpoint *c, const char *key)
@@ -1075,4 +1103,97 @@ const char *tmm_checkpoint_meta(const tmm_checkpoint *c, const char *key)
         if (strcmp(c->meta[i].key, key) == 0)
             return c->meta[i].value;
     return NULL;
+}
+
+/* ---- run directories -------------------------------------------------------- */
+
+/* Cuts the last component (and the slashes before it) off path in place;
+ * false when nothing is left to cut. */
+static bool cut_last(char *path, char *last, size_t last_size)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
+    char *slash = strrchr(path, '/');
+    snprintf(last, last_size, "%s", slash ? slash + 1 : path);
+    if (!slash)
+        snprintf(path, PATH_CAP, ".");
+    else if (slash == path)
+        path[1] = '\0';
+    else
+        *slash = '\0';
+    return *last != '\0';
+}
+
+tmm_status tmm_checkpoint_run_dir(const char *path, char *buf, size_t size)
+{
+    char dir[PATH_CAP], model[PATH_CAP], p[PATH_CAP];
+    TMM_TRY(join(p, path, "checkpoints"));
+    if (is_dir(p)) { /* a run directory */
+        if (strlen(path) >= size)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "path too long: %s", path);
+        snprintf(buf, size, "%s", path);
+        return TMM_OK;
+    }
+    TMM_TRY(resolve(path, dir, model));
+    char step[NAME_CAP], parent[NAME_CAP];
+    if (cut_last(dir, step, sizeof step) && cut_last(dir, parent, sizeof parent) &&
+        strcmp(parent, "checkpoints") == 0) {
+        if (strlen(dir) >= size)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "path too long: %s", dir);
+        snprintf(buf, size, "%s", dir);
+        return TMM_OK;
+    }
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "cannot tell which run directory %s belongs to (it is not inside "
+                    "RUN/checkpoints/): say where the run continues with --run-dir DIR", path);
+}
+
+static const char *const run_files[] = { "metrics.jsonl", "config.json" };
+
+bool tmm_run_dir_holds_run(const char *run_dir)
+{
+    char p[PATH_CAP];
+    if (join(p, run_dir, "checkpoints") == TMM_OK && path_exists(p))
+        return true;
+    for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++)
+        if (join(p, run_dir, run_files[i]) == TMM_OK && path_exists(p))
+            return true;
+    return false;
+}
+
+tmm_status tmm_run_dir_clear(const char *run_dir)
+{
+    char ckdir[PATH_CAP], p[PATH_CAP];
+    TMM_TRY(join(ckdir, run_dir, "checkpoints"));
+    if (path_exists(ckdir)) {
+        if (!is_real_dir(ckdir))
+            return tmm_fail(TMM_ERR_IO, "%s is not a directory tmm wrote: remove it by hand", ckdir);
+        entry_name *names;
+        uint32_t n;
+        TMM_TRY(list_names(ckdir, &names, &n));
+        tmm_status s = TMM_OK;
+        for (uint32_t i = 0; i < n && s == TMM_OK; i++) {
+            uint64_t step;
+            s = join(p, ckdir, names[i]);
+            if (s != TMM_OK)
+                break;
+            if (parse_step_name(names[i], &step) || strncmp(names[i], ".step-", 6) == 0)
+                s = remove_dir(p);
+            else if (strcmp(names[i], "latest") == 0 || strncmp(names[i], "latest.", 7) == 0)
+                s = remove(p) == 0 ? TMM_OK : tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
+            else
+                s = tmm_fail(TMM_ERR_IO, "%s was not written by tmm: remove it by hand or use another run directory",
+                             p);
+        }
+        free(names);
+        TMM_TRY(s);
+        if (RMDIR(ckdir) != 0)
+            return tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", ckdir, strerror(errno));
+    }
+    for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++) {
+        TMM_TRY(join(p, run_dir, run_files[i]));
+        if (remove(p) != 0 && errno != ENOENT)
+            return tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
+    }
+    return sync_dir(run_dir);
 }

@@ -116,18 +116,36 @@ tmm_status tmm_checkpoint_save(const char *run_dir, uint64_t step, const tmm_par
 tmm_status tmm_checkpoint_write_model(const char *path, uint64_t step, const tmm_param_table *table,
                                       const float *params, const tmm_st_meta *extra, uint32_t n_extra);
 
+/* Flags of tmm_checkpoint_load. */
+enum {
+    TMM_CHECKPOINT_STATE = 1,            /* also load train_state.safetensors (an error if it is absent) */
+    TMM_CHECKPOINT_ALLOW_NONFINITE = 2,  /* accept NaN and infinite values (for debugging a diverged run) */
+};
+
 /* Loads a checkpoint. path is a run directory (its checkpoints/latest), a
  * checkpoints directory (its latest), a step directory, or a model
  * .safetensors file (its directory is the step directory). When "latest" is
  * missing, the newest step directory is used (with a warning).
  * expect: when not NULL, every config field must equal it, or the load fails
- * naming the first field that differs. with_state: also load
- * train_state.safetensors from the step directory (an error if it is absent).
+ * naming the first field that differs. A NaN or infinite value in any tensor
+ * fails the load, naming the tensor, unless TMM_CHECKPOINT_ALLOW_NONFINITE.
  * On failure *out is zeroed and owns nothing. */
-tmm_status tmm_checkpoint_load(const char *path, const tmm_model_config *expect, bool with_state,
+tmm_status tmm_checkpoint_load(const char *path, const tmm_model_config *expect, unsigned flags,
                                tmm_checkpoint *out);
-/* The model only, for inference: tmm_checkpoint_load(path, expect, false, out). */
+/* The model only, for inference: tmm_checkpoint_load(path, expect, 0, out). */
 tmm_status tmm_checkpoint_load_model(const char *path, const tmm_model_config *expect, tmm_checkpoint *out);
+
+/* The run directory that holds the checkpoint at path: path itself for a run
+ * directory, else the directory above its checkpoints/. Derived from the path
+ * alone, never from what the checkpoint says. TMM_ERR_INVALID_ARGUMENT when
+ * the checkpoint is not inside a RUN/checkpoints/ layout. */
+tmm_status tmm_checkpoint_run_dir(const char *path, char *buf, size_t size);
+/* Whether run_dir holds a run: checkpoints/, metrics.jsonl or config.json. */
+bool tmm_run_dir_holds_run(const char *run_dir);
+/* Removes the run in run_dir (what tmm train writes there: checkpoints/ with
+ * its step directories, metrics.jsonl, config.json), following no symbolic
+ * link; a file tmm did not write stops it with an error. */
+tmm_status tmm_run_dir_clear(const char *run_dir);
 /* Frees what a checkpoint owns and zeroes it. NULL and zeroed are fine. */
 void tmm_checkpoint_free(tmm_checkpoint *ckpt);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "files.h"
+#include "io/limits.h"
 #include "model/rng.h"
 #include "status.h"
 
@@ -159,6 +160,20 @@ static tmm_status load_paragraphs(loader *ld, const uint8_t *p, size_t size)
     return TMM_OK;
 }
 
+/* Whether a JSON text holds the escape \u0000 (a NUL character: C strings,
+ * and so cJSON's, end there), read escape by escape so "\\u0000" is not one. */
+static bool has_nul_escape(const char *s, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
+            return true;
+        i++; /* the escaped character */
+    }
+    return false;
+}
+
 static tmm_status load_jsonl(loader *ld, const char *path, const uint8_t *p, size_t size)
 {
     size_t pos = 0;
@@ -192,6 +207,9 @@ static tmm_status load_jsonl(loader *ld, const char *path, const uint8_t *p, siz
         if (trailing)
             st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: text after the JSON value (column %zu)", path,
                           (unsigned long long)line, used + 1);
+        else if (has_nul_escape(s, used))
+            st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: holds the escape \\u0000 (a NUL character), which "
+                          "the text task does not support: remove it from the data", path, (unsigned long long)line);
         else if (!cJSON_IsObject(obj))
             st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: not a JSON object", path, (unsigned long long)line);
         else if (!text)
@@ -229,7 +247,7 @@ static tmm_status load_file(loader *ld, const tmm_data_config *c, const char *pa
 {
     void *data;
     size_t size;
-    TMM_TRY(tmm_read_file(path, &data, &size));
+    TMM_TRY(tmm_read_file(path, "text file", TMM_LIMIT_TEXT, &data, &size));
     *file_bytes += size;
     bool jsonl = c->text_format == TMM_TEXT_JSONL || (c->text_format == TMM_TEXT_AUTO && ends_with_jsonl(path));
     uint64_t before = ld->d->ndocs;

@@ -48,7 +48,8 @@
  * Documents. A file is JSONL when its name ends in ".jsonl" (any case) or
  * text_format is TMM_TEXT_JSONL: every line (LF, an optional CR before it is
  * dropped) that is not blank is a JSON object with a string "text" field,
- * which is one document (decoded by cJSON; a "\u0000" escape ends the text).
+ * which is one document (decoded by cJSON; a line holding the escape "\u0000",
+ * a NUL character, is an error: C strings cannot carry it).
  * A line that is not such an object is an error naming the file and line.
  * Blank lines and empty "text" values are skipped (empty ones are counted).
  * A plain text file is, in window mode, one document: all its bytes verbatim.

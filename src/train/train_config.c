@@ -2,11 +2,14 @@
 #include "train/train_config.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/json.h"
 #include "status.h"
 
 extern const char *const tmm_preset_names[];
@@ -58,174 +61,289 @@ const char *tmm_train_preset(const char *name)
 
 const char *const *tmm_train_preset_names(void) { return tmm_preset_names; }
 
-/* ---- JSON in ---------------------------------------------------------------- */
+/* ---- the field table ---------------------------------------------------------- */
 
-typedef struct reader {
-    const char *source;
-    tmm_status status;
-} reader;
+static const char *const task_names[] = { "copy", "text", NULL };         /* tmm_data_task */
+static const char *const mode_names[] = { "windows", "documents", NULL }; /* tmm_text_mode */
+static const char *const lr_names[] = { "linear", "cosine", "constant", NULL };  /* tmm_lr_kind */
+static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_toeplitz_impl */
+_Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
+               sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_toeplitz_impl) == sizeof(int),
+               "enum fields are stored as int");
 
-static bool fail(reader *rd, const char *section, const char *key, const char *what)
+#define AT(member) offsetof(tmm_train_config, member)
+#define U32(sec, key, flag, member, lo, hi, help) \
+    { sec, key, flag, "N", TMM_CONFIG_U32, AT(member), lo, hi, 0, 0, NULL, help }
+#define U64(sec, key, flag, member, lo, hi, help) \
+    { sec, key, flag, "N", TMM_CONFIG_U64, AT(member), lo, hi, 0, 0, NULL, help }
+#define F64(sec, key, flag, member, lo, hi, help) \
+    { sec, key, flag, "X", TMM_CONFIG_F64, AT(member), 0, 0, lo, hi, NULL, help }
+#define BOOL(sec, key, flag, member, help) \
+    { sec, key, flag, NULL, TMM_CONFIG_BOOL, AT(member), 0, 0, 0, 0, NULL, help }
+#define ENUM(sec, key, flag, arg, member, names, help) \
+    { sec, key, flag, arg, TMM_CONFIG_ENUM, AT(member), 0, 0, 0, 0, names, help }
+
+const tmm_config_field tmm_config_fields[] = {
+    U32("model", "vocab", "vocab", model.vocab, 0, 1u << 24, "vocabulary size (0: the task's)"),
+    U32("model", "d_model", "d-model", model.d_model, 1, 1u << 16, "model width d"),
+    U32("model", "n_ctx", "n-ctx", model.n_ctx, 1, 1u << 24, "context length n (every Toeplitz vector's length)"),
+    U32("model", "n_layers", "layers", model.n_layers, 1, 1024, "layers"),
+    U32("model", "heads", "heads", model.heads, 0, 1u << 16, "0: flat mixing; H: in/out projections, H groups"),
+    U32("model", "expansion", "expansion", model.expansion, 1, 64, "MLP hidden width / d"),
+    U32("model", "kernel", "kernel", model.kernel, 1, 16, "channels mixed per Toeplitz tap window"),
+    BOOL("model", "expanded", "expanded", model.expanded, "Toeplitz -> SiLU -> Toeplitz mixing"),
+    BOOL("model", "frozen", "frozen", model.frozen, "Toeplitz weights keep their initial values (ablation)"),
+    U64("model", "seed", "model-seed", model.seed, 0, UINT64_MAX, "initialization seed"),
+    F64("optimizer", "lr", "lr", schedule.peak_lr, 0, 10, "peak learning rate"),
+    F64("optimizer", "beta1", "beta1", optim.beta1, 0, 1, "AdamW beta1, in [0, 1)"),
+    F64("optimizer", "beta2", "beta2", optim.beta2, 0, 1, "AdamW beta2, in [0, 1)"),
+    F64("optimizer", "eps", "eps", optim.eps, 0, 1, "AdamW epsilon, > 0"),
+    F64("optimizer", "weight_decay", "weight-decay", optim.weight_decay, 0, 10, "AdamW weight decay"),
+    F64("optimizer", "clip", "clip", optim.max_grad_norm, 0, 1e9, "global gradient-norm clip (0: none)"),
+    BOOL("optimizer", "decay_all", "decay-all", optim.decay_all, "decay biases, norms and embeddings too"),
+    ENUM("schedule", "kind", "schedule", "KIND", schedule.kind, lr_names, "learning-rate schedule"),
+    U64("schedule", "warmup", "warmup", schedule.warmup_steps, 0, 1ull << 40, "warmup steps"),
+    F64("schedule", "min_lr", "min-lr", schedule.min_lr, 0, 10, "final learning rate (at most lr)"),
+    ENUM("task", "name", "task", "TASK", task, task_names, "the task"),
+    U32("task", "alphabet", "alphabet", copy_alphabet, 2, TMM_COPY_MAX_ALPHABET, "copy: symbols"),
+    { "task", "files", "data", "FILE", TMM_CONFIG_FILES, AT(text_files), 0, 0, 0, 0, NULL,
+      "text: a UTF-8 text or .jsonl file (repeat for more; sets the task to text)" },
+    ENUM("task", "mode", "text-mode", "MODE", text_mode, mode_names,
+         "text: random windows, or one document per row (cut to n+1 bytes)"),
+    F64("task", "val_fraction", "val-fraction", val_fraction, 0, 1,
+        "text: held-out share, in [0, 1) (0: none, then eval_every must be 0)"),
+    U64("train", "steps", "steps", steps, 1, 1ull << 40, "optimizer steps"),
+    U32("train", "batch", "batch", batch, 1, 1u << 20, "sequences per step"),
+    U32("train", "accum", "accum", accum, 1, 1u << 20, "micro-batches per step (divides batch)"),
+    U64("train", "seed", "seed", data_seed, 0, UINT64_MAX, "data seed"),
+    U32("train", "eval_every", "eval-every", eval_every, 0, UINT32_MAX, "steps between evaluations (0: none)"),
+    U32("train", "eval_batches", "eval-batches", eval_batches, 1, 1u << 20, "held-out batches per evaluation"),
+    U32("train", "log_every", "log-every", log_every, 0, UINT32_MAX, "steps between log lines (0: evaluations only)"),
+    U32("train", "save_every", "save-every", save_every, 0, UINT32_MAX, "steps between checkpoints (0: at the end)"),
+    U32("train", "keep", "keep", keep, 0, 1u << 20, "checkpoints kept (0: all)"),
+    F64("train", "target_accuracy", "target-acc", target_accuracy, 0, 1,
+        "copy: stop once held-out accuracy reaches it (0: never)"),
+    ENUM("train", "mixer_impl", "mixer-impl", "IMPL", mixer_impl, mixer_names,
+         "Toeplitz layers: direct, FFT, or auto (FFT from the device's measured crossover)"),
+    { "train", "run_dir", "run-dir", "DIR", TMM_CONFIG_PATH, AT(run_dir), 0, 0, 0, 0, NULL,
+      "where checkpoints and metrics.jsonl go" },
+    { NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL },
+};
+
+const tmm_config_field *tmm_config_field_by_flag(const char *flag)
 {
-    if (rd->status == TMM_OK)
-        rd->status = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: \"%s.%s\" %s", rd->source, section, key, what);
-    return false;
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+        if (f->flag && strcmp(f->flag, flag) == 0)
+            return f;
+    return NULL;
 }
 
-static bool get_uint(reader *rd, const char *sec, const cJSON *it, uint64_t max, uint64_t *out)
+static void *field_ptr(tmm_train_config *c, const tmm_config_field *f) { return (char *)c + f->offset; }
+static const void *field_cptr(const tmm_train_config *c, const tmm_config_field *f)
 {
-    if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > (double)max ||
-        it->valuedouble != floor(it->valuedouble))
-        return fail(rd, sec, it->string, "must be a whole number in range");
-    *out = (uint64_t)it->valuedouble;
+    return (const char *)c + f->offset;
+}
+
+/* One line naming the field and what it accepts; `source` is a flag or a file. */
+static tmm_status bad_value(const tmm_config_field *f, const char *source, const char *got)
+{
+    char want[160];
+    switch (f->type) {
+    case TMM_CONFIG_U32:
+    case TMM_CONFIG_U64:
+        snprintf(want, sizeof want, "a whole number from %" PRIu64 " to %" PRIu64, f->imin, f->imax);
+        break;
+    case TMM_CONFIG_F64: snprintf(want, sizeof want, "a number from %g to %g", f->lo, f->hi); break;
+    case TMM_CONFIG_BOOL: snprintf(want, sizeof want, "true or false"); break;
+    case TMM_CONFIG_ENUM: {
+        size_t n = 0;
+        for (int i = 0; f->names[i] && n < sizeof want; i++)
+            n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? (f->names[i + 1] ? ", " : " or ") : "one of ",
+                                  f->names[i]);
+        break;
+    }
+    case TMM_CONFIG_PATH: snprintf(want, sizeof want, "a path shorter than %d bytes", TMM_CONFIG_PATH_MAX); break;
+    case TMM_CONFIG_FILES: snprintf(want, sizeof want, "a list of at most %d file names", TMM_MAX_TEXT_FILES); break;
+    }
+    if (f->flag && !source)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "--%s expects %s, got '%.64s'", f->flag, want, got);
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: \"%s.%s\" must be %s, got %.64s", source ? source : "config",
+                    f->section, f->key, want, got);
+}
+
+static tmm_status set_uint(tmm_train_config *c, const tmm_config_field *f, uint64_t v)
+{
+    if (f->type == TMM_CONFIG_U32)
+        *(uint32_t *)field_ptr(c, f) = (uint32_t)v;
+    else
+        *(uint64_t *)field_ptr(c, f) = v;
+    return TMM_OK;
+}
+
+static bool parse_decimal(const char *t, uint64_t *out)
+{
+    uint64_t x = 0;
+    if (!*t || strlen(t) > 20)
+        return false;
+    for (; *t; t++) {
+        if (*t < '0' || *t > '9' || x > (UINT64_MAX - (uint64_t)(*t - '0')) / 10)
+            return false;
+        x = x * 10 + (uint64_t)(*t - '0');
+    }
+    *out = x;
     return true;
 }
 
-static void set_u32(reader *rd, const char *sec, const cJSON *it, uint32_t *out)
+static tmm_status add_file(tmm_train_config *c, const tmm_config_field *f, const char *source, const char *path)
 {
-    uint64_t v;
-    if (get_uint(rd, sec, it, UINT32_MAX, &v))
-        *out = (uint32_t)v;
+    if (c->text_file_count == TMM_MAX_TEXT_FILES || !*path)
+        return bad_value(f, source, path);
+    char *copy = strdup(path);
+    if (!copy)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    c->text_files[c->text_file_count++] = copy;
+    return TMM_OK;
 }
 
-static void set_u64(reader *rd, const char *sec, const cJSON *it, uint64_t *out)
+/* The common setter: a field from text (a flag, a JSON string, a JSON number
+ * printed exactly), with the field's checks. source NULL: a flag. */
+static tmm_status set_from_text(tmm_train_config *c, const tmm_config_field *f, const char *text,
+                                const char *source)
 {
-    get_uint(rd, sec, it, 1ull << 53, out); /* exact in a JSON double */
-}
-
-static void set_double(reader *rd, const char *sec, const cJSON *it, double *out)
-{
-    if (!cJSON_IsNumber(it))
-        fail(rd, sec, it->string, "must be a number");
-    else
-        *out = it->valuedouble;
-}
-
-static void set_bool(reader *rd, const char *sec, const cJSON *it, bool *out)
-{
-    if (!cJSON_IsBool(it))
-        fail(rd, sec, it->string, "must be true or false");
-    else
-        *out = cJSON_IsTrue(it);
-}
-
-static bool is(const cJSON *it, const char *key) { return strcmp(it->string, key) == 0; }
-
-static void apply_model(reader *rd, tmm_train_config *c, const cJSON *obj)
-{
-    const char *s = "model";
-    const cJSON *it;
-    cJSON_ArrayForEach(it, obj)
-    {
-        tmm_model_config *m = &c->model;
-        if (is(it, "d_model")) set_u32(rd, s, it, &m->d_model);
-        else if (is(it, "n_ctx")) set_u32(rd, s, it, &m->n_ctx);
-        else if (is(it, "n_layers")) set_u32(rd, s, it, &m->n_layers);
-        else if (is(it, "heads")) set_u32(rd, s, it, &m->heads);
-        else if (is(it, "expansion")) set_u32(rd, s, it, &m->expansion);
-        else if (is(it, "kernel")) set_u32(rd, s, it, &m->kernel);
-        else if (is(it, "vocab")) set_u32(rd, s, it, &m->vocab);
-        else if (is(it, "expanded")) set_bool(rd, s, it, &m->expanded);
-        else if (is(it, "frozen")) set_bool(rd, s, it, &m->frozen);
-        else if (is(it, "seed")) set_u64(rd, s, it, &m->seed);
-        else fail(rd, s, it->string, "is not a known key");
+    switch (f->type) {
+    case TMM_CONFIG_U32:
+    case TMM_CONFIG_U64: {
+        uint64_t v;
+        if (!parse_decimal(text, &v) || v < f->imin || v > f->imax)
+            return bad_value(f, source, text);
+        return set_uint(c, f, v);
     }
-}
-
-static void apply_optimizer(reader *rd, tmm_train_config *c, const cJSON *obj)
-{
-    const char *s = "optimizer";
-    const cJSON *it;
-    cJSON_ArrayForEach(it, obj)
-    {
-        if (is(it, "lr")) set_double(rd, s, it, &c->schedule.peak_lr);
-        else if (is(it, "beta1")) set_double(rd, s, it, &c->optim.beta1);
-        else if (is(it, "beta2")) set_double(rd, s, it, &c->optim.beta2);
-        else if (is(it, "eps")) set_double(rd, s, it, &c->optim.eps);
-        else if (is(it, "weight_decay")) set_double(rd, s, it, &c->optim.weight_decay);
-        else if (is(it, "clip")) set_double(rd, s, it, &c->optim.max_grad_norm);
-        else if (is(it, "decay_all")) set_bool(rd, s, it, &c->optim.decay_all);
-        else fail(rd, s, it->string, "is not a known key");
+    case TMM_CONFIG_F64: {
+        char *end;
+        double v = strtod(text, &end);
+        if (end == text || *end || !isfinite(v) || v < f->lo || v > f->hi)
+            return bad_value(f, source, text);
+        *(double *)field_ptr(c, f) = v;
+        return TMM_OK;
     }
-}
-
-static void apply_schedule(reader *rd, tmm_train_config *c, const cJSON *obj)
-{
-    const char *s = "schedule";
-    const cJSON *it;
-    cJSON_ArrayForEach(it, obj)
-    {
-        if (is(it, "kind")) {
-            if (!cJSON_IsString(it) || tmm_lr_kind_parse(it->valuestring, &c->schedule.kind) != TMM_OK)
-                fail(rd, s, it->string, "must be \"linear\", \"cosine\" or \"constant\"");
-        } else if (is(it, "warmup")) set_u64(rd, s, it, &c->schedule.warmup_steps);
-        else if (is(it, "min_lr")) set_double(rd, s, it, &c->schedule.min_lr);
-        else fail(rd, s, it->string, "is not a known key");
-    }
-}
-
-static void apply_task(reader *rd, tmm_train_config *c, const cJSON *obj)
-{
-    const char *s = "task";
-    const cJSON *it;
-    cJSON_ArrayForEach(it, obj)
-    {
-        if (is(it, "name")) {
-            if (cJSON_IsString(it) && strcmp(it->valuestring, "copy") == 0) c->task = TMM_DATA_COPY;
-            else if (cJSON_IsString(it) && strcmp(it->valuestring, "text") == 0) c->task = TMM_DATA_TEXT;
-            else fail(rd, s, it->string, "must be \"copy\" or \"text\"");
-        } else if (is(it, "alphabet")) set_u32(rd, s, it, &c->copy_alphabet);
-        else if (is(it, "mode")) {
-            if (cJSON_IsString(it) && strcmp(it->valuestring, "windows") == 0) c->text_mode = TMM_TEXT_WINDOWS;
-            else if (cJSON_IsString(it) && strcmp(it->valuestring, "documents") == 0) c->text_mode = TMM_TEXT_DOCUMENTS;
-            else fail(rd, s, it->string, "must be \"windows\" or \"documents\"");
-        } else if (is(it, "val_fraction")) set_double(rd, s, it, &c->val_fraction);
-        else if (is(it, "files")) {
-            if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) > TMM_MAX_TEXT_FILES) {
-                fail(rd, s, it->string, "must be a list of at most 64 file names");
-                continue;
+    case TMM_CONFIG_BOOL:
+        if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
+            *(bool *)field_ptr(c, f) = true;
+        else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
+            *(bool *)field_ptr(c, f) = false;
+        else
+            return bad_value(f, source, text);
+        return TMM_OK;
+    case TMM_CONFIG_ENUM:
+        for (int i = 0; f->names[i]; i++)
+            if (strcmp(text, f->names[i]) == 0) {
+                *(int *)field_ptr(c, f) = i;
+                return TMM_OK;
             }
-            tmm_train_config_free(c);
-            const cJSON *f;
-            cJSON_ArrayForEach(f, it)
-            {
-                if (!cJSON_IsString(f)) {
-                    fail(rd, s, it->string, "must hold strings");
-                    break;
-                }
-                c->text_files[c->text_file_count++] = strdup(f->valuestring);
-            }
-        } else fail(rd, s, it->string, "is not a known key");
+        return bad_value(f, source, text);
+    case TMM_CONFIG_PATH:
+        if (!*text || strlen(text) >= TMM_CONFIG_PATH_MAX)
+            return bad_value(f, source, text);
+        snprintf((char *)field_ptr(c, f), TMM_CONFIG_PATH_MAX, "%s", text);
+        return TMM_OK;
+    case TMM_CONFIG_FILES:
+        return add_file(c, f, source, text);
+    }
+    return bad_value(f, source, text);
+}
+
+tmm_status tmm_config_set_text(tmm_train_config *c, const tmm_config_field *f, const char *text, bool first)
+{
+    if (f->type == TMM_CONFIG_FILES && first)
+        tmm_train_config_free(c);
+    return set_from_text(c, f, text, NULL);
+}
+
+void tmm_config_value_text(const tmm_train_config *c, const tmm_config_field *f, char *buf, size_t size)
+{
+    const void *p = field_cptr(c, f);
+    switch (f->type) {
+    case TMM_CONFIG_U32: snprintf(buf, size, "%" PRIu32, *(const uint32_t *)p); break;
+    case TMM_CONFIG_U64: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)p); break;
+    case TMM_CONFIG_F64: snprintf(buf, size, "%.9g", *(const double *)p); break;
+    case TMM_CONFIG_BOOL: snprintf(buf, size, "%s", *(const bool *)p ? "true" : "false"); break;
+    case TMM_CONFIG_ENUM: snprintf(buf, size, "%s", f->names[*(const int *)p]); break;
+    case TMM_CONFIG_PATH: snprintf(buf, size, "%s", (const char *)p); break;
+    case TMM_CONFIG_FILES: {
+        size_t n = 0;
+        buf[0] = '\0';
+        for (uint32_t i = 0; i < c->text_file_count && n < size; i++)
+            n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "," : "", c->text_files[i]);
+        break;
+    }
     }
 }
 
-static void apply_train(reader *rd, tmm_train_config *c, const cJSON *obj)
+/* ---- JSON in ---------------------------------------------------------------- */
+
+static const tmm_config_field *field_by_key(const char *section, const char *key)
 {
-    const char *s = "train";
-    const cJSON *it;
-    cJSON_ArrayForEach(it, obj)
-    {
-        if (is(it, "steps")) set_u64(rd, s, it, &c->steps);
-        else if (is(it, "batch")) set_u32(rd, s, it, &c->batch);
-        else if (is(it, "accum")) set_u32(rd, s, it, &c->accum);
-        else if (is(it, "seed")) set_u64(rd, s, it, &c->data_seed);
-        else if (is(it, "eval_every")) set_u32(rd, s, it, &c->eval_every);
-        else if (is(it, "eval_batches")) set_u32(rd, s, it, &c->eval_batches);
-        else if (is(it, "log_every")) set_u32(rd, s, it, &c->log_every);
-        else if (is(it, "save_every")) set_u32(rd, s, it, &c->save_every);
-        else if (is(it, "keep")) set_u32(rd, s, it, &c->keep);
-        else if (is(it, "target_accuracy")) set_double(rd, s, it, &c->target_accuracy);
-        else if (is(it, "mixer_impl")) {
-            if (!cJSON_IsString(it) || tmm_mixer_impl_parse(it->valuestring, &c->mixer_impl) != TMM_OK)
-                fail(rd, s, it->string, "must be \"auto\", \"direct\" or \"fft\"");
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+        if (strcmp(f->section, section) == 0 && strcmp(f->key, key) == 0)
+            return f;
+    return NULL;
+}
+
+static bool known_section(const char *name)
+{
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+        if (strcmp(f->section, name) == 0)
+            return true;
+    return false;
+}
+
+/* A JSON value as the text the flag would take: numbers exactly (integers up
+ * to 2^53 as integers, others with 17 significant digits), strings as they
+ * are, booleans as true/false. */
+static tmm_status json_value_text(const tmm_config_field *f, const cJSON *v, const char *source, char *buf,
+                                  size_t size)
+{
+    bool integer = f->type == TMM_CONFIG_U32 || f->type == TMM_CONFIG_U64;
+    if (cJSON_IsNumber(v) && (integer || f->type == TMM_CONFIG_F64)) {
+        double d = v->valuedouble;
+        if (integer && !(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
+            return bad_value(f, source, "a number that is not a whole number up to 2^53 (give larger ones "
+                                        "as a string)");
+        if (integer)
+            snprintf(buf, size, "%" PRIu64, (uint64_t)d);
+        else
+            snprintf(buf, size, "%.17g", d);
+    } else if (cJSON_IsString(v) && (integer || f->type == TMM_CONFIG_ENUM || f->type == TMM_CONFIG_PATH)) {
+        if (strlen(v->valuestring) >= size)
+            return bad_value(f, source, "a string that is too long");
+        snprintf(buf, size, "%s", v->valuestring);
+    } else if (cJSON_IsBool(v) && f->type == TMM_CONFIG_BOOL) {
+        snprintf(buf, size, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    } else {
+        return bad_value(f, source, cJSON_IsString(v) ? "a string" : cJSON_IsNumber(v) ? "a number"
+                                    : cJSON_IsBool(v) ? "a boolean" : "another JSON type");
+    }
+    return TMM_OK;
+}
+
+static tmm_status apply_field(tmm_train_config *c, const tmm_config_field *f, const cJSON *v, const char *source)
+{
+    if (f->type == TMM_CONFIG_FILES) {
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > TMM_MAX_TEXT_FILES)
+            return bad_value(f, source, "not a short list");
+        tmm_train_config_free(c);
+        const cJSON *item;
+        cJSON_ArrayForEach(item, v)
+        {
+            if (!cJSON_IsString(item))
+                return bad_value(f, source, "a list holding something else than strings");
+            TMM_TRY(add_file(c, f, source, item->valuestring));
         }
-        else if (is(it, "run_dir")) {
-            if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof c->run_dir)
-                fail(rd, s, it->string, "must be a path");
-            else
-                snprintf(c->run_dir, sizeof c->run_dir, "%s", it->valuestring);
-        } else fail(rd, s, it->string, "is not a known key");
+        return TMM_OK;
     }
+    char text[TMM_CONFIG_PATH_MAX + 8];
+    TMM_TRY(json_value_text(f, v, source, text, sizeof text));
+    return set_from_text(c, f, text, source);
 }
 
 tmm_status tmm_train_config_apply_json(tmm_train_config *c, const char *json, const char *source)
@@ -235,28 +353,36 @@ tmm_status tmm_train_config_apply_json(tmm_train_config *c, const char *json, co
         const char *at = cJSON_GetErrorPtr();
         cJSON_Delete(root);
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: not a JSON object (error near \"%.20s\")", source,
-                        at ? at : "");
+                        at && root == NULL ? at : "");
     }
-    reader rd = { source, TMM_OK };
+    tmm_status s = TMM_OK;
+    const char *dup = tmm_json_duplicate_key(root);
+    if (dup)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: section \"%s\" occurs twice", source, dup);
     const cJSON *sec;
-    cJSON_ArrayForEach(sec, root)
-    {
-        if (!cJSON_IsObject(sec)) {
-            rd.status = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: \"%s\" must be an object", source, sec->string);
+    for (sec = root->child; s == TMM_OK && sec; sec = sec->next) {
+        if (!known_section(sec->string)) {
+            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: unknown section \"%.64s\" (model, optimizer, schedule, task, "
+                         "train)", source, sec->string);
             break;
         }
-        if (is(sec, "model")) apply_model(&rd, c, sec);
-        else if (is(sec, "optimizer")) apply_optimizer(&rd, c, sec);
-        else if (is(sec, "schedule")) apply_schedule(&rd, c, sec);
-        else if (is(sec, "task")) apply_task(&rd, c, sec);
-        else if (is(sec, "train")) apply_train(&rd, c, sec);
-        else rd.status = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: unknown section \"%s\" (model, optimizer, "
-                                  "schedule, task, train)", source, sec->string);
-        if (rd.status != TMM_OK)
+        if (!cJSON_IsObject(sec)) {
+            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: \"%s\" must be an object", source, sec->string);
             break;
+        }
+        if ((dup = tmm_json_duplicate_key(sec))) {
+            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: \"%s.%.64s\" occurs twice", source, sec->string, dup);
+            break;
+        }
+        for (const cJSON *it = sec->child; s == TMM_OK && it; it = it->next) {
+            const tmm_config_field *f = field_by_key(sec->string, it->string);
+            s = f ? apply_field(c, f, it, source)
+                  : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: \"%s.%.64s\" is not a known key", source, sec->string,
+                             it->string);
+        }
     }
     cJSON_Delete(root);
-    return rd.status;
+    return s;
 }
 
 tmm_status tmm_mixer_impl_parse(const char *name, tmm_toeplitz_impl *out)
@@ -270,23 +396,54 @@ tmm_status tmm_mixer_impl_parse(const char *name, tmm_toeplitz_impl *out)
     return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "mixer implementation '%s': use auto, direct or fft", name);
 }
 
+/* Every field within its table range, whatever set it. */
+static tmm_status check_ranges(const tmm_train_config *c)
+{
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
+        const void *p = field_cptr(c, f);
+        char text[64];
+        tmm_config_value_text(c, f, text, sizeof text);
+        bool ok = true;
+        switch (f->type) {
+        case TMM_CONFIG_U32: ok = *(const uint32_t *)p >= f->imin && *(const uint32_t *)p <= f->imax; break;
+        case TMM_CONFIG_U64: ok = *(const uint64_t *)p >= f->imin && *(const uint64_t *)p <= f->imax; break;
+        case TMM_CONFIG_F64: ok = isfinite(*(const double *)p) && *(const double *)p >= f->lo &&
+                                  *(const double *)p <= f->hi; break;
+        case TMM_CONFIG_ENUM: {
+            int v = *(const int *)p, n = 0;
+            while (f->names[n])
+                n++;
+            ok = v >= 0 && v < n;
+            if (!ok)
+                snprintf(text, sizeof text, "%d", v);
+            break;
+        }
+        case TMM_CONFIG_PATH: ok = *(const char *)p != '\0'; break;
+        case TMM_CONFIG_BOOL:
+        case TMM_CONFIG_FILES: break;
+        }
+        if (!ok)
+            return bad_value(f, "config", text);
+    }
+    return TMM_OK;
+}
+
 tmm_status tmm_train_config_check(const tmm_train_config *c)
 {
+    TMM_TRY(check_ranges(c));
     TMM_TRY(tmm_model_config_check(&c->model));
     TMM_TRY(tmm_optim_config_check(&c->optim));
-    if (c->steps == 0)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "steps must be at least 1");
     TMM_TRY(tmm_lr_schedule_check(&c->schedule, c->steps));
-    if (c->batch == 0 || c->accum == 0 || c->batch % c->accum)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "batch (%u) must be a positive multiple of accum (%u)", c->batch,
-                        c->accum);
+    if (c->batch % c->accum)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "batch (%u) must be a multiple of accum (%u)", c->batch, c->accum);
     if (c->task == TMM_DATA_TEXT && c->text_file_count == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the text task needs training files: --data FILE (or "
                         "\"task\": {\"files\": [...]})");
-    if (c->target_accuracy < 0 || c->target_accuracy > 1)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "target_accuracy must be in [0, 1]");
-    if (c->run_dir[0] == '\0')
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "run_dir is empty");
+    if (c->val_fraction >= 1)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "val_fraction must be below 1 (got %g)", c->val_fraction);
+    if (c->task == TMM_DATA_TEXT && c->val_fraction == 0 && c->eval_every > 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "val_fraction 0 leaves no held-out text to evaluate on: give "
+                        "--val-fraction X (e.g. 0.05) or --eval-every 0");
     return TMM_OK;
 }
 
@@ -295,54 +452,35 @@ tmm_status tmm_train_config_check(const tmm_train_config *c)
 char *tmm_train_config_to_json(const tmm_train_config *c)
 {
     cJSON *root = cJSON_CreateObject();
-    cJSON *m = cJSON_AddObjectToObject(root, "model");
-    cJSON_AddNumberToObject(m, "vocab", c->model.vocab);
-    cJSON_AddNumberToObject(m, "d_model", c->model.d_model);
-    cJSON_AddNumberToObject(m, "n_ctx", c->model.n_ctx);
-    cJSON_AddNumberToObject(m, "n_layers", c->model.n_layers);
-    cJSON_AddNumberToObject(m, "heads", c->model.heads);
-    cJSON_AddNumberToObject(m, "expansion", c->model.expansion);
-    cJSON_AddNumberToObject(m, "kernel", c->model.kernel);
-    cJSON_AddBoolToObject(m, "expanded", c->model.expanded);
-    cJSON_AddBoolToObject(m, "frozen", c->model.frozen);
-    cJSON_AddNumberToObject(m, "seed", (double)c->model.seed);
-    cJSON *o = cJSON_AddObjectToObject(root, "optimizer");
-    cJSON_AddNumberToObject(o, "lr", c->schedule.peak_lr);
-    cJSON_AddNumberToObject(o, "beta1", c->optim.beta1);
-    cJSON_AddNumberToObject(o, "beta2", c->optim.beta2);
-    cJSON_AddNumberToObject(o, "eps", c->optim.eps);
-    cJSON_AddNumberToObject(o, "weight_decay", c->optim.weight_decay);
-    cJSON_AddNumberToObject(o, "clip", c->optim.max_grad_norm);
-    cJSON_AddBoolToObject(o, "decay_all", c->optim.decay_all);
-    cJSON *s = cJSON_AddObjectToObject(root, "schedule");
-    cJSON_AddStringToObject(s, "kind", tmm_lr_kind_name(c->schedule.kind));
-    cJSON_AddNumberToObject(s, "warmup", (double)c->schedule.warmup_steps);
-    cJSON_AddNumberToObject(s, "min_lr", c->schedule.min_lr);
-    cJSON *t = cJSON_AddObjectToObject(root, "task");
-    cJSON_AddStringToObject(t, "name", c->task == TMM_DATA_COPY ? "copy" : "text");
-    if (c->task == TMM_DATA_COPY) {
-        cJSON_AddNumberToObject(t, "alphabet", c->copy_alphabet);
-    } else {
-        cJSON *files = cJSON_AddArrayToObject(t, "files");
-        for (uint32_t i = 0; i < c->text_file_count; i++)
-            cJSON_AddItemToArray(files, cJSON_CreateString(c->text_files[i]));
-        cJSON_AddStringToObject(t, "mode", c->text_mode == TMM_TEXT_WINDOWS ? "windows" : "documents");
-        cJSON_AddNumberToObject(t, "val_fraction", c->val_fraction);
+    bool ok = root != NULL;
+    for (const tmm_config_field *f = tmm_config_fields; ok && f->section; f++) {
+        cJSON *sec = cJSON_GetObjectItemCaseSensitive(root, f->section);
+        if (!sec)
+            sec = cJSON_AddObjectToObject(root, f->section);
+        const void *p = field_cptr(c, f);
+        cJSON *v = NULL;
+        char text[32];
+        switch (f->type) {
+        case TMM_CONFIG_U32: v = cJSON_CreateNumber(*(const uint32_t *)p); break;
+        case TMM_CONFIG_U64: {
+            uint64_t x = *(const uint64_t *)p;
+            snprintf(text, sizeof text, "%" PRIu64, x);
+            v = x <= (1ull << 53) ? cJSON_CreateNumber((double)x) : cJSON_CreateString(text);
+            break;
+        }
+        case TMM_CONFIG_F64: v = cJSON_CreateNumber(*(const double *)p); break;
+        case TMM_CONFIG_BOOL: v = cJSON_CreateBool(*(const bool *)p); break;
+        case TMM_CONFIG_ENUM: v = cJSON_CreateString(f->names[*(const int *)p]); break;
+        case TMM_CONFIG_PATH: v = cJSON_CreateString((const char *)p); break;
+        case TMM_CONFIG_FILES:
+            v = cJSON_CreateArray();
+            for (uint32_t i = 0; v && i < c->text_file_count; i++)
+                cJSON_AddItemToArray(v, cJSON_CreateString(c->text_files[i]));
+            break;
+        }
+        ok = sec && v && cJSON_AddItemToObject(sec, f->key, v);
     }
-    cJSON *tr = cJSON_AddObjectToObject(root, "train");
-    cJSON_AddNumberToObject(tr, "steps", (double)c->steps);
-    cJSON_AddNumberToObject(tr, "batch", c->batch);
-    cJSON_AddNumberToObject(tr, "accum", c->accum);
-    cJSON_AddNumberToObject(tr, "seed", (double)c->data_seed);
-    cJSON_AddNumberToObject(tr, "eval_every", c->eval_every);
-    cJSON_AddNumberToObject(tr, "eval_batches", c->eval_batches);
-    cJSON_AddNumberToObject(tr, "log_every", c->log_every);
-    cJSON_AddNumberToObject(tr, "save_every", c->save_every);
-    cJSON_AddNumberToObject(tr, "keep", c->keep);
-    cJSON_AddNumberToObject(tr, "target_accuracy", c->target_accuracy);
-    cJSON_AddStringToObject(tr, "mixer_impl", tmm_toeplitz_impl_name(c->mixer_impl));
-    cJSON_AddStringToObject(tr, "run_dir", c->run_dir);
-    char *text = cJSON_Print(root);
+    char *text = ok ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     return text;
 }

@@ -2,16 +2,15 @@
  * config file of `tmm train --config`, the presets in assets/presets, and
  * the resolved config the trainer prints and saves in the run directory).
  *
- * JSON layout (every key optional; unknown keys are errors):
- *   { "model":     { "d_model", "n_ctx", "n_layers", "heads", "expansion", "kernel",
- *                    "expanded", "frozen", "seed", "vocab" (0: from the task) },
- *     "optimizer": { "lr", "beta1", "beta2", "eps", "weight_decay", "clip", "decay_all" },
- *     "schedule":  { "kind": "linear"|"cosine"|"constant", "warmup", "min_lr" },
- *     "task":      { "name": "copy"|"text", "alphabet", "files": [..], "mode": "windows"|"documents",
- *                    "val_fraction" },
- *     "train":     { "steps", "batch", "accum", "seed", "eval_every", "eval_batches", "log_every",
- *                    "save_every", "keep", "target_accuracy", "mixer_impl": "auto"|"direct"|"fft",
- *                    "run_dir" } } */
+ * Every field is one row of tmm_config_fields (train_config.c): its JSON
+ * section and key, its `tmm train` flag, type, accepted range and help. The
+ * JSON reader, the JSON writer, the flags and their help all come from that
+ * table, so a value is checked the same way whether it comes from a flag, a
+ * config file, a preset or a checkpoint. JSON layout (every key optional;
+ * unknown keys are errors): { "model": {...}, "optimizer": {...},
+ * "schedule": {...}, "task": {...}, "train": {...} }.
+ * 64-bit integers (seeds) are written as JSON numbers up to 2^53 and as
+ * decimal strings above, and read from either, so every value survives. */
 #ifndef TMM_TRAIN_CONFIG_H
 #define TMM_TRAIN_CONFIG_H
 
@@ -22,6 +21,7 @@
 #include "train/schedule.h"
 
 #define TMM_MAX_TEXT_FILES 64
+#define TMM_CONFIG_PATH_MAX 1024
 
 typedef struct tmm_train_config {
     tmm_model_config model;       /* vocab 0: taken from the task */
@@ -40,8 +40,38 @@ typedef struct tmm_train_config {
     uint32_t eval_every, eval_batches, log_every, save_every, keep;
     double target_accuracy;       /* copy: stop once held-out accuracy reaches it (0: never) */
     tmm_toeplitz_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
-    char run_dir[1024];
+    char run_dir[TMM_CONFIG_PATH_MAX];
 } tmm_train_config;
+
+typedef enum tmm_config_type {
+    TMM_CONFIG_U32, TMM_CONFIG_U64, TMM_CONFIG_F64, TMM_CONFIG_BOOL,
+    TMM_CONFIG_ENUM,  /* an int-sized enum; names[i] is value i */
+    TMM_CONFIG_PATH,  /* char[TMM_CONFIG_PATH_MAX] */
+    TMM_CONFIG_FILES, /* the text files: a JSON list; the flag appends */
+} tmm_config_type;
+
+typedef struct tmm_config_field {
+    const char *section, *key;  /* JSON: {"section": {"key": ...}} */
+    const char *flag;           /* tmm train --flag (without the dashes); NULL: JSON only */
+    const char *arg;            /* the flag's argument in help, e.g. "N" */
+    tmm_config_type type;
+    size_t offset;              /* in tmm_train_config */
+    uint64_t imin, imax;        /* U32, U64: accepted range */
+    double lo, hi;              /* F64: accepted range (finite) */
+    const char *const *names;   /* ENUM: NULL-terminated */
+    const char *help;
+} tmm_config_field;
+
+/* The table, terminated by a row with section NULL. */
+extern const tmm_config_field tmm_config_fields[];
+/* The row of a flag (without dashes), or NULL. */
+const tmm_config_field *tmm_config_field_by_flag(const char *flag);
+/* Sets a field from a flag's text: the same checks as the JSON reader. For
+ * FILES, first clears the list when `first` is set, then appends. */
+tmm_status tmm_config_set_text(tmm_train_config *config, const tmm_config_field *field, const char *text,
+                               bool first);
+/* The current value as text (for help and docs) into buf. */
+void tmm_config_value_text(const tmm_train_config *config, const tmm_config_field *field, char *buf, size_t size);
 
 /* The defaults: the small copy run of `tmm train` with no arguments (the
  * tiny-copy preset: flat mixing, d 64, n 128, 2 layers, 16 symbols). */

@@ -2,6 +2,7 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,10 @@ static tmm_status evaluate(tmm_model *m, const tmm_data *data, uint32_t batches,
         for (uint32_t r = 0; r < B * n; r++)
             correct += b->targets[r] >= 0 && pred[r] == (uint32_t)b->targets[r];
     }
-    *loss = scored ? loss_sum / (double)scored : 0.0;
-    *accuracy = scored ? (double)correct / (double)scored : 0.0;
+    if (scored == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the held-out batches hold no scored token to evaluate on");
+    *loss = loss_sum / (double)scored;
+    *accuracy = (double)correct / (double)scored;
     if (scored_out)
         *scored_out = scored;
     return TMM_OK;
@@ -108,6 +111,7 @@ typedef struct run {
     uint32_t *pred;
     FILE *metrics;
     char *config_json;
+    tmm_dir_lock *lock;
 } run;
 
 /* Records the step of the model's current slot. */
@@ -200,7 +204,7 @@ static tmm_status save(run *R, uint64_t step, tmm_train_result *res)
 static tmm_status restore(run *R, const char *path, uint64_t *step)
 {
     tmm_checkpoint ck;
-    TMM_TRY(tmm_checkpoint_load(path, &R->c->model, true, &ck));
+    TMM_TRY(tmm_checkpoint_load(path, &R->c->model, TMM_CHECKPOINT_STATE, &ck));
     tmm_status s = TMM_OK;
     if (!ck.has_state)
         s = tmm_fail(TMM_ERR_IO, "%s has no training state to resume from", ck.dir);
@@ -250,6 +254,7 @@ static void free_run(run *R)
     free(R->config_json);
     if (R->metrics)
         fclose(R->metrics);
+    tmm_dir_unlock(R->lock);
 }
 
 /* One optimizer step with gradient accumulation: micro-batches one after the
@@ -356,6 +361,29 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
     return TMM_OK;
 }
 
+static bool same_dir(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* Creates and locks the run directory and makes sure it holds no other run;
+ * *continuing: it is the run of the checkpoint being resumed. */
+static tmm_status open_run_dir(run *R, const char *resume, bool replace, bool *continuing)
+{
+    const char *dir = R->c->run_dir;
+    TMM_TRY(tmm_make_dirs(dir));
+    TMM_TRY(tmm_dir_lock_take(dir, "tmm train", &R->lock));
+    char from[TMM_CONFIG_PATH_MAX];
+    *continuing = resume && tmm_checkpoint_run_dir(resume, from, sizeof from) == TMM_OK && same_dir(from, dir);
+    if (*continuing || !tmm_run_dir_holds_run(dir))
+        return TMM_OK;
+    if (replace)
+        return tmm_run_dir_clear(dir);
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s holds another run: continue it with --resume %s, start this one "
+                    "in another directory (--run-dir DIR), or replace it with --force", dir, dir);
+}
+
 tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, const tmm_train_hooks *hooks,
                      tmm_train_result *res)
 {
@@ -394,16 +422,17 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         }
     }
     uint64_t start = 0;
+    bool continuing = false;
+    if (s == TMM_OK)
+        s = open_run_dir(&R, resume, hooks && hooks->replace_run, &continuing);
     if (s == TMM_OK && resume)
         s = restore(&R, resume, &start);
-    if (s == TMM_OK)
-        s = tmm_make_dirs(c->run_dir);
     if (s == TMM_OK) {
         char path[1200];
         snprintf(path, sizeof path, "%s/config.json", c->run_dir);
         s = tmm_write_file_atomic(path, R.config_json, strlen(R.config_json));
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
-        if (s == TMM_OK && !(R.metrics = fopen(path, resume ? "a" : "w")))
+        if (s == TMM_OK && !(R.metrics = fopen(path, continuing ? "a" : "w")))
             s = tmm_fail(TMM_ERR_IO, "cannot write %s", path);
     }
     if (s == TMM_OK && start >= c->steps)
@@ -418,7 +447,7 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
 tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *c)
 {
     tmm_checkpoint ck;
-    TMM_TRY(tmm_checkpoint_load(path, NULL, false, &ck));
+    TMM_TRY(tmm_checkpoint_load(path, NULL, TMM_CHECKPOINT_ALLOW_NONFINITE, &ck)); /* the config only */
     const char *json = tmm_checkpoint_meta(&ck, "train_config");
     tmm_status s = TMM_OK;
     if (!json)
@@ -427,11 +456,19 @@ tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *
         tmm_train_config_default(c);
         s = tmm_train_config_apply_json(c, json, ck.model_path);
     }
+    if (s == TMM_OK && (s = tmm_train_config_check(c)) != TMM_OK) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", tmm_last_error());
+        s = tmm_fail(TMM_ERR_IO, "%s: its train_config is invalid: %s", ck.model_path, msg);
+    }
+    if (s != TMM_OK)
+        tmm_train_config_free(c);
     tmm_checkpoint_free(&ck);
     return s;
 }
 
-tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batches, tmm_eval_result *out)
+tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batches, unsigned load_flags,
+                               tmm_eval_result *out)
 {
     memset(out, 0, sizeof *out);
     tmm_train_config c;
@@ -446,7 +483,7 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     if (s == TMM_OK)
         s = tmm_train_prepare(&c, &data);
     if (s == TMM_OK)
-        s = tmm_checkpoint_load(path, &c.model, false, &ck);
+        s = tmm_checkpoint_load(path, &c.model, load_flags & ~(unsigned)TMM_CHECKPOINT_STATE, &ck);
     if (s == TMM_OK)
         s = tmm_model_create_impl(dev, &c.model, B, c.mixer_impl, &m);
     if (s == TMM_OK)
@@ -454,6 +491,9 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     if (s == TMM_OK)
         s = evaluate(m, data, batches ? batches : c.eval_batches, pred, &b, &out->loss, &out->accuracy, &out->tokens);
     out->perplexity = exp(out->loss);
+    if (s == TMM_OK && !isfinite(out->loss))
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the validation loss is %g: the model's outputs are not finite",
+                     out->loss);
     out->copy = c.task == TMM_DATA_COPY;
     tmm_model_destroy(m);
     tmm_data_destroy(data);

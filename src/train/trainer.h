@@ -22,6 +22,7 @@ typedef struct tmm_train_hooks {
     void *user;
     volatile sig_atomic_t *stop;  /* set (e.g. by SIGINT): save a checkpoint and return */
     uint64_t stop_after;          /* stop (and save) after this many steps; 0: never */
+    bool replace_run;             /* the run directory may hold another run: remove it first */
 } tmm_train_hooks;
 
 typedef struct tmm_train_result {
@@ -42,7 +43,11 @@ tmm_status tmm_train_prepare(tmm_train_config *config, tmm_data **data);
 /* Trains config->steps steps into config->run_dir. With resume set (a run or
  * checkpoint directory), continues from that checkpoint's weights, optimizer
  * state, step and data position: N steps then a resumed N give the same
- * weights, bit for bit, as 2N steps in one go. */
+ * weights, bit for bit, as 2N steps in one go.
+ * The run directory is locked for the whole run (another process gets an
+ * error naming this one). It must not hold another run: one is refused unless
+ * hooks->replace_run, and continuing the run whose checkpoint is resumed
+ * appends to its metrics. */
 tmm_status tmm_train(tmm_device *device, tmm_train_config *config, const char *resume,
                      const tmm_train_hooks *hooks, tmm_train_result *result);
 
@@ -55,7 +60,10 @@ typedef struct tmm_eval_result {
     bool copy;                   /* accuracy is the copy task's held-out accuracy */
 } tmm_eval_result;
 
-/* Evaluates a checkpoint on its task's held-out data (batches of its batch size). */
-tmm_status tmm_eval_checkpoint(tmm_device *device, const char *path, uint32_t batches, tmm_eval_result *result);
+/* Evaluates a checkpoint on its task's held-out data (batches of its batch
+ * size; 0: the config's eval_batches). load_flags: tmm_checkpoint_load's.
+ * A loss that is not finite is an error. */
+tmm_status tmm_eval_checkpoint(tmm_device *device, const char *path, uint32_t batches, unsigned load_flags,
+                               tmm_eval_result *result);
 
 #endif
