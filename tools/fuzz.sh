@@ -22,10 +22,12 @@ while [ $# -gt 0 ]; do
 done
 command -v clang >/dev/null || { echo "fuzz.sh: needs clang (tools/setup.sh --test installs it)" >&2; exit 2; }
 dir=build-fuzz
-CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DTMM_FUZZ=ON -DTMM_BUILD_TESTS=OFF \
-  -DTMM_BUILD_EXAMPLES=OFF ${TMM_WERROR:+-DTMM_WERROR=ON} > "$dir.log" 2>&1 || { cat "$dir.log" >&2; exit 1; }
+mkdir -p "$dir"
+CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DTMM_FUZZ=ON -DTMM_BUILD_TESTS=OFF \
+  -DTMM_BUILD_EXAMPLES=OFF ${TMM_WERROR:+-DTMM_WERROR=ON} > "$dir/build.log" 2>&1 || { cat "$dir/build.log" >&2; exit 1; }
 harnesses=(fuzz_safetensors fuzz_config fuzz_data)
-cmake --build "$dir" -j "$(nproc)" --target "${harnesses[@]}" >> "$dir.log" 2>&1 || { tail -40 "$dir.log" >&2; exit 1; }
+cmake --build "$dir" -j "$(nproc)" --target "${harnesses[@]}" >> "$dir/build.log" 2>&1 ||
+  { tail -40 "$dir/build.log" >&2; exit 1; }
 [ "$build_only" -eq 1 ] && exit 0
 
 mkdir -p "$dir/artifacts"

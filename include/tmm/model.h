@@ -11,6 +11,16 @@
 extern "C" {
 #endif
 
+/* The largest value of each field that tmm accepts, from any source (flags,
+ * config files, checkpoints): tmm_model_config_check enforces them. */
+#define TMM_MAX_VOCAB (1u << 24)
+#define TMM_MAX_D_MODEL (1u << 16)
+#define TMM_MAX_N_CTX (1u << 24)
+#define TMM_MAX_LAYERS 1024u
+#define TMM_MAX_HEADS (1u << 16)
+#define TMM_MAX_EXPANSION 64u
+#define TMM_MAX_KERNEL 16u
+
 typedef struct tmm_model_config {
     uint32_t vocab;      /* V */
     uint32_t d_model;    /* d */

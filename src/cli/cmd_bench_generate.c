@@ -186,11 +186,11 @@ int bench_generate(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1 && ok) {
         switch (opt) {
         case O_CKPT: checkpoint = optarg; break;
-        case O_D: ok = cli_parse_uint("--d-model", optarg, 1 << 16, &v); c.d_model = (uint32_t)v; break;
-        case O_N: ok = cli_parse_uint("--n-ctx", optarg, 1 << 24, &v); c.n_ctx = (uint32_t)v; break;
-        case O_L: ok = cli_parse_uint("--layers", optarg, 1024, &v); c.n_layers = (uint32_t)v; break;
-        case O_H: ok = cli_parse_uint("--heads", optarg, 1 << 16, &v); c.heads = (uint32_t)v; break;
-        case O_V: ok = cli_parse_uint("--vocab", optarg, 1 << 24, &v); c.vocab = (uint32_t)v; break;
+        case O_D: ok = cli_parse_uint("--d-model", optarg, TMM_MAX_D_MODEL, &v); c.d_model = (uint32_t)v; break;
+        case O_N: ok = cli_parse_uint("--n-ctx", optarg, TMM_MAX_N_CTX, &v); c.n_ctx = (uint32_t)v; break;
+        case O_L: ok = cli_parse_uint("--layers", optarg, TMM_MAX_LAYERS, &v); c.n_layers = (uint32_t)v; break;
+        case O_H: ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v); c.heads = (uint32_t)v; break;
+        case O_V: ok = cli_parse_uint("--vocab", optarg, TMM_MAX_VOCAB, &v); c.vocab = (uint32_t)v; break;
         case O_PROMPTS: ok = parse_list("--prompts", optarg, prompts, &np); break;
         case O_POSITIONS: ok = parse_list("--positions", optarg, positions, &nq); break;
         case O_REPEAT:

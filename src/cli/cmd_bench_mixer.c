@@ -13,6 +13,7 @@
 #include "ops/toeplitz.h"
 #include "ops/toeplitz_fft.h"
 #include "model/mixer_select.h"
+#include "tmm/model.h"
 
 enum { IMPL_DIRECT, IMPL_FFT, IMPL_AUTO, IMPL_ATTENTION, N_IMPLS };
 static const char *const impl_names[N_IMPLS] = { "direct", "fft", "auto", "attention" };
@@ -275,7 +276,7 @@ int bench_mixer(int argc, char **argv)
         switch (opt) {
         case 'n': ok = cli_parse_uint("--n", optarg, 1 << 20, &only_n); break;
         case 'd': ok = cli_parse_uint("--d", optarg, 1 << 16, &v), sh.d = (uint32_t)v; break;
-        case 'H': ok = cli_parse_uint("--heads", optarg, 1 << 16, &v), sh.heads = (uint32_t)v; break;
+        case 'H': ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v), sh.heads = (uint32_t)v; break;
         case 'b': ok = cli_parse_uint("--batch", optarg, 1 << 16, &v), sh.batch = (uint32_t)v; break;
         case 'm': ok = cli_parse_uint("--max-n", optarg, 1 << 20, &max_n); break;
         case 't': ok = cli_parse_uint("--time-cap", optarg, 86400, &cap_s); break;

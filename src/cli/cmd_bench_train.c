@@ -60,12 +60,12 @@ int bench_train(int argc, char **argv)
                 c.model.vocab = 257;
             break;
         }
-        case 'd': ok = cli_parse_uint("--d-model", optarg, 1 << 16, &v), c.model.d_model = (uint32_t)v; break;
-        case 'n': ok = cli_parse_uint("--n-ctx", optarg, 1 << 24, &v), c.model.n_ctx = (uint32_t)v; break;
-        case 'l': ok = cli_parse_uint("--layers", optarg, 1024, &v), c.model.n_layers = (uint32_t)v; break;
-        case 'H': ok = cli_parse_uint("--heads", optarg, 1 << 16, &v), c.model.heads = (uint32_t)v; break;
+        case 'd': ok = cli_parse_uint("--d-model", optarg, TMM_MAX_D_MODEL, &v), c.model.d_model = (uint32_t)v; break;
+        case 'n': ok = cli_parse_uint("--n-ctx", optarg, TMM_MAX_N_CTX, &v), c.model.n_ctx = (uint32_t)v; break;
+        case 'l': ok = cli_parse_uint("--layers", optarg, TMM_MAX_LAYERS, &v), c.model.n_layers = (uint32_t)v; break;
+        case 'H': ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v), c.model.heads = (uint32_t)v; break;
         case 'b': ok = cli_parse_uint("--batch", optarg, 1 << 20, &v), c.batch = (uint32_t)v; break;
-        case 'V': ok = cli_parse_uint("--vocab", optarg, 1 << 24, &v), c.model.vocab = (uint32_t)v; break;
+        case 'V': ok = cli_parse_uint("--vocab", optarg, TMM_MAX_VOCAB, &v), c.model.vocab = (uint32_t)v; break;
         case 's': ok = cli_parse_uint("--steps", optarg, 1 << 20, &steps); break;
         case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case 'j': json = true; break;

@@ -17,17 +17,17 @@ tmm_model_config tmm_model_config_default(void)
 
 tmm_status tmm_model_config_check(const tmm_model_config *c)
 {
-    if (c->vocab < 2)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "vocab must be at least 2 (got %u)", c->vocab);
-    if (c->d_model < 1)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "d_model must be at least 1");
-    if (c->n_ctx < 1)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "n_ctx must be at least 1");
-    if (c->n_layers < 1)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "n_layers must be at least 1");
-    if (c->expansion < 1)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "expansion must be at least 1");
-    if (c->kernel < 1 || c->kernel > c->d_model)
+    const struct { const char *name; uint32_t value, lo, hi; } fields[] = {
+        { "vocab", c->vocab, 2, TMM_MAX_VOCAB },          { "d_model", c->d_model, 1, TMM_MAX_D_MODEL },
+        { "n_ctx", c->n_ctx, 1, TMM_MAX_N_CTX },          { "n_layers", c->n_layers, 1, TMM_MAX_LAYERS },
+        { "heads", c->heads, 0, TMM_MAX_HEADS },          { "expansion", c->expansion, 1, TMM_MAX_EXPANSION },
+        { "kernel", c->kernel, 1, TMM_MAX_KERNEL },
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].value < fields[i].lo || fields[i].value > fields[i].hi)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s must be from %u to %u, got %u", fields[i].name, fields[i].lo,
+                            fields[i].hi, fields[i].value);
+    if (c->kernel > c->d_model)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel must be from 1 to d_model (%u), got %u", c->d_model,
                         c->kernel);
     if (c->heads && c->d_model % c->heads)

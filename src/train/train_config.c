@@ -84,13 +84,13 @@ _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == 
     { sec, key, flag, arg, TMM_CONFIG_ENUM, AT(member), 0, 0, 0, 0, names, help }
 
 const tmm_config_field tmm_config_fields[] = {
-    U32("model", "vocab", "vocab", model.vocab, 0, 1u << 24, "vocabulary size (0: the task's)"),
-    U32("model", "d_model", "d-model", model.d_model, 1, 1u << 16, "model width d"),
-    U32("model", "n_ctx", "n-ctx", model.n_ctx, 1, 1u << 24, "context length n (every Toeplitz vector's length)"),
-    U32("model", "n_layers", "layers", model.n_layers, 1, 1024, "layers"),
-    U32("model", "heads", "heads", model.heads, 0, 1u << 16, "0: flat mixing; H: in/out projections, H groups"),
-    U32("model", "expansion", "expansion", model.expansion, 1, 64, "MLP hidden width / d"),
-    U32("model", "kernel", "kernel", model.kernel, 1, 16, "channels mixed per Toeplitz tap window"),
+    U32("model", "vocab", "vocab", model.vocab, 0, TMM_MAX_VOCAB, "vocabulary size (0: the task's)"),
+    U32("model", "d_model", "d-model", model.d_model, 1, TMM_MAX_D_MODEL, "model width d"),
+    U32("model", "n_ctx", "n-ctx", model.n_ctx, 1, TMM_MAX_N_CTX, "context length n (every Toeplitz vector's length)"),
+    U32("model", "n_layers", "layers", model.n_layers, 1, TMM_MAX_LAYERS, "layers"),
+    U32("model", "heads", "heads", model.heads, 0, TMM_MAX_HEADS, "0: flat mixing; H: in/out projections, H groups"),
+    U32("model", "expansion", "expansion", model.expansion, 1, TMM_MAX_EXPANSION, "MLP hidden width / d"),
+    U32("model", "kernel", "kernel", model.kernel, 1, TMM_MAX_KERNEL, "channels mixed per Toeplitz tap window"),
     BOOL("model", "expanded", "expanded", model.expanded, "Toeplitz -> SiLU -> Toeplitz mixing"),
     BOOL("model", "frozen", "frozen", model.frozen, "Toeplitz weights keep their initial values (ablation)"),
     U64("model", "seed", "model-seed", model.seed, 0, UINT64_MAX, "initialization seed"),

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Hostile input, end to end: the reproducers of issue 12 (crashes, hangs,
+# silently wrong results, lost data), each now one clear line, a non-zero
+# exit, and nothing lost.
+#   tests/hostile_test.sh PATH/TO/tmm
+set -u
+tmm="$1"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+passed=0
+failed=0
+
+# expect NAME STATUS WORDS COMMAND...: exits with STATUS within 60 s (no hang), prints WORDS, no crash
+expect() {
+  local name="$1" want="$2" words="$3"; shift 3
+  timeout 60 "$@" > "$dir/out" 2>&1
+  local rc=$?
+  if [ "$rc" -eq "$want" ] && grep -q -- "$words" "$dir/out"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name (exit $rc, want $want with '$words')"; sed 's/^/    /' "$dir/out" | tail -5
+  fi
+}
+check() { # NAME COMMAND...: must succeed
+  local name="$1"; shift
+  if "$@" > "$dir/out" 2>&1; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL: $name"; sed 's/^/    /' "$dir/out" | tail -5; fi
+}
+# mk FILE JSON: a safetensors file of that header and no data
+mk() { python3 -c "import struct,sys;h=sys.argv[2].encode();open(sys.argv[1],'wb').write(struct.pack('<Q',len(h))+h)" "$@"; }
+# edit MODEL PYTHON: rewrites a checkpoint's model file after running PYTHON on `meta` (its metadata) and
+# `data` (a bytearray of its data), with both checksums recomputed as tmm computes them
+edit() {
+  python3 - "$1" "$2" <<'EOF'
+import json, struct, sys
+path, code = sys.argv[1], sys.argv[2]
+b = open(path, 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+header = json.loads(b[8:8 + n])
+meta, data = header['__metadata__'], bytearray(b[8 + n:])
+exec(code)
+def fnv(h, bs):
+    for x in bs:
+        h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+meta['data_fnv1a64'] = '%016x' % fnv(0xcbf29ce484222325, data)
+h = 0xcbf29ce484222325
+for k in sorted(k for k in meta if k not in ('data_fnv1a64', 'meta_fnv1a64')):
+    h = fnv(h, k.encode() + b'\0' + meta[k].encode() + b'\0')
+meta['meta_fnv1a64'] = '%016x' % h
+text = json.dumps(header).encode()
+text += b' ' * (-len(text) % 8)
+open(path, 'wb').write(struct.pack('<Q', len(text)) + text + bytes(data))
+EOF
+}
+model_of() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")/model.safetensors"; }
+small=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 2 --target-acc 0 --quiet)
+
+# ---- the safetensors reader (before: SIGSEGV) ----
+mk "$dir/m.st" '{"__metadata__":{"a":"1","b":"2"},"__metadata__":{"c":"3","d":"4"}}'
+expect "two __metadata__" 1 "'__metadata__' twice" "$tmm" index -c "$dir/m.st"
+mk "$dir/a.st" '{"__metadata__":["a"]}'
+expect "__metadata__ as a list" 1 "not a JSON object" "$tmm" index -c "$dir/a.st"
+
+# ---- a trained run to take apart ----
+check "a run" "$tmm" train "${small[@]}" --steps 4 --eval-every 2 --run-dir "$dir/run"
+
+# ---- a checkpoint whose train config says accum 0 (before: SIGFPE in tmm eval) ----
+cp -r "$dir/run" "$dir/accum0"
+edit "$(model_of "$dir/accum0")" '
+c = json.loads(meta["train_config"]); c["train"]["accum"] = 0; meta["train_config"] = json.dumps(c)'
+expect "checkpoint with accum 0: eval" 1 "train.accum" "$tmm" eval --checkpoint "$dir/accum0"
+expect "checkpoint with accum 0: resume" 1 "train.accum" "$tmm" train --resume "$dir/accum0" --steps 8
+
+# ---- NaN in a weight (before: tmm index looped forever, eval and generate printed garbage) ----
+cp -r "$dir/run" "$dir/nan"
+edit "$(model_of "$dir/nan")" 'data[0:4] = struct.pack("<f", float("nan"))'
+expect "NaN weight: index" 1 "holds NaN" "$tmm" index -c "$dir/nan"
+expect "NaN weight: eval" 1 "holds NaN" "$tmm" eval --checkpoint "$dir/nan"
+expect "NaN weight: generate" 1 "holds NaN" "$tmm" generate --checkpoint "$dir/nan" --prompt 01 -n 4
+expect "NaN weight: resume" 1 "holds NaN" "$tmm" train --resume "$dir/nan" --steps 8
+cp -r "$dir/run" "$dir/nan2"
+edit "$(model_of "$dir/nan2")" 'data[:] = struct.pack("<f", float("nan")) * (len(data) // 4)'
+expect "all NaN, --allow-nonfinite: eval says so" 1 "not finite" \
+  "$tmm" eval --checkpoint "$dir/nan2" --allow-nonfinite
+expect "all NaN, --allow-nonfinite: generate says so" 1 "not finite" \
+  "$tmm" generate --checkpoint "$dir/nan2" --prompt 01 -n 4 --allow-nonfinite
+
+# ---- run directories ----
+before=$(sha256sum "$dir/run/metrics.jsonl" "$dir/run/checkpoints/latest")
+expect "a new run in a directory holding a run" 1 "holds another run" \
+  "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/run"
+check "... changes nothing" bash -c '[ "$(sha256sum "$1/metrics.jsonl" "$1/checkpoints/latest")" = "$2" ]' _ \
+  "$dir/run" "$before"
+check "--force replaces it" "$tmm" train "${small[@]}" --steps 2 --eval-every 0 --run-dir "$dir/run" --force
+check "... with a fresh metrics.jsonl" test "$(grep -c '"step"' "$dir/run/metrics.jsonl")" -eq 1
+
+# two processes on one run directory: the second is refused, naming the first
+"$tmm" train "${small[@]}" --steps 100000 --eval-every 0 --run-dir "$dir/busy" > "$dir/busy.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -f "$dir/busy/metrics.jsonl" ] && break; sleep 0.1; done
+expect "a locked run directory (even with --force)" 1 "in use by another process (pid $pid" \
+  "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/busy" --force
+kill -INT "$pid"; wait "$pid"
+
+# pruning with a symbolic link among the checkpoints (before: deleted the link target's files)
+mkdir -p "$dir/victim" && echo precious > "$dir/victim/file"
+ln -s "$dir/victim" "$dir/run/checkpoints/step-000000"
+check "resume and prune with a link present" \
+  "$tmm" train --resume "$dir/run" --steps 6 --save-every 1 --keep 1 --quiet
+check "... the link's target is intact" grep -q precious "$dir/victim/file"
+
+# resuming a copied run continues in the copy (before: wrote into and pruned the original)
+cp -r "$dir/run" "$dir/copy"
+before=$(cd "$dir/run" && find . -type f | sort | xargs sha256sum)
+step=$(cat "$dir/copy/checkpoints/latest")
+check "resume a copy from its step directory" \
+  "$tmm" train --resume "$dir/copy/checkpoints/$step" --steps 9 --save-every 1 --quiet
+check "... the copy moved on" test "$(cat "$dir/copy/checkpoints/latest")" = step-000009
+check "... the original is untouched" bash -c '[ "$(cd "$1" && find . -type f | sort | xargs sha256sum)" = "$2" ]' _ \
+  "$dir/run" "$before"
+mkdir -p "$dir/loose" && cp -r "$dir/copy/checkpoints/step-000009" "$dir/loose/"
+expect "resume a step directory outside any run" 1 "--run-dir" \
+  "$tmm" train --resume "$dir/loose/step-000009" --steps 12
+
+# ---- configuration values (before: accepted, then failed or lied at the end) ----
+printf 'the quick brown fox jumps over the lazy dog. %.0s' $(seq 20) > "$dir/fox.txt"
+expect "val_fraction 0 with evaluations" 1 "no held-out text" \
+  "$tmm" train "${small[@]}" --data "$dir/fox.txt" --val-fraction 0 --run-dir "$dir/vf"
+check "... nothing was written" test ! -e "$dir/vf/checkpoints"
+echo '{"task": {"val_fraction": 0}}' > "$dir/vf.json"
+expect "val_fraction 0 from a config file" 1 "no held-out text" \
+  "$tmm" train "${small[@]}" --data "$dir/fox.txt" --config "$dir/vf.json" --run-dir "$dir/vf"
+expect "--eval-batches 0" 2 "--eval-batches expects a whole number from 1" \
+  "$tmm" train "${small[@]}" --eval-batches 0 --run-dir "$dir/eb"
+echo '{"train": {"eval_batches": 0}}' > "$dir/eb.json"
+expect "eval_batches 0 from a config file" 1 "train.eval_batches" "$tmm" train --config "$dir/eb.json"
+expect "tmm eval --batches 0" 2 "at least 1" "$tmm" eval --checkpoint "$dir/run" --batches 0
+echo '{"train": {"steps": 5}, "train": {"steps": 6}}' > "$dir/dup.json"
+expect "a key given twice" 1 "occurs twice" "$tmm" train --config "$dir/dup.json"
+expect "TMM_DEVICE garbage" 1 "TMM_DEVICE is 'first'" env TMM_DEVICE=first "$tmm" check
+expect "TMM_VALIDATE garbage" 1 "TMM_VALIDATE" env TMM_VALIDATE=yes "$tmm" check
+
+# ---- data files (before: cut silently at \u0000; a FIFO blocked forever; /dev/zero filled memory) ----
+printf '{"text": "fine"}\n{"text": "cut \\u0000 here"}\n' > "$dir/nul.jsonl"
+expect "JSONL with \\u0000" 1 "nul.jsonl:2: holds the escape" \
+  "$tmm" train "${small[@]}" --data "$dir/nul.jsonl" --run-dir "$dir/nul"
+mkfifo "$dir/fifo"
+expect "a FIFO as --data" 1 "FIFO" "$tmm" train "${small[@]}" --data "$dir/fifo" --run-dir "$dir/f1"
+expect "a FIFO as --config" 1 "FIFO" "$tmm" train --config "$dir/fifo"
+expect "a FIFO as a prompt file" 1 "FIFO" "$tmm" generate --checkpoint "$dir/run" --prompt-file "$dir/fifo"
+expect "/dev/zero as --data" 1 "device" "$tmm" train "${small[@]}" --data /dev/zero --run-dir "$dir/f2"
+expect "/dev/zero as --config" 1 "device" "$tmm" train --config /dev/zero
+expect "/dev/zero as a prompt file" 1 "device" "$tmm" generate --checkpoint "$dir/run" --prompt-file /dev/zero
+expect "a directory as --config" 1 "directory" "$tmm" train --config "$dir"
+head -c 2000000 /dev/zero | tr '\0' ' ' > "$dir/big.json"
+expect "a config file over its limit" 1 "more than the 1.0 MiB" "$tmm" train --config "$dir/big.json"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
