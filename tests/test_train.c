@@ -225,3 +225,61 @@ H_TEST(train, fft_and_direct_runs_agree)
     cr_assert_lt(worst, 0.036);
     free(pa), free(pb);
 }
+
+static void keep_grad_norm(const tmm_train_progress *p, void *user) { *(double *)user = p->grad_norm; }
+
+/* Gradient accumulation is the same step as one batch in document mode too,
+ * where micro-batches score different numbers of targets: the loss is the
+ * mean over the whole step's scored targets, not a mean of micro-batch means
+ * (which weighed a micro-batch of 3 scored targets like one of 128). */
+H_TEST(train, accumulation_weights_by_scored_targets)
+{
+    char dir[64], path[128];
+    temp_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/docs.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    uint64_t x = 12345;
+    for (int d = 0; d < 300; d++) { /* documents of 1 to 100 bytes: rows score 1 to 64 targets */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int len = 1 + (int)((x >> 33) % 100);
+        fputs("{\"text\": \"", f);
+        for (int i = 0; i < len; i++)
+            fputc("ab"[i % 2], f);
+        fputs("\"}\n", f);
+    }
+    fclose(f);
+    double loss[3], norm[3];
+    const uint32_t accums[3] = { 1, 2, 4 };
+    for (int i = 0; i < 3; i++) {
+        char run[128];
+        snprintf(run, sizeof run, "%s/run%u", dir, accums[i]);
+        tmm_train_config c;
+        tmm_train_config_default(&c);
+        c.task = TMM_DATA_TEXT;
+        c.text_files[c.text_file_count++] = strdup(path);
+        c.text_mode = TMM_TEXT_DOCUMENTS;
+        c.model.d_model = 32;
+        c.model.n_ctx = 64;
+        c.model.n_layers = 2;
+        c.batch = 4;
+        c.accum = accums[i];
+        c.steps = 1;
+        c.eval_every = 0;
+        c.log_every = 1;
+        snprintf(c.run_dir, sizeof c.run_dir, "%s", run);
+        tmm_train_hooks hooks = { .on_progress = keep_grad_norm, .user = &norm[i] };
+        tmm_train_result r;
+        H_OK(tmm_train(h_dev, &c, NULL, &hooks, &r));
+        loss[i] = r.loss;
+        tmm_train_config_free(&c);
+    }
+    printf("  documents, accum 1 / 2 / 4: step-1 loss %.6f / %.6f / %.6f, grad norm %.5f / %.5f / %.5f\n", loss[0],
+           loss[1], loss[2], norm[0], norm[1], norm[2]);
+    for (int i = 1; i < 3; i++) {
+        cr_assert_lt(fabs(loss[i] - loss[0]), 1e-5 * loss[0], "accum %u: loss %.7f vs %.7f", accums[i], loss[i],
+                     loss[0]);
+        cr_assert_lt(fabs(norm[i] - norm[0]), 1e-5 * norm[0], "accum %u: grad norm %.7f vs %.7f", accums[i], norm[i],
+                     norm[0]);
+    }
+}

@@ -34,6 +34,7 @@ struct tmm_model {
     tmm_buffer *tokens[TMM_MODEL_SLOTS], *targets[TMM_MODEL_SLOTS], *index[TMM_MODEL_SLOTS];
     tmm_buffer *loss[TMM_MODEL_SLOTS], *argmax[TMM_MODEL_SLOTS];
     uint32_t n_scored[TMM_MODEL_SLOTS];
+    uint32_t loss_denominator[TMM_MODEL_SLOTS];
     bool have_batch[TMM_MODEL_SLOTS];
     uint32_t slot;
     tmm_buffer *dh, *g1, *g2, *ge, *zeros_d, *dummy_d, *scratch;
@@ -310,6 +311,7 @@ tmm_status tmm_model_set_batch(tmm_model *m, const uint32_t *tokens, const int32
     TMM_TRY(tmm_buffer_write(m->tokens[m->slot], 0, tokens, (uint64_t)N * 4));
     TMM_TRY(tmm_buffer_write(m->targets[m->slot], 0, targets, (uint64_t)N * 4));
     m->n_scored[m->slot] = scored;
+    m->loss_denominator[m->slot] = scored;
     m->have_batch[m->slot] = true;
     return TMM_OK;
 }
@@ -425,9 +427,9 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     }
     OP("matmul", linear(r, A(m->h_out), N, d, V, P(m, m->table.head), none, A(m->logits), false));
     const uint32_t k = m->slot;
-    OP("xent bwd", tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->n_scored[k], backward, scratch,
-                               A(m->row_loss), A(m->argmax[k])));
-    OP("xent", tmm_op_xent_mean(r, A(m->row_loss), N, m->n_scored[k], scratch, A(m->loss[k])));
+    OP("xent bwd", tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->loss_denominator[k], backward,
+                               scratch, A(m->row_loss), A(m->argmax[k])));
+    OP("xent", tmm_op_xent_mean(r, A(m->row_loss), N, m->loss_denominator[k], scratch, A(m->loss[k])));
     return TMM_OK;
 }
 
@@ -499,6 +501,8 @@ tmm_status tmm_model_record(tmm_model *m, tmm_recorder *r, bool backward)
 }
 
 uint32_t tmm_model_scored(const tmm_model *m) { return m->n_scored[m->slot]; }
+uint32_t tmm_model_loss_denominator(const tmm_model *m) { return m->loss_denominator[m->slot]; }
+void tmm_model_set_loss_denominator(tmm_model *m, uint32_t count) { m->loss_denominator[m->slot] = count; }
 
 void tmm_model_set_slot(tmm_model *m, uint32_t slot) { m->slot = slot % TMM_MODEL_SLOTS; }
 
@@ -512,13 +516,13 @@ tmm_status tmm_model_run(tmm_model *m, bool backward)
     if (!m->have_batch[m->slot])
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "tmm_model_run before tmm_model_set_batch");
     int mode = backward ? 1 : 0;
-    if (m->recorded != mode || m->recorded_scored != m->n_scored[m->slot] || m->recorded_slot != m->slot) {
+    if (m->recorded != mode || m->recorded_scored != m->loss_denominator[m->slot] || m->recorded_slot != m->slot) {
         m->recorded = -1;
         TMM_TRY(tmm_recorder_begin(m->recorder));
         TMM_TRY(tmm_model_record(m, m->recorder, backward));
         TMM_TRY(tmm_recorder_end(m->recorder));
         m->recorded = mode;
-        m->recorded_scored = m->n_scored[m->slot];
+        m->recorded_scored = m->loss_denominator[m->slot];
         m->recorded_slot = m->slot;
     }
     m->last_run = -1;

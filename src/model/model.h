@@ -69,13 +69,20 @@ tmm_status tmm_model_read_params(tmm_model *model, float *arena);
 tmm_status tmm_model_read_grads(tmm_model *model, float *arena);
 
 /* The next batch: tokens and targets [batch, n_ctx]; a negative target is not
- * scored. Checks every token and target against the vocabulary. */
+ * scored. Checks every token and target against the vocabulary. The loss is
+ * then the mean over the batch's scored targets (the denominator is their
+ * count) until tmm_model_set_loss_denominator says otherwise. */
 tmm_status tmm_model_set_batch(tmm_model *model, const uint32_t *tokens, const int32_t *targets);
+/* The loss (and its gradient) of the current slot's batch becomes the sum of
+ * its per-target losses divided by `count`: with the scored targets of a whole
+ * accumulated step, the micro-batches' losses and gradients add up to the
+ * step's mean, however their scored targets are spread. */
+void tmm_model_set_loss_denominator(tmm_model *model, uint32_t count);
 
 /* Runs the forward pass (and with backward, the backward pass, writing every
  * gradient of the mean loss into the gradient arena; frozen parameters keep a
  * zero gradient). Records on first use and whenever the mode or the number of
- * scored targets changes; otherwise replays. */
+ * loss denominator changes; otherwise replays. */
 tmm_status tmm_model_run(tmm_model *model, bool backward);
 /* Selects the slot that set_batch fills, record binds and the result getters
  * read (default 0). */
@@ -83,11 +90,13 @@ void tmm_model_set_slot(tmm_model *model, uint32_t slot);
 
 /* Records the forward (and backward) pass into an outside recorder, so a
  * trainer can append its optimizer and replay the whole step. The recording
- * bakes in the current batch's number of scored targets (tmm_model_scored):
+ * bakes in the current batch's loss denominator (tmm_model_loss_denominator):
  * record again when it changes. After running it, tmm_model_mark_run lets
  * the result getters below read the outputs. */
 tmm_status tmm_model_record(tmm_model *model, tmm_recorder *recorder, bool backward);
+/* The current slot's number of scored targets, and the loss's denominator. */
 uint32_t tmm_model_scored(const tmm_model *model);
+uint32_t tmm_model_loss_denominator(const tmm_model *model);
 void tmm_model_mark_run(tmm_model *model, bool backward);
 tmm_buffer *tmm_model_param_buffer(tmm_model *model);
 tmm_buffer *tmm_model_grad_buffer(tmm_model *model);

@@ -147,16 +147,18 @@ tmm_status tmm_op_bias_silu_backward(tmm_recorder *r, tmm_view x, tmm_view b, tm
  *   lse[r]   = M + log(sum_j exp(logits[r, j] - M))
  *   loss[r]  = lse[r] - logits[r, target[r]]        (0 for ignored rows)
  *   argmax[r] = the first j with the largest logit   (uint32)
- * With backward, the gradient of the MEAN loss over scored rows overwrites
- * the logits (no second [rows, vocab] buffer):
- *   logits[r, j] = (exp(logits[r, j] - lse[r]) - [j == target[r]]) / n_scored
- * and rows of ignored targets become 0. n_scored is counted on the host
- * (tmm_nn_count_scored); with n_scored 0 the gradient is all zeros.
+ * With backward, the gradient of (the sum of the scored rows' losses) /
+ * denominator overwrites the logits (no second [rows, vocab] buffer):
+ *   logits[r, j] = (exp(logits[r, j] - lse[r]) - [j == target[r]]) / denominator
+ * and rows of ignored targets become 0. The denominator is normally the
+ * number of scored rows, counted on the host (tmm_nn_count_scored): the mean
+ * loss; a trainer accumulating micro-batches passes the scored rows of the
+ * whole step. With denominator 0 the gradient is all zeros.
  * loss and argmax are optional (pass a view of size 0 to skip either).
  * NaN logits, or a row of -inf logits, give unspecified loss and argmax.
- * Replays: 1 / n_scored is a push constant of the recording, so a recording
- * replayed with a new batch assumes the same n_scored (true of the copy
- * task; with padding, record again or keep n_scored fixed).
+ * Replays: 1 / denominator is a push constant of the recording, so a
+ * recording replayed with a new batch assumes the same denominator (true of
+ * the copy task; with padding, record again or keep it fixed).
  *
  * The loss here is per row; the mean is tmm_op_xent_mean (deterministic).
  * Rows are split into chunks of TMM_NN_XENT_CHUNK logits (max, its first
@@ -168,11 +170,11 @@ tmm_status tmm_op_bias_silu_backward(tmm_recorder *r, tmm_view x, tmm_view b, tm
 tmm_status tmm_nn_count_scored(const int32_t *targets, uint32_t rows, uint32_t vocab, uint32_t *n_scored);
 uint64_t tmm_op_xent_scratch(uint32_t rows, uint32_t vocab);
 tmm_status tmm_op_xent(tmm_recorder *r, tmm_view logits, tmm_view targets, uint32_t rows, uint32_t vocab,
-                       uint32_t n_scored, bool backward, tmm_view scratch, tmm_view loss, tmm_view argmax);
-/* out[0] = sum of loss[0..rows) (tmm_op_sum's fixed order) / n_scored; 0 when
- * n_scored is 0. */
+                       uint32_t denominator, bool backward, tmm_view scratch, tmm_view loss, tmm_view argmax);
+/* out[0] = sum of loss[0..rows) (tmm_op_sum's fixed order) / denominator; 0
+ * when denominator is 0. */
 uint64_t tmm_op_xent_mean_scratch(uint32_t rows);
-tmm_status tmm_op_xent_mean(tmm_recorder *r, tmm_view loss, uint32_t rows, uint32_t n_scored, tmm_view scratch,
+tmm_status tmm_op_xent_mean(tmm_recorder *r, tmm_view loss, uint32_t rows, uint32_t denominator, tmm_view scratch,
                             tmm_view out);
 /* argmax[r] (uint32) = first index of the largest of logits[r, 0..vocab). */
 uint64_t tmm_op_argmax_scratch(uint32_t rows, uint32_t vocab);

@@ -31,7 +31,7 @@ uint64_t tmm_op_xent_scratch(uint32_t rows, uint32_t vocab)
 uint64_t tmm_op_argmax_scratch(uint32_t rows, uint32_t vocab) { return tmm_op_xent_scratch(rows, vocab); }
 
 static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const tmm_view *targets, uint32_t rows,
-                       uint32_t vocab, uint32_t n_scored, bool backward, tmm_view scratch, tmm_view loss,
+                       uint32_t vocab, uint32_t denominator, bool backward, tmm_view scratch, tmm_view loss,
                        tmm_view argmax)
 {
     if (rows == 0)
@@ -41,8 +41,6 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
     if (vocab > TMM_NN_XENT_MAX_VOCAB)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: vocab %u is above the supported %u", op, vocab,
                         TMM_NN_XENT_MAX_VOCAB);
-    if (n_scored > rows)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: n_scored %u is more than the %u rows", op, n_scored, rows);
     const uint32_t nc = n_chunks(vocab);
     const bool has_loss = loss.size != 0, has_argmax = argmax.size != 0;
     TMM_TRY(nn_need(op, "logits", logits, (uint64_t)rows * vocab));
@@ -65,7 +63,7 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_combine, 6, 48, local_loop, NULL, 0, &pc));
     if (backward)
         TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_grad, 3, 24, local_elem, NULL, 0, &pg));
-    const float scale = n_scored ? 1.0f / (float)n_scored : 0.0f;
+    const float scale = denominator ? 1.0f / (float)denominator : 0.0f;
 
     for (int phase = 0; phase < (backward ? 3 : 2); phase++)
         for (uint64_t r0 = 0; r0 < rows; r0 += per) {
@@ -104,9 +102,9 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
 }
 
 tmm_status tmm_op_xent(tmm_recorder *r, tmm_view logits, tmm_view targets, uint32_t rows, uint32_t vocab,
-                       uint32_t n_scored, bool backward, tmm_view scratch, tmm_view loss, tmm_view argmax)
+                       uint32_t denominator, bool backward, tmm_view scratch, tmm_view loss, tmm_view argmax)
 {
-    return xent(r, "xent", logits, &targets, rows, vocab, n_scored, backward, scratch, loss, argmax);
+    return xent(r, "xent", logits, &targets, rows, vocab, denominator, backward, scratch, loss, argmax);
 }
 
 tmm_status tmm_op_argmax(tmm_recorder *r, tmm_view logits, uint32_t rows, uint32_t vocab, tmm_view scratch,
@@ -119,12 +117,12 @@ tmm_status tmm_op_argmax(tmm_recorder *r, tmm_view logits, uint32_t rows, uint32
 
 uint64_t tmm_op_xent_mean_scratch(uint32_t rows) { return nn_aligned(tmm_op_sum_scratch(rows)) + 1; }
 
-tmm_status tmm_op_xent_mean(tmm_recorder *r, tmm_view loss, uint32_t rows, uint32_t n_scored, tmm_view scratch,
+tmm_status tmm_op_xent_mean(tmm_recorder *r, tmm_view loss, uint32_t rows, uint32_t denominator, tmm_view scratch,
                             tmm_view out)
 {
     static const char *op = "xent_mean";
     TMM_TRY(nn_need_bound(tmm_recorder_device(r), op, "out", out, 1));
-    if (rows == 0 || n_scored == 0)
+    if (rows == 0 || denominator == 0)
         return tmm_op_fill(r, out, 1, 0.0f);
     TMM_TRY(nn_need_bound(tmm_recorder_device(r), op, "loss", loss, rows));
     TMM_TRY(nn_need_bound(tmm_recorder_device(r), op, "scratch", scratch, tmm_op_xent_mean_scratch(rows)));
@@ -133,5 +131,5 @@ tmm_status tmm_op_xent_mean(tmm_recorder *r, tmm_view loss, uint32_t rows, uint3
     tmm_view sum = nn_scratch_at(scratch, nn_aligned(ns), 1);
     TMM_TRY(tmm_op_sum(r, loss, rows, sc, sum));
     TMM_TRY(tmm_op_fill(r, out, 1, 0.0f));
-    return tmm_op_axpy(r, 1.0f / (float)n_scored, sum, out, 1);
+    return tmm_op_axpy(r, 1.0f / (float)denominator, sum, out, 1);
 }

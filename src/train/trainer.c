@@ -126,7 +126,8 @@ static tmm_status record_step(run *R, uint32_t slot)
     if (R->c->accum == 1) {
         TMM_TRY(tmm_optim_record(R->optim, r, params, grads));
     } else {
-        TMM_TRY(tmm_op_axpy(r, 1.0f / (float)R->c->accum, grads, tmm_whole(R->acc), (uint32_t)t->arena_floats));
+        /* each micro-batch's gradient is already divided by the step's scored count: they add up */
+        TMM_TRY(tmm_op_axpy(r, 1.0f, grads, tmm_whole(R->acc), (uint32_t)t->arena_floats));
         if (!R->opt_rec) {
             TMM_TRY(tmm_recorder_create(R->dev, &R->opt_rec));
             TMM_TRY(tmm_recorder_begin(R->opt_rec));
@@ -137,21 +138,43 @@ static tmm_status record_step(run *R, uint32_t slot)
     }
     TMM_TRY(tmm_recorder_end(r));
     R->recorded[slot] = true;
-    R->recorded_scored[slot] = tmm_model_scored(R->model);
+    R->recorded_scored[slot] = tmm_model_loss_denominator(R->model);
     return TMM_OK;
 }
 
 /* Generates micro-batch `index` and uploads it into a slot (recording that
- * slot's step again if the number of scored targets changed). The slot must
+ * slot's step again if the loss denominator changed). denominator: the
+ * scored targets of the whole step (0: this micro-batch's own). The slot must
  * not be in use by the device. */
-static tmm_status prepare(run *R, uint64_t index, uint32_t slot)
+static tmm_status prepare(run *R, uint64_t index, uint32_t slot, uint32_t denominator)
 {
     batch_buf *b = &R->host[slot];
     TMM_TRY(tmm_data_batch(R->data, TMM_SPLIT_TRAIN, index, R->micro, R->n, b->tokens, b->targets));
     tmm_model_set_slot(R->model, slot);
     TMM_TRY(tmm_model_set_batch(R->model, b->tokens, b->targets));
-    if (!R->recorded[slot] || tmm_model_scored(R->model) != R->recorded_scored[slot])
+    if (denominator)
+        tmm_model_set_loss_denominator(R->model, denominator);
+    if (!R->recorded[slot] || tmm_model_loss_denominator(R->model) != R->recorded_scored[slot])
         TMM_TRY(record_step(R, slot));
+    return TMM_OK;
+}
+
+/* The scored targets of optimizer step s over all its micro-batches: the
+ * denominator of the step's loss (the spec's mean over the whole batch). */
+static tmm_status step_scored(run *R, uint64_t s, uint32_t *total)
+{
+    batch_buf *b = &R->scratch_batch;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < R->c->accum; i++) {
+        TMM_TRY(tmm_data_batch(R->data, TMM_SPLIT_TRAIN, s * R->c->accum + i, R->micro, R->n, b->tokens,
+                               b->targets));
+        for (size_t k = 0; k < (size_t)R->micro * R->n; k++)
+            sum += b->targets[k] >= 0;
+    }
+    if (sum > UINT32_MAX)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a step scores %llu targets, more than 2^32: use a smaller batch",
+                        (unsigned long long)sum);
+    *total = sum ? (uint32_t)sum : 1;
     return TMM_OK;
 }
 
@@ -258,16 +281,20 @@ static void free_run(run *R)
 }
 
 /* One optimizer step with gradient accumulation: micro-batches one after the
- * other, then the optimizer (no overlap with the host). */
+ * other, then the optimizer (no overlap with the host). Each micro-batch's
+ * loss and gradient are its per-target sums over the step's scored count, so
+ * they add up to the same step as one batch of the whole size. */
 static tmm_status accumulated_step(run *R, uint64_t s, double *loss)
 {
+    uint32_t total = 1;
+    TMM_TRY(step_scored(R, s, &total));
     *loss = 0;
     for (uint32_t i = 0; i < R->c->accum; i++) {
         double l;
-        TMM_TRY(prepare(R, s * R->c->accum + i, 0));
+        TMM_TRY(prepare(R, s * R->c->accum + i, 0, total));
         TMM_TRY(submit(R, s, 0));
         TMM_TRY(finish(R, 0, &l));
-        *loss += l / R->c->accum;
+        *loss += l;
     }
     TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(s + 1), tmm_lr_at(&R->c->schedule, s, R->c->steps)));
     return tmm_recorder_run(R->opt_rec);
@@ -297,12 +324,12 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
         double loss;
         if (overlap) {
             if (!in_flight) {
-                TMM_TRY(prepare(R, s, slot));
+                TMM_TRY(prepare(R, s, slot, 0));
                 TMM_TRY(submit(R, s, slot));
             }
             bool chain = done < c->steps && !is_boundary(c, hooks, done) && !(hooks && hooks->stop && *hooks->stop);
             if (chain)
-                TMM_TRY(prepare(R, done, other));
+                TMM_TRY(prepare(R, done, other, 0));
             TMM_TRY(finish(R, slot, &loss));
             in_flight = chain;
             if (chain)
