@@ -166,29 +166,30 @@ tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size
     return TMM_OK;
 }
 
-struct tmm_dir_lock {
+struct tmm_lock {
     int fd;
 };
 
-tmm_status tmm_dir_lock_take(const char *dir, const char *purpose, tmm_dir_lock **out)
+tmm_status tmm_lock_take(const char *lock_path, const char *what, const char *purpose, bool wait, tmm_lock **out)
 {
     *out = NULL;
-    tmm_dir_lock *lock = calloc(1, sizeof *lock);
+    tmm_lock *lock = calloc(1, sizeof *lock);
     if (!lock)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
 #if defined(_WIN32)
-    (void)dir, (void)purpose; /* no locking on Windows (untested platform) */
+    (void)lock_path, (void)what, (void)purpose, (void)wait; /* no locking on Windows (untested platform) */
     lock->fd = -1;
 #else
-    char path[4200];
-    snprintf(path, sizeof path, "%s/.lock", dir);
-    lock->fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    lock->fd = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (lock->fd < 0) {
-        tmm_status s = tmm_fail(TMM_ERR_IO, "cannot create the lock file %s: %s", path, strerror(errno));
+        tmm_status s = tmm_fail(TMM_ERR_IO, "cannot create the lock file %s: %s", lock_path, strerror(errno));
         free(lock);
         return s;
     }
-    if (flock(lock->fd, LOCK_EX | LOCK_NB) != 0) {
+    int r;
+    while ((r = flock(lock->fd, LOCK_EX | (wait ? 0 : LOCK_NB))) != 0 && errno == EINTR)
+        ;
+    if (r != 0) {
         char holder[256] = "";
         ssize_t n = pread(lock->fd, holder, sizeof holder - 1, 0);
         holder[n > 0 ? n : 0] = '\0';
@@ -196,19 +197,19 @@ tmm_status tmm_dir_lock_take(const char *dir, const char *purpose, tmm_dir_lock 
         close(lock->fd);
         free(lock);
         return tmm_fail(TMM_ERR_IO, "%s is in use by another process (%s): wait for it to finish, or use another "
-                        "directory", dir, *holder ? holder : "holder unknown");
+                        "one", what, *holder ? holder : "holder unknown");
     }
     char host[128] = "unknown", text[512];
     gethostname(host, sizeof host - 1);
     int len = snprintf(text, sizeof text, "pid %ld on %s: %s\n", (long)getpid(), host, purpose);
     if (ftruncate(lock->fd, 0) != 0 || pwrite(lock->fd, text, (size_t)len, 0) != len)
-        tmm_warn("cannot write the holder into %s", path);
+        tmm_warn("cannot write the holder into %s", lock_path);
 #endif
     *out = lock;
     return TMM_OK;
 }
 
-void tmm_dir_unlock(tmm_dir_lock *lock)
+void tmm_lock_release(tmm_lock *lock)
 {
     if (!lock)
         return;

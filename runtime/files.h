@@ -2,6 +2,7 @@
 #ifndef TMM_RT_FILES_H
 #define TMM_RT_FILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,12 +21,14 @@ tmm_status tmm_check_regular_file(const char *path, const char *kind);
  * concurrent writers never share one), fsync, rename over path. */
 tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size);
 
-/* An exclusive lock on a directory (DIR/.lock, flock): one process at a
- * time. The file holds the holder's pid and host, named in the error when the
- * lock is taken. Released by tmm_dir_unlock or when the process ends. */
-typedef struct tmm_dir_lock tmm_dir_lock;
-tmm_status tmm_dir_lock_take(const char *dir, const char *purpose, tmm_dir_lock **out);
-void tmm_dir_unlock(tmm_dir_lock *lock);
+/* An exclusive lock (flock) on the file lock_path (created if needed): one
+ * process at a time. The file holds the holder's pid, host and purpose. With
+ * wait, blocks until the lock is free; without, fails at once with an error
+ * that names `what` and the holder. Released by tmm_lock_release or when the
+ * process ends, however it ends. */
+typedef struct tmm_lock tmm_lock;
+tmm_status tmm_lock_take(const char *lock_path, const char *what, const char *purpose, bool wait, tmm_lock **out);
+void tmm_lock_release(tmm_lock *lock);
 /* mkdir -p */
 tmm_status tmm_make_dirs(const char *path);
 /* 64-bit FNV-1a, for detecting corrupt files. */

@@ -157,5 +157,31 @@ expect "a directory as --config" 1 "directory" "$tmm" train --config "$dir"
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$dir/big.json"
 expect "a config file over its limit" 1 "more than the 1.0 MiB" "$tmm" train --config "$dir/big.json"
 
+# ---- 64-bit seeds survive the saved config (before: rounded through a double; resume failed or changed data) ----
+seeds=(--model-seed 18446744073709551615 --seed 9007199254740993)
+check "extreme seeds: 4 steps in one go" "$tmm" train "${small[@]}" "${seeds[@]}" --steps 4 --eval-every 0 \
+  --run-dir "$dir/seed1"
+check "extreme seeds: 2 steps, stop" "$tmm" train "${small[@]}" "${seeds[@]}" --steps 4 --eval-every 0 \
+  --stop-after 2 --run-dir "$dir/seed2"
+check "... the config keeps them exactly" grep -q '"seed":[[:space:]]*"18446744073709551615"' "$dir/seed2/config.json"
+check "... and resumed" "$tmm" train --resume "$dir/seed2" --quiet
+check "... to the same weights" bash -c 'cmp <(tail -c +9 "$1" | tr -d "\0" | grep -ao "data_fnv1a64\":\"[0-9a-f]*") \
+  <(tail -c +9 "$2" | tr -d "\0" | grep -ao "data_fnv1a64\":\"[0-9a-f]*")' _ \
+  "$(model_of "$dir/seed1")" "$(model_of "$dir/seed2")"
+check "... and evaluates" "$tmm" eval --checkpoint "$dir/seed2"
+expect "a seed past 2^64" 2 "--seed expects a whole number" "$tmm" train --seed 18446744073709551616
+
+# ---- processes sharing a cache directory (before: removed each other's temporary files; each measured
+# the mixer crossover on a loaded machine and the last writer won) ----
+cache="$dir/shared-cache"
+for i in 1 2 3; do
+  TMM_CACHE_DIR="$cache" "$tmm" train --d-model 16 --n-ctx 512 --layers 1 --batch 1 --steps 2 --eval-every 0 \
+    --target-acc 0 --quiet --run-dir "$dir/race$i" > "$dir/race$i.log" 2>&1 &
+done
+wait
+check "three trainings sharing a cache all finish" test "$(grep -l "done after 2 steps" "$dir"/race?.log | wc -l)" -eq 3
+check "... without a warning" bash -c '! grep -h "warning\|cannot" "$@"' _ "$dir"/race?.log
+check "... and one measured the crossover for all" test "$(cat "$dir"/race?.log | grep -c "measuring where")" -eq 1
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -168,29 +168,65 @@ static void save(char *path, const uint32_t x[TMM_MIXER_BUCKETS])
         tmm_warn("not saving the mixer calibration: %s", tmm_last_error());
 }
 
-tmm_status tmm_mixer_calibration(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
+/* Every bucket's crossover, each search starting from the previous one's. */
+static tmm_status measure_all(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
 {
-    char path[2300];
-    tmm_mixer_cache_path(dev, path, sizeof path);
-    void *data = NULL;
-    size_t size;
-    if (path[0] && tmm_read_file(path, "mixer calibration file", TMM_LIMIT_CACHE, &data, &size) == TMM_OK) {
-        bool ok = parse(data, x); /* tmm_read_file ends the data with a NUL */
-        free(data);
-        if (ok)
-            return TMM_OK;
-        tmm_warn("the mixer calibration %s is outdated or unreadable; measuring again", path);
-    }
     bool warm = false;
     uint32_t start = TMM_MIXER_CALIBRATE_FROM;
     for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
         TMM_TRY(measure_bucket(dev, tmm_mixer_bucket_work[i], start, &warm, &x[i]));
         start = x[i] < TMM_MIXER_CALIBRATE_TO ? x[i] : TMM_MIXER_CALIBRATE_TO;
     }
-    if (path[0])
-        save(path, x);
     return TMM_OK;
 }
+
+/* The cached calibration, if path holds a valid one; warns when a file is there but not valid. */
+static bool load_cached(const char *path, uint32_t x[TMM_MIXER_BUCKETS], bool warn)
+{
+    void *data = NULL;
+    size_t size;
+    if (!path[0] || tmm_read_file(path, "mixer calibration file", TMM_LIMIT_CACHE, &data, &size) != TMM_OK)
+        return false;
+    bool ok = parse(data, x); /* tmm_read_file ends the data with a NUL */
+    free(data);
+    if (!ok && warn)
+        tmm_warn("the mixer calibration %s is outdated or unreadable; measuring again", path);
+    return ok;
+}
+
+tmm_status tmm_mixer_calibration(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
+{
+    char path[2300], lock_path[2310];
+    tmm_mixer_cache_path(dev, path, sizeof path);
+    if (load_cached(path, x, false))
+        return TMM_OK;
+    /* One process measures at a time: others starting together wait for its
+     * result instead of measuring on a loaded machine and overwriting it. */
+    tmm_lock *lock = NULL;
+    if (path[0]) {
+        char dir[2300];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(lock_path, sizeof lock_path, "%s.lock", path);
+        if (tmm_make_dirs(dir) != TMM_OK ||
+            tmm_lock_take(lock_path, path, "measuring the mixer crossover", true, &lock) != TMM_OK)
+            tmm_warn("measuring the mixer crossover without a lock: %s", tmm_last_error());
+        if (load_cached(path, x, true)) {
+            tmm_lock_release(lock);
+            return TMM_OK;
+        }
+    }
+    fprintf(stderr, "tmm: measuring where the FFT path overtakes the direct one on this device (once: cached in "
+            "%s)\n", path[0] ? path : "memory");
+    tmm_status s = measure_all(dev, x);
+    if (s == TMM_OK && path[0])
+        save(path, x);
+    tmm_lock_release(lock);
+    return s;
+}
+
 
 tmm_status tmm_mixer_crossover(tmm_device *dev, uint64_t work, uint32_t *out)
 {

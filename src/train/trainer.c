@@ -111,7 +111,7 @@ typedef struct run {
     uint32_t *pred;
     FILE *metrics;
     char *config_json;
-    tmm_dir_lock *lock;
+    tmm_lock *lock;
 } run;
 
 /* Records the step of the model's current slot. */
@@ -277,7 +277,7 @@ static void free_run(run *R)
     free(R->config_json);
     if (R->metrics)
         fclose(R->metrics);
-    tmm_dir_unlock(R->lock);
+    tmm_lock_release(R->lock);
 }
 
 /* One optimizer step with gradient accumulation: micro-batches one after the
@@ -400,7 +400,9 @@ static tmm_status open_run_dir(run *R, const char *resume, bool replace, bool *c
 {
     const char *dir = R->c->run_dir;
     TMM_TRY(tmm_make_dirs(dir));
-    TMM_TRY(tmm_dir_lock_take(dir, "tmm train", &R->lock));
+    char lock_path[TMM_CONFIG_PATH_MAX + 8];
+    snprintf(lock_path, sizeof lock_path, "%s/.lock", dir);
+    TMM_TRY(tmm_lock_take(lock_path, dir, "tmm train", false, &R->lock));
     char from[TMM_CONFIG_PATH_MAX];
     *continuing = resume && tmm_checkpoint_run_dir(resume, from, sizeof from) == TMM_OK && same_dir(from, dir);
     if (*continuing || !tmm_run_dir_holds_run(dir))
