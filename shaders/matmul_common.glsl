@@ -1,7 +1,9 @@
 // Shared by matmul_reg.comp and matmul_tiled.comp (see src/ops/matmul.c).
 //   C_b[m, n] (+)= sum_k op(A_b)[m, k] * op(B_b)[k, n] + bias[n],  b = gl_WorkGroupID.z
 // A is stored [m, k] row-major, or [k, m] with TRANS_A; B [k, n], or [n, k]
-// with TRANS_B. Batch b of an operand starts at element base + b * stride of
+// with TRANS_B; consecutive stored rows are lda, ldb, ldc elements apart (the
+// host passes the packed row length unless it works on a block of a larger
+// matrix). Batch b of an operand starts at element base + b * stride of
 // its binding; the host binds at most maxStorageBufferRange bytes per operand
 // (splitting the batch over dispatches when needed) and passes the element
 // offset of batch 0 inside the bound range as base_*.
@@ -22,13 +24,14 @@ layout(push_constant) uniform Push {
     uint m, n, k;
     uint stride_a, stride_b, stride_c;        // elements between batches
     uint base_a, base_b, base_c, base_bias;   // element offset of batch 0
+    uint lda, ldb, ldc;                       // elements between stored rows
 } p;
 
 // C[row, col] of the current batch from the accumulated sum: adds the bias
 // and, when accumulating, the old value.
 void store_c(uint cbase, uint row, uint col, float sum)
 {
-    uint i = cbase + row * p.n + col;
+    uint i = cbase + row * p.ldc + col;
     float v = sum;
     if (HAS_BIAS)
         v += bias1[p.base_bias + col];

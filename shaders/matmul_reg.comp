@@ -38,7 +38,7 @@ const uint BN = BIG ? 16u : 8u;
 
 void main()
 {
-    const uint M = p.m, N = p.n, K = p.k;
+    const uint M = p.m, N = p.n, K = p.k, LDA = p.lda, LDB = p.ldb, LDC = p.ldc;
     const uint m0 = gl_GlobalInvocationID.y * BM;
     const uint n0 = gl_GlobalInvocationID.x * BN;
     const uint batch = gl_WorkGroupID.z;
@@ -54,13 +54,13 @@ void main()
         uint r = min(m0 + i, M - 1u);
         if (TRANS_A && VA)
             r = min(m0 + (i & ~3u), M - 4u) + (i & 3u);
-        ra[i] = TRANS_A ? abase + r : abase + r * K;
+        ra[i] = TRANS_A ? abase + r : abase + r * LDA;
     }
     [[unroll]] for (uint j = 0; j < BN; j++) {
         uint c = min(n0 + j, N - 1u);
         if (!TRANS_B && VB)
             c = min(n0 + (j & ~3u), N - 4u) + (j & 3u);
-        cb[j] = TRANS_B ? bbase + c * K : bbase + c;
+        cb[j] = TRANS_B ? bbase + c * LDB : bbase + c;
     }
 
     float acc[BMAX][BMAX];
@@ -80,13 +80,13 @@ void main()
         } else if (TRANS_A && VA) {
             [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint i = 0; i < BM; i += 4) {
-                    vec4 v = a4[(ra[i] + (k + kk) * M) >> 2];
+                    vec4 v = a4[(ra[i] + (k + kk) * LDA) >> 2];
                     av[i][kk] = v.x; av[i + 1][kk] = v.y; av[i + 2][kk] = v.z; av[i + 3][kk] = v.w;
                 }
         } else {
             [[unroll]] for (uint i = 0; i < BM; i++)
                 [[unroll]] for (uint kk = 0; kk < KU; kk++)
-                    av[i][kk] = TRANS_A ? a1[ra[i] + (k + kk) * M] : a1[ra[i] + k + kk];
+                    av[i][kk] = TRANS_A ? a1[ra[i] + (k + kk) * LDA] : a1[ra[i] + k + kk];
         }
         if (TRANS_B && VB) {
             [[unroll]] for (uint j = 0; j < BN; j++)
@@ -97,13 +97,13 @@ void main()
         } else if (!TRANS_B && VB) {
             [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint j = 0; j < BN; j += 4) {
-                    vec4 v = b4[(cb[j] + (k + kk) * N) >> 2];
+                    vec4 v = b4[(cb[j] + (k + kk) * LDB) >> 2];
                     bv[kk][j] = v.x; bv[kk][j + 1] = v.y; bv[kk][j + 2] = v.z; bv[kk][j + 3] = v.w;
                 }
         } else {
             [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint j = 0; j < BN; j++)
-                    bv[kk][j] = TRANS_B ? b1[cb[j] + k + kk] : b1[cb[j] + (k + kk) * N];
+                    bv[kk][j] = TRANS_B ? b1[cb[j] + k + kk] : b1[cb[j] + (k + kk) * LDB];
         }
         // kk innermost: each accumulator is loaded and stored once per KU steps
         [[unroll]] for (uint i = 0; i < BM; i++)
@@ -115,9 +115,9 @@ void main()
     for (; k < K; k++) {
         float av[BMAX], bv[BMAX];
         [[unroll]] for (uint i = 0; i < BM; i++)
-            av[i] = TRANS_A ? a1[ra[i] + k * M] : a1[ra[i] + k];
+            av[i] = TRANS_A ? a1[ra[i] + k * LDA] : a1[ra[i] + k];
         [[unroll]] for (uint j = 0; j < BN; j++)
-            bv[j] = TRANS_B ? b1[cb[j] + k] : b1[cb[j] + k * N];
+            bv[j] = TRANS_B ? b1[cb[j] + k] : b1[cb[j] + k * LDB];
         [[unroll]] for (uint i = 0; i < BM; i++)
             [[unroll]] for (uint j = 0; j < BN; j++)
                 acc[i][j] = fma(av[i], bv[j], acc[i][j]);
@@ -139,7 +139,7 @@ void main()
         }
         [[dont_unroll]] for (uint i = 0; i < rows; i++)
             [[unroll]] for (uint q = 0; q < BN / 4; q++) {
-                uint idx = (cbase + (m0 + i) * N + n0 + 4 * q) >> 2;
+                uint idx = (cbase + (m0 + i) * LDC + n0 + 4 * q) >> 2;
                 vec4 v = vec4(outv[i][4 * q], outv[i][4 * q + 1], outv[i][4 * q + 2], outv[i][4 * q + 3]);
                 if (HAS_BIAS)
                     v += bias[q];

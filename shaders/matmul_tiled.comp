@@ -43,7 +43,7 @@ void main()
             uint gr = row0 + row, gk = k0 + kk;
             float v = 0.0;
             if (gr < M && gk < K)
-                v = a1[abase + (TRANS_A ? gk * M + gr : gr * K + gk)];
+                v = a1[abase + (TRANS_A ? gk * p.lda + gr : gr * p.lda + gk)];
             As[kk][row] = v;
         }
         [[unroll]] for (uint q = 0; q < 4; q++) {
@@ -53,7 +53,7 @@ void main()
             uint gc = col0 + col, gk = k0 + kk;
             float v = 0.0;
             if (gc < N && gk < K)
-                v = b1[bbase + (TRANS_B ? gc * K + gk : gk * N + gc)];
+                v = b1[bbase + (TRANS_B ? gc * p.ldb + gk : gk * p.ldb + gc)];
             Bs[kk][col] = v;
         }
         barrier();

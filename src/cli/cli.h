@@ -26,6 +26,8 @@ int cli_error(const char *what, tmm_status status);
 bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out);
 /* Opens the device for a subcommand: index -1 means $TMM_DEVICE or the best. */
 int cli_open_device(int index, tmm_device **out);
+/* bytes as "1.5 GiB", "12.0 MiB" or "300.0 KiB" in buf; returns buf. */
+const char *cli_size(uint64_t bytes, char *buf, size_t size);
 /* Monotonic wall-clock time in milliseconds. */
 double cli_now_ms(void);
 /* Median of n > 0 values (sorts v; the mean of the middle two when n is even). */

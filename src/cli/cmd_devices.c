@@ -8,10 +8,8 @@
 
 static void print_size(uint64_t bytes)
 {
-    if (bytes >= (1ull << 30))
-        printf("%.1f GiB", (double)bytes / (double)(1ull << 30));
-    else
-        printf("%.1f MiB", (double)bytes / (double)(1ull << 20));
+    char text[32];
+    fputs(cli_size(bytes, text, sizeof text), stdout);
 }
 
 static void print_subgroup_ops(uint32_t ops)

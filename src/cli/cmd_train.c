@@ -253,6 +253,15 @@ int cmd_train(int argc, char **argv)
             printf("unigram entropy of the training text: %.4f nats per token\n", tmm_data_unigram_entropy(data));
         printf("config:\n%s\n", json ? json : "");
         printf("parameters: %llu\n", (unsigned long long)tmm_model_param_count(&c.model));
+        tmm_train_memory mem;
+        if (tmm_train_memory_plan(dev, &c, &mem) == TMM_OK) {
+            char t[7][32];
+            printf("device memory: %s planned (parameters %s, gradients %s, AdamW moments %s, activations %s, "
+                   "workspace %s) of a %s heap\n", cli_size(mem.total, t[0], 32), cli_size(mem.model.params, t[1], 32),
+                   cli_size(mem.model.grads + mem.accumulation, t[2], 32), cli_size(mem.optimizer, t[3], 32),
+                   cli_size(mem.model.activations, t[4], 32),
+                   cli_size(mem.model.workspace + mem.model.mixer, t[5], 32), cli_size(mem.heap, t[6], 32));
+        }
         if (resume)
             printf("resuming from %s\n", resume);
     }

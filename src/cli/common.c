@@ -36,6 +36,17 @@ int cli_open_device(int index, tmm_device **out)
     return 0;
 }
 
+const char *cli_size(uint64_t bytes, char *buf, size_t size)
+{
+    if (bytes >= (1ull << 30))
+        snprintf(buf, size, "%.1f GiB", (double)bytes / (double)(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        snprintf(buf, size, "%.1f MiB", (double)bytes / (double)(1ull << 20));
+    else
+        snprintf(buf, size, "%.1f KiB", (double)bytes / 1024.0);
+    return buf;
+}
+
 double cli_now_ms(void)
 {
     struct timespec ts;

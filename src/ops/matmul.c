@@ -3,8 +3,10 @@
  * memory; fast on CPU devices) and TILED (shaders/matmul_tiled.comp:
  * shared-memory tiles; for GPUs). The batch runs on the z axis of the
  * dispatch. Each operand is bound from an aligned offset at or before its
- * batch 0 with at most maxStorageBufferRange bytes; when a batch does not fit
- * in one binding it is split over several dispatches. */
+ * batch 0 with at most maxStorageBufferRange bytes; batches that do not fit
+ * together are split over several dispatches, and a single matrix that does
+ * not fit is computed in blocks of C and of k (accumulating into C), every
+ * operand bound as a block of rows of its full leading dimension. */
 #include "op_util.h"
 
 #include <string.h>
@@ -23,6 +25,12 @@
 #define REG_BIG_MIN_WORK (1ull << 26)
 static const uint32_t reg_local[3] = { 8, 4, 1 };
 
+/* The most of k one dispatch sums: each invocation loops over k in steps of 4
+ * (16 in the tiled kernel), and llvmpipe ends an invocation's loops after
+ * 65535 iterations in all (DEVELOPERS.md): longer sums run in blocks of k,
+ * accumulating into C. */
+#define MATMUL_MAX_K (4u * TMM_MAX_LOOP)
+
 /* Tiled variant: fixed in the shader (16 x 16 invocations, 64 x 64 tile). */
 #define TILE 64u
 static const uint32_t tiled_local[3] = { 16, 16, 1 };
@@ -33,6 +41,7 @@ typedef struct matmul_push {
     uint32_t m, n, k;
     uint32_t stride_a, stride_b, stride_c;
     uint32_t base_a, base_b, base_c, base_bias;
+    uint32_t lda, ldb, ldc;
 } matmul_push;
 
 const char *tmm_matmul_variant_name(tmm_matmul_variant v)
@@ -127,6 +136,14 @@ static tmm_status batches_that_fit(const operand *o, uint64_t align, uint64_t ma
     return TMM_OK;
 }
 
+/* The offset alignment of bindings: the device's, at least 16 bytes so that
+ * base % 4 tells whether vec4 access lines up. */
+static uint64_t matmul_align(const tmm_device *dev)
+{
+    uint64_t align = dev->info.min_storage_buffer_offset_alignment;
+    return align < 16 ? 16 : align;
+}
+
 /* Whether an operand may be accessed as vec4 in a binding: its row stride,
  * batch stride (when more than one batch is bound) and base are multiples
  * of 4 floats. */
@@ -135,43 +152,54 @@ static bool vec4_ok(uint64_t row_stride, uint64_t stride, uint32_t count, uint32
     return row_stride % 4 == 0 && (count == 1 || stride % 4 == 0) && base % 4 == 0;
 }
 
-tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
-                         tmm_view bias, tmm_view c)
+void tmm_matmul_leading(const tmm_matmul_desc *d, uint32_t *lda, uint32_t *ldb, uint32_t *ldc)
 {
-    if (!r || !desc)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: NULL recorder or descriptor");
-    tmm_device *dev = tmm_recorder_device(r);
-    tmm_matmul_variant variant = desc->variant;
-    if (variant == TMM_MATMUL_AUTO)
-        variant = dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER : TMM_MATMUL_TILED;
-    if (variant != TMM_MATMUL_REGISTER && variant != TMM_MATMUL_TILED)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown variant %d", (int)desc->variant);
+    *lda = d->lda ? d->lda : d->trans_a ? d->m : d->k;
+    *ldb = d->ldb ? d->ldb : d->trans_b ? d->k : d->n;
+    *ldc = d->ldc ? d->ldc : d->n;
+}
 
+/* Floats spanned by a stored matrix of `rows` rows of `cols`, rows ld apart. */
+static uint64_t span_of(uint64_t rows, uint64_t cols, uint64_t ld)
+{
+    return rows && cols ? (rows - 1) * ld + cols : 0;
+}
+
+/* The three operands of one matmul (or block of one), one batch each. */
+typedef struct geometry {
+    uint64_t span_a, span_b, span_c;
+    uint32_t lda, ldb, ldc;
+} geometry;
+
+static geometry geometry_of(const tmm_matmul_desc *d)
+{
+    geometry g;
+    tmm_matmul_leading(d, &g.lda, &g.ldb, &g.ldc);
+    g.span_a = d->trans_a ? span_of(d->k, d->m, g.lda) : span_of(d->m, d->k, g.lda);
+    g.span_b = d->trans_b ? span_of(d->n, d->k, g.ldb) : span_of(d->k, d->n, g.ldb);
+    g.span_c = span_of(d->m, d->n, g.ldc);
+    return g;
+}
+
+static tmm_view sub_view(tmm_view v, uint64_t first_float, uint64_t floats)
+{
+    return (tmm_view){ v.buffer, v.offset + first_float * sizeof(float), floats * sizeof(float) };
+}
+
+/* Records batches of a validated matmul whose single matrices each fit a binding. */
+static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_matmul_variant variant,
+                                 tmm_view a, tmm_view b, tmm_view bias, tmm_view c)
+{
+    tmm_device *dev = tmm_recorder_device(r);
     const uint64_t m = desc->m, n = desc->n, k = desc->k;
     const uint32_t batch = desc->batch ? desc->batch : 1;
     const bool has_bias = bias.size != 0;
-    if (m == 0 || n == 0)
-        return TMM_OK; /* C is empty: nothing is read or written */
-    if (batch > 1 && desc->stride_c < m * n)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: stride_c %llu is less than m*n = %llu, so the batches "
-                        "of C would overlap", (unsigned long long)desc->stride_c, (unsigned long long)(m * n));
-    operand oa = make_operand("a", a, m * k, desc->stride_a, batch);
-    operand ob = make_operand("b", b, k * n, desc->stride_b, batch);
+    const geometry g = geometry_of(desc);
+    operand oa = make_operand("a", a, g.span_a, desc->stride_a, batch);
+    operand ob = make_operand("b", b, g.span_b, desc->stride_b, batch);
     operand obias = make_operand("bias", bias, has_bias ? n : 0, 0, 1);
-    operand oc = make_operand("c", c, m * n, desc->stride_c, batch);
-    TMM_TRY(check_operand(&oa));
-    TMM_TRY(check_operand(&ob));
-    TMM_TRY(check_operand(&obias));
-    TMM_TRY(check_operand(&oc));
-    if (overlaps(&oa, &oc) || overlaps(&ob, &oc) || overlaps(&obias, &oc))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: c overlaps %s; the output must not alias an input",
-                        overlaps(&oa, &oc) ? "a" : overlaps(&ob, &oc) ? "b" : "bias");
-
-    uint64_t align = dev->info.min_storage_buffer_offset_alignment;
-    if (align < 16)
-        align = 16; /* so that base % 4 tells whether vec4 access lines up */
-    const uint64_t max_range = dev->info.max_storage_buffer_range;
-
+    operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
+    const uint64_t align = matmul_align(dev), max_range = dev->info.max_storage_buffer_range;
     const bool reg = variant == TMM_MATMUL_REGISTER;
     tmm_pipeline *pipes[16] = { 0 };
     for (uint32_t b0 = 0; b0 < batch;) {
@@ -184,7 +212,8 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
         if (has_bias)
             TMM_TRY(batches_that_fit(&obias, align, max_range, 0, &count));
 
-        matmul_push push = { (uint32_t)m, (uint32_t)n, (uint32_t)k, 0, 0, 0, 0, 0, 0, 0 };
+        matmul_push push = { .m = (uint32_t)m, .n = (uint32_t)n, .k = (uint32_t)k,
+                             .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc };
         tmm_view vc = bind_range(&oc, align, b0, count, &push.base_c);
         /* With k == 0 (A and B empty) and without bias, C stands in for the
          * unused bindings; the shader does not read them. */
@@ -203,11 +232,13 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
 
         uint32_t flags = 0; /* spec constant 7 of matmul_reg.comp */
         if (reg) {
-            if (k && vec4_ok(desc->trans_a ? m : k, oa.stride, count, push.base_a))
+            /* along m (A transposed) and n (B not), the shader clamps edge groups
+             * of 4 to end at m or n: those must be multiples of 4 too */
+            if (k && vec4_ok(g.lda, oa.stride, count, push.base_a) && (!desc->trans_a || m % 4 == 0))
                 flags |= VEC_A;
-            if (k && vec4_ok(desc->trans_b ? k : n, ob.stride, count, push.base_b))
+            if (k && vec4_ok(g.ldb, ob.stride, count, push.base_b) && (desc->trans_b || n % 4 == 0))
                 flags |= VEC_B;
-            if (vec4_ok(n, oc.stride, count, push.base_c))
+            if (vec4_ok(g.ldc, oc.stride, count, push.base_c))
                 flags |= VEC_C;
             if (m >= REG_BIG_MIN_SIDE && n >= REG_BIG_MIN_SIDE && (double)(m * n) * (double)(k * count) >= (double)REG_BIG_MIN_WORK)
                 flags |= BIG_BLOCK;
@@ -235,5 +266,122 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
         TMM_TRY(tmm_record_dispatch(r, p, args, 4, &push, gx, gy, count));
         b0 += count;
     }
+    return TMM_OK;
+}
+
+/* Shrinks *x to at most limit (at least 1); true when it changed. */
+static bool shrink(uint64_t *x, uint64_t limit)
+{
+    if (limit < 1)
+        limit = 1;
+    if (*x <= limit)
+        return false;
+    *x = limit;
+    return true;
+}
+
+/* A block size (mc, nc, kc) whose operands each span at most f floats: rows
+ * of a block run the full leading dimension, so a block of r rows and c
+ * columns spans (r - 1) * ld + c. Each rule lowers the dimension that makes a
+ * span too long, until all fit (the sizes only fall, so this ends). */
+static void block_size(const tmm_matmul_desc *d, const geometry *g, uint64_t f, uint64_t *mc, uint64_t *nc,
+                       uint64_t *kc)
+{
+    *mc = d->m, *nc = d->n, *kc = d->k < MATMUL_MAX_K ? d->k : MATMUL_MAX_K;
+    for (bool changed = true; changed;) {
+        changed = false;
+        if (span_of(*mc, *nc, g->ldc) > f)
+            changed |= *nc > f ? shrink(nc, f) : shrink(mc, (f - *nc) / g->ldc + 1);
+        if (*kc && !d->trans_a && span_of(*mc, *kc, g->lda) > f)
+            changed |= *kc > f ? shrink(kc, f) : shrink(mc, (f - *kc) / g->lda + 1);
+        if (*kc && d->trans_a && span_of(*kc, *mc, g->lda) > f)
+            changed |= *mc > f ? shrink(mc, f) : shrink(kc, (f - *mc) / g->lda + 1);
+        if (*kc && !d->trans_b && span_of(*kc, *nc, g->ldb) > f)
+            changed |= *nc > f ? shrink(nc, f) : shrink(kc, (f - *nc) / g->ldb + 1);
+        if (*kc && d->trans_b && span_of(*nc, *kc, g->ldb) > f)
+            changed |= *kc > f ? shrink(kc, f) : shrink(nc, (f - *kc) / g->ldb + 1);
+    }
+}
+
+/* One matrix (batch 1) too large for a binding, as blocks of C (rows, then
+ * columns), each summed over blocks of k in order, accumulating into C after
+ * the first (which alone adds the bias). */
+static tmm_status record_blocks(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_matmul_variant variant,
+                                tmm_view a, tmm_view b, tmm_view bias, tmm_view c, uint64_t f)
+{
+    const geometry g = geometry_of(desc);
+    uint64_t mc, nc, kc;
+    block_size(desc, &g, f, &mc, &nc, &kc);
+    const uint64_t m = desc->m, n = desc->n, k = desc->k;
+    tmm_matmul_desc piece = *desc;
+    piece.batch = 1;
+    piece.lda = g.lda, piece.ldb = g.ldb, piece.ldc = g.ldc;
+    for (uint64_t i0 = 0; i0 < m; i0 += mc)
+        for (uint64_t j0 = 0; j0 < n; j0 += nc)
+            for (uint64_t k0 = 0; k0 == 0 || k0 < k; k0 += kc ? kc : 1) {
+                piece.m = (uint32_t)(m - i0 < mc ? m - i0 : mc);
+                piece.n = (uint32_t)(n - j0 < nc ? n - j0 : nc);
+                piece.k = (uint32_t)(k - k0 < kc ? k - k0 : kc);
+                piece.accumulate = desc->accumulate || k0 > 0;
+                const geometry pg = geometry_of(&piece);
+                uint64_t a0 = desc->trans_a ? k0 * g.lda + i0 : i0 * g.lda + k0;
+                uint64_t b0 = desc->trans_b ? j0 * g.ldb + k0 : k0 * g.ldb + j0;
+                tmm_view no_bias = { NULL, 0, 0 };
+                tmm_view pb = bias.size && k0 == 0 ? sub_view(bias, j0, piece.n) : no_bias;
+                TMM_TRY(record_batches(r, &piece, variant, sub_view(a, a0, pg.span_a), sub_view(b, b0, pg.span_b), pb,
+                                       sub_view(c, i0 * g.ldc + j0, pg.span_c)));
+            }
+    return TMM_OK;
+}
+
+tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
+                         tmm_view bias, tmm_view c)
+{
+    if (!r || !desc)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: NULL recorder or descriptor");
+    tmm_device *dev = tmm_recorder_device(r);
+    tmm_matmul_variant variant = desc->variant;
+    if (variant == TMM_MATMUL_AUTO)
+        variant = dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER : TMM_MATMUL_TILED;
+    if (variant != TMM_MATMUL_REGISTER && variant != TMM_MATMUL_TILED)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown variant %d", (int)desc->variant);
+
+    const uint64_t m = desc->m, n = desc->n, k = desc->k;
+    const uint32_t batch = desc->batch ? desc->batch : 1;
+    const bool has_bias = bias.size != 0;
+    if (m == 0 || n == 0)
+        return TMM_OK; /* C is empty: nothing is read or written */
+    const geometry g = geometry_of(desc);
+    if (g.lda < (desc->trans_a ? m : k) || g.ldb < (desc->trans_b ? k : n) || g.ldc < n)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: a leading dimension (lda %u, ldb %u, ldc %u) is shorter "
+                        "than its rows", g.lda, g.ldb, g.ldc);
+    if (batch > 1 && desc->stride_c < g.span_c)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: stride_c %llu is less than the %llu floats C spans, so "
+                        "the batches of C would overlap", (unsigned long long)desc->stride_c,
+                        (unsigned long long)g.span_c);
+    operand oa = make_operand("a", a, g.span_a, desc->stride_a, batch);
+    operand ob = make_operand("b", b, g.span_b, desc->stride_b, batch);
+    operand obias = make_operand("bias", bias, has_bias ? n : 0, 0, 1);
+    operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
+    TMM_TRY(check_operand(&oa));
+    TMM_TRY(check_operand(&ob));
+    TMM_TRY(check_operand(&obias));
+    TMM_TRY(check_operand(&oc));
+    if (overlaps(&oa, &oc) || overlaps(&ob, &oc) || overlaps(&obias, &oc))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: c overlaps %s; the output must not alias an input",
+                        overlaps(&oa, &oc) ? "a" : overlaps(&ob, &oc) ? "b" : "bias");
+
+    /* floats one binding holds wherever it starts (it may begin up to align - 4 bytes early) */
+    const uint64_t align = matmul_align(dev), max_range = dev->info.max_storage_buffer_range;
+    const uint64_t f = max_range > align ? (max_range - align) / sizeof(float) : 0;
+    if (f == 0)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: the device's maxStorageBufferRange (%llu bytes) holds no "
+                        "float", (unsigned long long)max_range);
+    if (g.span_a <= f && g.span_b <= f && g.span_c <= f && (!has_bias || n <= f) && k <= MATMUL_MAX_K)
+        return record_batches(r, desc, variant, a, b, bias, c);
+    /* a single matrix is larger than a binding, or k is too long for one sum: each batch in blocks */
+    for (uint32_t i = 0; i < batch; i++)
+        TMM_TRY(record_blocks(r, desc, variant, sub_view(a, i * oa.stride, g.span_a),
+                              sub_view(b, i * ob.stride, g.span_b), bias, sub_view(c, i * oc.stride, g.span_c), f));
     return TMM_OK;
 }

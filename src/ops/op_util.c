@@ -31,6 +31,26 @@ uint64_t tmm_op_chunk_elems(const tmm_device *d)
     return bytes / sizeof(float);
 }
 
+static uint64_t offset_align(const tmm_device *d)
+{
+    uint64_t align = d->info.min_storage_buffer_offset_alignment;
+    return align < 4 ? 4 : align;
+}
+
+uint64_t tmm_op_binding_floats(const tmm_device *d)
+{
+    uint64_t range = d->info.max_storage_buffer_range, align = offset_align(d);
+    return range > align ? (range - (align - 4)) / sizeof(float) : 0;
+}
+
+tmm_view tmm_op_bind(const tmm_device *d, tmm_view v, uint64_t first, uint64_t count, uint32_t *base)
+{
+    uint64_t start = v.offset + first * sizeof(float), align = offset_align(d);
+    uint64_t at = start / align * align;
+    *base = (uint32_t)((start - at) / sizeof(float));
+    return (tmm_view){ v.buffer, at, start - at + count * sizeof(float) };
+}
+
 tmm_status tmm_op_need_floats(const char *op, const char *name, tmm_view v, uint64_t n)
 {
     TMM_TRY(tmm_op_need(op, name, v, n));

@@ -33,4 +33,12 @@ tmm_status tmm_op_no_overlap(const char *op, const tmm_op_span *out, const tmm_o
  * within maxStorageBufferRange and chunk offsets keep the offset alignment. */
 uint64_t tmm_op_chunk_elems(const tmm_device *d);
 
+/* Floats one binding holds wherever they start: maxStorageBufferRange less
+ * what aligning the binding's start down may add in front. */
+uint64_t tmm_op_binding_floats(const tmm_device *d);
+/* The binding of floats [first, first + count) of view v: from the largest
+ * offset at or before them that minStorageBufferOffsetAlignment allows;
+ * *base is the index of `first` in it (a shader's base offset). */
+tmm_view tmm_op_bind(const tmm_device *d, tmm_view v, uint64_t first, uint64_t count, uint32_t *base);
+
 #endif

@@ -45,7 +45,10 @@ const char *tmm_matmul_variant_name(tmm_matmul_variant v);
  * A_b starts at element b * stride_a of a; op(A) = A ([m, k] row-major) or,
  * with trans_a, Aᵀ where A is stored [k, m]. Likewise B: [k, n] or [n, k].
  * C_b is [m, n] at b * stride_c. Strides may be 0 (broadcast an operand).
- * bias is optional (a view of size 0), length n. accumulate adds to C. */
+ * bias is optional (a view of size 0), length n. accumulate adds to C.
+ * lda, ldb, ldc: the elements between consecutive rows of each stored matrix
+ * (A's rows are its m rows, or its k rows with trans_a; likewise B); 0 means
+ * packed (the stored row length), as BLAS's leading dimensions. */
 typedef struct tmm_matmul_desc {
     uint32_t m, n, k;
     bool trans_a, trans_b;
@@ -53,7 +56,11 @@ typedef struct tmm_matmul_desc {
     uint64_t stride_a, stride_b, stride_c;
     bool accumulate;
     tmm_matmul_variant variant;
+    uint32_t lda, ldb, ldc;         /* 0: packed */
 } tmm_matmul_desc;
+
+/* The leading dimensions of desc with 0 resolved to the packed ones. */
+void tmm_matmul_leading(const tmm_matmul_desc *desc, uint32_t *lda, uint32_t *ldb, uint32_t *ldc);
 
 tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
                          tmm_view bias, tmm_view c);

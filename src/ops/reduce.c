@@ -19,18 +19,58 @@ static tmm_view level_view(tmm_view scratch, uint64_t at, uint64_t n)
     return v;
 }
 
-/* out[r*nseg + s] = sum of segment s of row r */
+typedef struct reduce_push {
+    uint32_t rows, cols, seg, nseg, base_x, base_o;
+    uint32_t ld; /* sum_cols: elements between rows of x and of out */
+} reduce_push;
+
+/* One dispatch of a reduce kernel over rows [0, rows) of x and nseg outputs
+ * per row (or per column group) at out, with (rows, cols, seg, nseg) as the
+ * kernel sees them. */
+static tmm_status reduce_dispatch(tmm_recorder *r, const tmm_spirv *spv, const uint32_t local[3], tmm_view x,
+                                  uint64_t x_first, uint64_t x_count, tmm_view out, uint64_t o_first,
+                                  uint64_t o_count, reduce_push push, uint32_t gx, uint32_t gy)
+{
+    tmm_device *dev = tmm_recorder_device(r);
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, spv, 2, sizeof push, local, NULL, 0, &p));
+    tmm_view in = tmm_op_bind(dev, x, x_first, x_count, &push.base_x);
+    tmm_view o = tmm_op_bind(dev, out, o_first, o_count, &push.base_o);
+    tmm_arg args[2] = { tmm_in(in), tmm_out(o) };
+    return tmm_record_dispatch(r, p, args, 2, &push, gx, gy, 1);
+}
+
+/* out[r*nseg + s] = sum of segment s of row r, in dispatches whose bindings
+ * fit: groups of whole rows, or of a long row's segments. */
 static tmm_status sum_segments(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, uint32_t seg,
                                tmm_view out)
 {
-    tmm_pipeline *p;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_sum_segments, 2, 16, local_1d, NULL, 0, &p));
-    uint32_t nseg = tmm_div_up(cols, seg);
-    struct { uint32_t rows, cols, seg, nseg; } push = { rows, cols, seg, nseg };
-    tmm_view in = { x.buffer, x.offset, (uint64_t)rows * cols * sizeof(float) };
-    tmm_view o = { out.buffer, out.offset, (uint64_t)rows * nseg * sizeof(float) };
-    tmm_arg args[2] = { tmm_in(in), tmm_out(o) };
-    return tmm_record_dispatch(r, p, args, 2, &push, tmm_div_up((uint64_t)rows * nseg, TMM_WG_1D), 1, 1);
+    const uint64_t f = tmm_op_binding_floats(tmm_recorder_device(r));
+    const uint32_t nseg = tmm_div_up(cols, seg);
+    if (seg > f)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "sum: a segment of %u floats does not fit the device's "
+                        "maxStorageBufferRange", seg);
+    if (cols <= f) {
+        const uint64_t per = f / cols; /* rows per binding */
+        for (uint64_t r0 = 0; r0 < rows; r0 += per) {
+            uint32_t rc = (uint32_t)(rows - r0 < per ? rows - r0 : per);
+            reduce_push push = { rc, cols, seg, nseg, 0, 0, 0 };
+            TMM_TRY(reduce_dispatch(r, &tmm_spv_sum_segments, local_1d, x, r0 * cols, (uint64_t)rc * cols, out,
+                                    r0 * nseg, (uint64_t)rc * nseg, push,
+                                    tmm_div_up((uint64_t)rc * nseg, TMM_WG_1D), 1));
+        }
+        return TMM_OK;
+    }
+    const uint64_t per = f / seg; /* segments per binding */
+    for (uint64_t row = 0; row < rows; row++)
+        for (uint64_t s0 = 0; s0 < nseg; s0 += per) {
+            uint32_t ns = (uint32_t)(nseg - s0 < per ? nseg - s0 : per);
+            uint64_t c0 = s0 * seg, cc = cols - c0 < (uint64_t)ns * seg ? cols - c0 : (uint64_t)ns * seg;
+            reduce_push push = { 1, (uint32_t)cc, seg, ns, 0, 0, 0 };
+            TMM_TRY(reduce_dispatch(r, &tmm_spv_sum_segments, local_1d, x, row * cols + c0, cc, out,
+                                    row * nseg + s0, ns, push, tmm_div_up(ns, TMM_WG_1D), 1));
+        }
+    return TMM_OK;
 }
 
 /* Reduces each row to one value, SEG (or TREE_SEG) terms per invocation per level. */
@@ -92,19 +132,33 @@ tmm_status tmm_op_sum_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t 
     return rows_in_levels(r, x, rows, cols, SEG, scratch, out);
 }
 
-/* out[s*cols + c] = sum of rows [s*seg, (s+1)*seg) of column c */
+/* out[s*cols + c] = sum of rows [s*seg, (s+1)*seg) of column c, in
+ * dispatches whose bindings fit: groups of whole segments, or (when seg rows
+ * are longer than a binding) one segment at a time in blocks of columns, rows
+ * still cols apart. The sums are the same either way. */
 static tmm_status sum_col_segments(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, uint32_t seg,
                                    tmm_view out)
 {
-    tmm_pipeline *p;
     static const uint32_t local[3] = { 64, 4, 1 };
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_sum_cols, 2, 16, local, NULL, 0, &p));
-    uint32_t nseg = tmm_div_up(rows, seg);
-    struct { uint32_t rows, cols, seg, nseg; } push = { rows, cols, seg, nseg };
-    tmm_view in = { x.buffer, x.offset, (uint64_t)rows * cols * sizeof(float) };
-    tmm_view o = { out.buffer, out.offset, (uint64_t)nseg * cols * sizeof(float) };
-    tmm_arg args[2] = { tmm_in(in), tmm_out(o) };
-    return tmm_record_dispatch(r, p, args, 2, &push, tmm_div_up(cols, local[0]), tmm_div_up(nseg, local[1]), 1);
+    const uint64_t f = tmm_op_binding_floats(tmm_recorder_device(r));
+    const uint32_t nseg = tmm_div_up(rows, seg);
+    const uint64_t per = f / ((uint64_t)seg * cols); /* whole segments per binding */
+    const uint64_t width = per ? cols : f > (uint64_t)(seg - 1) * cols ? f - (uint64_t)(seg - 1) * cols : 0;
+    if (width == 0)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "sum_cols: %u rows of %u floats do not fit the device's "
+                        "maxStorageBufferRange even one column at a time", seg, cols);
+    const uint64_t step = per ? per : 1;
+    for (uint64_t s0 = 0; s0 < nseg; s0 += step)
+        for (uint64_t c0 = 0; c0 < cols; c0 += width) {
+            uint32_t ns = (uint32_t)(nseg - s0 < step ? nseg - s0 : step);
+            uint64_t r0 = s0 * seg, rc = rows - r0 < (uint64_t)ns * seg ? rows - r0 : (uint64_t)ns * seg;
+            uint32_t cc = (uint32_t)(cols - c0 < width ? cols - c0 : width);
+            reduce_push push = { (uint32_t)rc, cc, seg, ns, 0, 0, cols };
+            TMM_TRY(reduce_dispatch(r, &tmm_spv_sum_cols, local, x, r0 * cols + c0, (rc - 1) * cols + cc, out,
+                                    s0 * cols + c0, (uint64_t)(ns - 1) * cols + cc, push, tmm_div_up(cc, local[0]),
+                                    tmm_div_up(ns, local[1])));
+        }
+    return TMM_OK;
 }
 
 tmm_status tmm_op_sum_cols(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t cols, tmm_view scratch,

@@ -7,6 +7,8 @@ void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, con
 {
     const size_t m = desc->m, n = desc->n, k = desc->k;
     const uint32_t batch = desc->batch ? desc->batch : 1;
+    const size_t lda = desc->lda ? desc->lda : desc->trans_a ? m : k, ldb = desc->ldb ? desc->ldb : desc->trans_b ? k : n;
+    const size_t ldc = desc->ldc ? desc->ldc : n;
     for (uint32_t bi = 0; bi < batch; bi++) {
         const float *ab = a ? a + bi * desc->stride_a : NULL;
         const float *bb = b ? b + bi * desc->stride_b : NULL;
@@ -15,15 +17,15 @@ void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, con
             for (size_t j = 0; j < n; j++) {
                 double s = 0;
                 for (size_t p = 0; p < k; p++) {
-                    double x = desc->trans_a ? ab[p * m + i] : ab[i * k + p];
-                    double y = desc->trans_b ? bb[j * k + p] : bb[p * n + j];
+                    double x = desc->trans_a ? ab[p * lda + i] : ab[i * lda + p];
+                    double y = desc->trans_b ? bb[j * ldb + p] : bb[p * ldb + j];
                     s += x * y;
                 }
                 if (bias)
                     s += bias[j];
                 if (desc->accumulate)
-                    s += cb[i * n + j];
-                cb[i * n + j] = (float)s;
+                    s += cb[i * ldc + j];
+                cb[i * ldc + j] = (float)s;
             }
     }
 }

@@ -388,6 +388,64 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
     return TMM_OK;
 }
 
+tmm_status tmm_train_memory_plan(tmm_device *dev, const tmm_train_config *c, tmm_train_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->accum == 0 || c->batch % c->accum)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "batch (%u) must be a multiple of accum (%u)", c->batch, c->accum);
+    TMM_TRY(tmm_model_memory_plan(dev, &c->model, c->batch / c->accum, c->mixer_impl, &out->model));
+    out->optimizer = 2 * out->model.params;
+    out->accumulation = c->accum > 1 ? out->model.grads : 0;
+    out->total = out->model.total + out->optimizer + out->accumulation;
+    const tmm_device_info *info = tmm_device_get_info(dev);
+    for (uint32_t i = 0; i < info->heap_count; i++)
+        if (info->heaps[i].device_local && info->heaps[i].size > out->heap)
+            out->heap = info->heaps[i].size;
+    return TMM_OK;
+}
+
+static double gib(uint64_t bytes) { return (double)bytes / (double)(1ull << 30); }
+
+/* Refuses a run that cannot fit the device's memory, saying what would. A CPU
+ * device's heap size is nominal (lavapipe allocates past it from system
+ * memory), so there it only warns. */
+static tmm_status check_memory(tmm_device *dev, const tmm_train_config *c)
+{
+    tmm_train_memory need;
+    TMM_TRY(tmm_train_memory_plan(dev, c, &need));
+    if (need.heap == 0 || need.total <= need.heap)
+        return TMM_OK;
+    /* the largest micro-batch that fits: activations and workspace grow with it */
+    uint32_t fit = 0;
+    for (uint32_t micro = 1; micro <= c->batch / c->accum; micro++) {
+        if (c->batch % micro)
+            continue;
+        tmm_train_config smaller = *c;
+        smaller.accum = c->batch / micro;
+        tmm_train_memory m;
+        if (tmm_train_memory_plan(dev, &smaller, &m) == TMM_OK && m.total <= need.heap)
+            fit = micro;
+        else
+            break;
+    }
+    char advice[160];
+    if (fit)
+        snprintf(advice, sizeof advice, "--accum %u (micro-batches of %u sequences) fits", c->batch / fit, fit);
+    else
+        snprintf(advice, sizeof advice, "even one sequence per micro-batch does not: use a smaller model");
+    if (tmm_device_get_info(dev)->type == TMM_DEVICE_CPU) {
+        tmm_warn("this run plans %.2f GiB of device memory, more than the %.2f GiB heap the device reports (%s); "
+                 "a CPU device takes it from system memory", gib(need.total), gib(need.heap), advice);
+        return TMM_OK;
+    }
+    return tmm_fail(TMM_ERR_OUT_OF_DEVICE_MEMORY, "this run needs %.2f GiB of device memory (parameters and "
+                    "gradients %.2f, AdamW moments %.2f, activations and workspace %.2f at %u sequences per "
+                    "micro-batch), more than the device's %.2f GiB: %s", gib(need.total),
+                    gib(need.model.params + need.model.grads + need.accumulation), gib(need.optimizer),
+                    gib(need.model.activations + need.model.workspace + need.model.mixer), c->batch / c->accum,
+                    gib(need.heap), advice);
+}
+
 static bool same_dir(const char *a, const char *b)
 {
     struct stat x, y;
@@ -436,6 +494,8 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
     if (!allocated || !R.scratch_batch.tokens || !R.scratch_batch.targets || !R.pred || !R.config_json)
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK)
+        s = check_memory(dev, c);
+    if (s == TMM_OK)
         s = tmm_model_create_impl(dev, &c->model, R.micro, c->mixer_impl, &R.model);
     if (s == TMM_OK)
         s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
@@ -450,6 +510,14 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
             free(zero);
         }
     }
+    /* Record the first step now, before anything is written: every op checks
+     * its shapes and bindings against the device, so a configuration that
+     * cannot run is refused here. */
+    if (s == TMM_OK && c->accum == 1)
+        s = prepare(&R, 0, 0, 0);
+    uint32_t total0 = 1;
+    if (s == TMM_OK && c->accum > 1 && (s = step_scored(&R, 0, &total0)) == TMM_OK)
+        s = prepare(&R, 0, 0, total0);
     uint64_t start = 0;
     bool continuing = false;
     if (s == TMM_OK)

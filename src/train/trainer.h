@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "device.h"
+#include "model/model.h"
 #include "train/train_config.h"
 
 typedef struct tmm_train_progress {
@@ -50,6 +51,18 @@ tmm_status tmm_train_prepare(tmm_train_config *config, tmm_data **data);
  * appends to its metrics. */
 tmm_status tmm_train(tmm_device *device, tmm_train_config *config, const char *resume,
                      const tmm_train_hooks *hooks, tmm_train_result *result);
+
+/* Device memory a run of this config needs: the model at its micro-batch
+ * (tmm_model_memory_plan), the AdamW moments and, with accumulation, the
+ * gradient sum. */
+typedef struct tmm_train_memory {
+    tmm_model_memory model;
+    uint64_t optimizer;      /* AdamW m and v */
+    uint64_t accumulation;   /* the gradient sum of accum > 1 */
+    uint64_t total;
+    uint64_t heap;           /* the device's largest device-local heap */
+} tmm_train_memory;
+tmm_status tmm_train_memory_plan(tmm_device *device, const tmm_train_config *config, tmm_train_memory *out);
 
 /* Reads the training config a checkpoint was made with. */
 tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *config);
