@@ -2,21 +2,17 @@
 // Causal Toeplitz mixing, direct backward to the input, shared-memory tiles
 // for GPUs (src/ops/toeplitz.c; the register-blocked variant is
 // toeplitz_du.comp):
-//   du[b, s, c'] = sum_{a<K} sum_{t>=s} w[g(c), a, t-s] * gy[b, t, c],  c = c' + (K-1) - a,  c < d
-// (an anti-causal correlation: the product with Tᵀ). Laid out like
+//   du[b, s, c'] = sum_{a<K} sum_{t>=s} w[g, a, t-s] * gy[b, t, c],  c = c' + (K-1) - a
+// with g the group of c', over the c inside g (an anti-causal correlation:
+// the product with Tᵀ). Laid out like
 // toeplitz_fwd_tiled.comp: a 16 x 16 workgroup computes BT = 64 positions
 // s0.. times BC = 64 input channels of one group, each invocation 4 x 4
 // (positions ty + 16 i, channels tx + 16 j); per step of BS = 16 positions
-// t0.. it stages the gy rows (channels c0 .. c0 + BC + K - 2, zero from d on
-// and from n on) and per tap the BT + BS - 1 lags of w the step needs (zero
+// t0.. it stages the gy rows (channels c0 .. c0 + BC + K - 2, zero past the
+// group's last channel and from n on) and per tap the BT + BS - 1 lags of w the step needs (zero
 // below 0 and from n on). Steps run from the tile's first position on: the
 // upper triangle of Tᵀ is skipped. Tile gl_WorkGroupID.x: s-tile
 // tb0 + x / ncb, channel tile x % ncb.
-//
-// MIXED (G > 1 and K > 1): an input channel of group g feeds output
-// channels c up to K-1 above it, in group g or (the host ensures K-1 <= dg)
-// g+1: the windows of both groups are staged and each (tap, lane) picks its
-// own.
 //
 // Passes: one dispatch adds the terms with t in [lo, hi) (multiples of BS,
 // hi - lo <= BS * TMM_MAX_LOOP: lavapipe's loop cap, loop_limit.glsl); the
@@ -26,7 +22,6 @@
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(constant_id = 3) const uint K = 1u;        // taps
-layout(constant_id = 4) const bool MIXED = false; // per-lane groups (see above)
 const uint TS = 16u;                              // invocations per axis (the host uses 16 x 16 x 1)
 const uint BT = 64u;                              // positions per tile
 const uint BC = 64u;                              // channels per tile
@@ -35,8 +30,7 @@ const uint PT = BT / TS, PC = BC / TS;
 const uint NU = BC + K - 1u;                      // output channels a tile reads
 const uint NW = BT + BS - 1u;                     // lags of w a step needs
 const uint NLU = (BS * NU + TS * TS - 1u) / (TS * TS);
-const uint NG = MIXED ? 2u : 1u;                  // groups whose w windows are staged
-const uint NLW = (NG * K * NW + TS * TS - 1u) / (TS * TS);
+const uint NLW = (K * NW + TS * TS - 1u) / (TS * TS);
 
 layout(std430, binding = 0) readonly buffer GY { float gy[]; };
 layout(std430, binding = 1) readonly buffer W { float w[]; };
@@ -52,7 +46,7 @@ layout(push_constant) uniform Push {
 } p;
 
 shared float gs[BS * NU];       // gs[jj * NU + m]: gy[t0 + jj, c0 + m]
-shared float ws[NG * K * NW];   // ws[(r * K + a) * NW + q]: w[g + r, a, t0 - s0 - (BT-1) + q]
+shared float ws[K * NW];        // ws[a * NW + q]: w[g, a, t0 - s0 - (BT-1) + q]
 
 void main()
 {
@@ -66,16 +60,7 @@ void main()
     const uint b = gl_WorkGroupID.z;
     const uint gbase = p.base_gy + b * p.n * p.d;
 
-    // lane j with tap a reads the window of output channel c0 + tx + 16 j + K-1-a's
-    // group: ws row wrow[a][j] (lanes past the group's end are not stored)
-    const uint groups = p.d / p.dg;
-    uint wrow[K][PC];
-    [[unroll]] for (uint a = 0; a < K; a++)
-        [[unroll]] for (uint j = 0; j < PC; j++) {
-            const uint c = min(c0 + tx + TS * j + K - 1u - a, p.d - 1u);
-            wrow[a][j] = ((MIXED ? min(c / p.dg - g, 1u) : 0u) * K + a) * NW;
-        }
-
+    const uint gend = (g + 1u) * p.dg;   // the group's channels end here
     float acc[PT][PC];
     [[unroll]] for (uint i = 0; i < PT; i++)
         [[unroll]] for (uint j = 0; j < PC; j++)
@@ -87,16 +72,16 @@ void main()
             const uint idx = tid + e * TS * TS;
             if (idx < BS * NU) {
                 const uint t = t0 + idx / NU, c = c0 + idx % NU;
-                gs[idx] = t < p.n && c < p.d ? gy[gbase + t * p.d + c] : 0.0;
+                gs[idx] = t < p.n && c < gend ? gy[gbase + t * p.d + c] : 0.0;
             }
         }
         const int lag0 = int(t0) - int(s0) - int(BT - 1u);
         [[unroll]] for (uint e = 0; e < NLW; e++) {
             const uint idx = tid + e * TS * TS;
-            if (idx < NG * K * NW) {
-                const uint row = g * K + idx / NW;   // (g + r) * K + a
+            if (idx < K * NW) {
+                const uint row = g * K + idx / NW;
                 const int lag = lag0 + int(idx % NW);
-                ws[idx] = row < groups * K && lag >= 0 && lag < int(p.n) ? w[p.base_w + row * p.n + uint(lag)] : 0.0;
+                ws[idx] = lag >= 0 && lag < int(p.n) ? w[p.base_w + row * p.n + uint(lag)] : 0.0;
             }
         }
         barrier();
@@ -109,7 +94,7 @@ void main()
                     // lag t - s = t0 + jj - (s0 + ty + 16 i)
                     const uint q = jj + BT - 1u - ty - TS * i;
                     [[unroll]] for (uint j = 0; j < PC; j++)
-                        acc[i][j] = fma(ws[(MIXED ? wrow[a][j] : a * NW) + q], uv[j], acc[i][j]);
+                        acc[i][j] = fma(ws[a * NW + q], uv[j], acc[i][j]);
                 }
             }
         barrier();

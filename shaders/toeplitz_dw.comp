@@ -81,7 +81,7 @@ void block(uint ubase, uint gbase, uint t0, uint k0, uint c0, uint cin, const bo
     }
     // u row r is position t0 - k0 - (TT-1) + r, i.e. (t0 + j) - (k0 + kk) at
     // r = j - kk + TT-1 (rows r < TT-1 of a diagonal block are not used);
-    // input channel m is c0 - (K-1) + m, zero below 0
+    // input channel m is c0 - (K-1) + m, zero below the group's first channel
     float uv[NR][NU];
     [[unroll]] for (uint r = 0; r < NR; r++) {
         const uint row = ubase + min(t0 - k0 + r - (TT - 1u), nm1) * p.d;
@@ -97,7 +97,7 @@ void block(uint ubase, uint gbase, uint t0, uint k0, uint c0, uint cin, const bo
             } else {
                 const int ci = int(c0 + m) - int(K - 1u);
                 const float v = u[row + uint(clamp(ci, 0, int(p.d) - 1))];
-                uv[r][m] = (m + 1u < K && ci < 0) ? 0.0 : v;
+                uv[r][m] = (m + 1u < K && ci < int(c0 - cin)) ? 0.0 : v;   // c0 - cin: the group's first channel
             }
         }
     }

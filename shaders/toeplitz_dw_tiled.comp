@@ -95,7 +95,7 @@ void main()
                 const uint i = tid + e * TS * TS;
                 if (i < NR * NU) {
                     const int row = row0 + int(i / NU), ch = int(c0 + i % NU) - int(K - 1u);
-                    us[i] = row >= 0 && row < int(p.n) && ch >= 0 && ch < int(p.d)
+                    us[i] = row >= 0 && row < int(p.n) && ch >= int(g * p.dg) && ch < int(p.d)
                                 ? u[ubase + uint(row) * p.d + uint(ch)] : 0.0;
                 }
             }

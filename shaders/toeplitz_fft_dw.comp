@@ -1,7 +1,7 @@
 #version 450
 // FFT path of the causal Toeplitz op (src/ops/toeplitz_fft.c): the spectrum
 // of dw, summed in the frequency domain before one inverse:
-//   DW[g, a][k] = sum_{b, c in g} conj(U[b, c-(K-1)+a][k]) * GY[b, c][k]   (c-(K-1)+a >= 0)
+//   DW[g, a][k] = sum_{b, c in g} conj(U[b, c-(K-1)+a][k]) * GY[b, c][k]   (c-(K-1)+a in g)
 // over the rows of one chunk whose output rows are global rows r0 ..: one
 // pass takes the global rows [r0 + l0, r0 + l1) (l1 - l0 <= TMM_MAX_LOOP)
 // and visits only those of group g (per batch, one contiguous run). Rows: GY
@@ -31,8 +31,9 @@ void main()
     vec2 acc = p.accumulate != 0u ? o[at] : vec2(0.0);
     const uint lo = p.r0 + p.l0, hi = p.r0 + p.l1;
     for (uint b = lo / p.d; b * p.d < hi; b++) {
-        // the group's channels of batch b, from the first that has channel c-h+a >= 0
-        const uint first = b * p.d + max(g * p.dg, h - a);
+        // the group's channels of batch b, from the first whose input channel
+        // c-h+a is inside the group (c >= g*dg + h - a)
+        const uint first = b * p.d + g * p.dg + h - a;
         for (uint row = max(lo, first); row < min(hi, b * p.d + g * p.dg + p.dg); row++) {
             const uint l = row - p.r0;
             const vec2 uv = cin[(p.urow0 + l + a) * p.M + k];

@@ -2,8 +2,8 @@
 // FFT path of the causal Toeplitz op (src/ops/toeplitz_fft.c): the spectral
 // product per channel row (complex rows of M = N/2+1 numbers, as vec2), for
 // the output rows of one chunk: output row l is global row r0 + l = (b, c).
-//   forward (CONJ = 0): O[b,c] = sum_a W[g(c), a] * X[b, c-(K-1)+a]      (channels < 0: none)
-//   du      (CONJ = 1): O[b,c] = sum_a conj(W[g(e), a]) * X[b, e],  e = c+(K-1)-a < d
+//   forward (CONJ = 0): O[b,c] = sum_a W[g(c), a] * X[b, c-(K-1)+a]      (channels outside g(c): none)
+//   du      (CONJ = 1): O[b,c] = sum_a conj(W[g(c), a]) * X[b, e],  e = c+(K-1)-a in g(c)
 // Rows: global row r of X at xrow0 + r - r0 + h (the chunk's rows with a
 // halo of h = K-1 rows on each side), W at wrow0 + g*K + a, O at l. Output
 // rows past the last global row are written as zero (the inverse transforms
@@ -39,15 +39,15 @@ void main()
         [[unroll]] for (uint a = 0u; a < K; a++) {
             if (CONJ == 0u) {
                 const int ch = int(c) - int(K - 1u) + int(a);
-                if (ch >= 0) {
+                if (ch >= int(c - c % p.dg)) {   // inside c's group
                     const vec2 wv = cin[(p.wrow0 + (c / p.dg) * K + a) * p.M + k];
                     const vec2 xv = cin[(xl + uint(ch)) * p.M + k];
                     acc += cmul(wv, xv);
                 }
             } else {
                 const uint e = c + (K - 1u) - a;
-                if (e < p.d) {
-                    const vec2 wv = cin[(p.wrow0 + (e / p.dg) * K + a) * p.M + k];
+                if (e < c - c % p.dg + p.dg) {   // inside c's group
+                    const vec2 wv = cin[(p.wrow0 + (c / p.dg) * K + a) * p.M + k];
                     const vec2 xv = cin[(xl + e) * p.M + k];
                     acc += cmul(vec2(wv.x, -wv.y), xv);
                 }

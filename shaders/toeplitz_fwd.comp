@@ -1,7 +1,8 @@
 #version 450
 // Causal Toeplitz mixing, direct forward (src/ops/toeplitz.c, src/ops/toeplitz.h):
 //   y[b, t, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * u[b, s, c-(K-1)+a]
-// with g the group of output channel c; input channels below 0 count as zero.
+// with g the group of output channel c; input channels below the group's
+// first channel count as zero (a head's window stays inside the head).
 //
 // Register-blocked, no shared memory (a shared-memory variant for GPUs would
 // be another kernel): an invocation computes TT consecutive positions t0..
@@ -67,12 +68,13 @@ void main()
     const uint nm1 = p.n - 1u;
 
     // Input channel m of the block is c0 - (K-1) + m. Only m < K-1 can fall
-    // below 0 (zero); past d-1 only for lanes that are not stored (clamped).
+    // below the group's first channel (zero); past d-1 only for lanes that are
+    // not stored (clamped).
     uint uch[NU];
     bool uok[NU];
     [[unroll]] for (uint m = 0; m < NU; m++) {
         int ci = int(c0 + m) - int(K - 1u);
-        uok[m] = ci >= 0;
+        uok[m] = ci >= int(g * p.dg);
         uch[m] = uint(clamp(ci, 0, int(p.d) - 1));
     }
 

@@ -3,6 +3,7 @@
 // (src/ops/toeplitz.c; the register-blocked variant for CPU devices is
 // toeplitz_fwd.comp):
 //   y[b, t, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * u[b, s, c-(K-1)+a]
+// (input channels below group g's first count as zero)
 //
 // A product with the lower-triangular Toeplitz matrix T[t][s] = w[t-s], done
 // as a tiled matmul whose A tiles are read from w by index. A workgroup of
@@ -10,7 +11,7 @@
 // channels of one group (batch b = gl_WorkGroupID.z); each invocation 4 x 4
 // outputs strided by 16 (positions ty + 16 i, channels tx + 16 j). Per step
 // of BS = 16 source positions s0.. it stages in shared memory the u rows
-// (BC + K - 1 channels, zero outside [0, d)) and, per tap, the BT + BS - 1
+// (BC + K - 1 channels, zero outside the group) and, per tap, the BT + BS - 1
 // lags of w the step needs (zero below 0 and from n on: the diagonal tile's
 // upper triangle multiplies by zero, no masks). Steps run from the pass's
 // first position to the tile's last: tiles above the diagonal are skipped.
@@ -76,7 +77,7 @@ void main()
             if (idx < BS * NU) {
                 const uint s = s0 + idx / NU;
                 const int ch = int(c0 + idx % NU) - int(K - 1u);
-                us[idx] = s < p.n && ch >= 0 && ch < int(p.d) ? u[ubase + s * p.d + uint(ch)] : 0.0;
+                us[idx] = s < p.n && ch >= int(g * p.dg) && ch < int(p.d) ? u[ubase + s * p.d + uint(ch)] : 0.0;
             }
         }
         const int lag0 = int(t0) - int(s0) - int(BS - 1u);

@@ -5,7 +5,7 @@
 // Chunk j holds positions [j*chunk, (j+1)*chunk); chunk * K <= TMM_MAX_LOOP
 // keeps every invocation under llvmpipe's loop cap (loop_limit.glsl), and the
 // chunks spread a long sum over many invocations. toeplitz_step_sum.comp adds
-// the chunks in order and beta. Channels below 0 count as zero.
+// the chunks in order and beta. Channels below group g's first count as zero.
 #include "loop_limit.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) readonly buffer Pos { uint pos[]; };
@@ -29,7 +29,7 @@ void main()
     float acc = 0.0;
     for (uint a = 0u; a < p.taps; a++) {
         int ci = int(c) - int(p.taps - 1u) + int(a);
-        if (ci < 0)
+        if (ci < int(g * p.group_channels))
             continue;
         uint wrow = (g * p.taps + a) * p.n + t;
         uint crow = p.base_cache + b * p.n * p.d + uint(ci);

@@ -157,6 +157,16 @@ expect "a directory as --config" 1 "directory" "$tmm" train --config "$dir"
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$dir/big.json"
 expect "a config file over its limit" 1 "more than the 1.0 MiB" "$tmm" train --config "$dir/big.json"
 
+# ---- checkpoints of kernel-k models with heads from before windows stopped at head boundaries ----
+check "a kernel-3, 2-head run" "$tmm" train "${small[@]}" --heads 2 --kernel 3 --steps 2 --eval-every 0 \
+  --run-dir "$dir/kh"
+edit "$(model_of "$dir/kh")" 'meta["format_version"] = "1"'
+expect "a version-1 kernel-k checkpoint with heads is refused" 1 "train it again" \
+  "$tmm" eval --checkpoint "$dir/kh"
+cp -r "$dir/run" "$dir/v1"
+edit "$(model_of "$dir/v1")" 'meta["format_version"] = "1"'
+check "a version-1 flat checkpoint still loads" "$tmm" eval --checkpoint "$dir/v1"
+
 # ---- 64-bit seeds survive the saved config (before: rounded through a double; resume failed or changed data) ----
 seeds=(--model-seed 18446744073709551615 --seed 9007199254740993)
 check "extreme seeds: 4 steps in one go" "$tmm" train "${small[@]}" "${seeds[@]}" --steps 4 --eval-every 0 \

@@ -56,8 +56,10 @@ def toeplitz(u, w, beta, groups):
     """Causal Toeplitz mixing along the sequence.
 
     u: [B, n, d]; w: [G, K, n]; beta: [G, n]. Channel c belongs to group
-    c // (d / G); with K taps, channel c mixes channels c-K+1 .. c (below 0 is
-    zero), tap a reading channel c-(K-1)+a through its own filter w[g, a].
+    c // (d / G); with K taps, channel c mixes channels c-K+1 .. c of its own
+    group, tap a reading channel c-(K-1)+a through its own filter w[g, a].
+    As in the paper's reference, each group (head) is its own module that
+    zero-pads its own channels: channels below the group's first are zero.
     """
     B, n, d = u.shape
     G, K, _ = w.shape
@@ -65,13 +67,13 @@ def toeplitz(u, w, beta, groups):
     lag = idx[:, None] - idx[None, :]                       # t - s
     causal = lag >= 0
     y = torch.zeros_like(u)
-    padded = F.pad(u, (K - 1, 0))                           # zeros for channels below 0
     per = d // G
     for g in range(G):
         cs = slice(g * per, (g + 1) * per)
+        padded = F.pad(u[:, :, cs], (K - 1, 0))              # the group alone, zeros in front
         for a in range(K):
             T = torch.where(causal, w[g, a][lag.clamp(min=0)], torch.zeros((), dtype=u.dtype))  # [n, n]
-            src = padded[:, :, a : a + d][:, :, cs]          # u[b, s, c-(K-1)+a]
+            src = padded[:, :, a : a + per]                  # u[b, s, c-(K-1)+a] within the group
             y[:, :, cs] = y[:, :, cs] + torch.einsum("ts,bsc->btc", T, src)
         y[:, :, cs] = y[:, :, cs] + beta[g][None, :, None]
     return y

@@ -123,11 +123,10 @@ static blocking blocking_of(const geom *g)
     return (blocking){ tt, tc, tt, tt, tt, tc };
 }
 
-/* Shared memory of the TILED kernels at K taps (bytes; see the shaders):
- * the largest is du's with the w windows of two groups. */
+/* Shared memory of the TILED kernels at K taps (bytes; see the shaders). */
 static uint64_t tiled_shared_bytes(uint32_t K)
 {
-    uint64_t du = (uint64_t)TILE_S * (TILE_C + K - 1) + 2ull * K * (TILE_T + TILE_S - 1);
+    uint64_t du = (uint64_t)TILE_S * (TILE_C + K - 1) + (uint64_t)K * (TILE_T + TILE_S - 1);
     uint64_t dw = (uint64_t)(TILE_S + TILE_T - 1) * (TILE_DC + K - 1) + TILE_S * TILE_DC + TILE_TS * TILE_T;
     return 4 * (du > dw ? du : dw);
 }
@@ -135,10 +134,9 @@ static uint64_t tiled_shared_bytes(uint32_t K)
 /* Why the TILED kernels cannot run this shape on dev (NULL: they can). */
 static const char *tiled_unfit(const geom *g, const tmm_device *dev)
 {
+    (void)g;
     if (tiled_shared_bytes(g->K) > dev->info.max_shared_memory)
         return "the tiled kernels need more shared memory than the device has";
-    if (g->G > 1 && g->K - 1 > g->dg)
-        return "the tiled du reaches at most one group up: taps - 1 must not exceed the channels per group";
     return NULL;
 }
 
@@ -389,7 +387,6 @@ static tmm_status record_du(tmm_recorder *r, const geom *g, tmm_view gy, tmm_vie
     const uint64_t seq = (uint64_t)g->n * g->d;
     const blocking bk = blocking_of(g);
     const uint32_t nbg = tmm_div_up(g->dg, bk.tc), ncb = g->G * nbg, ntb = tmm_div_up(g->n, bk.tt);
-    const uint32_t mixed = g->G > 1 && g->K > 1;
     tmm_pipeline *pipes[4] = { 0 };
 
     du_push push = { g->n, g->d, g->dg, nbg, ncb, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -412,12 +409,12 @@ static tmm_status record_du(tmm_recorder *r, const geom *g, tmm_view gy, tmm_vie
             uint32_t vec = g->tiled ? 0 : (vec_channels(g, bk.tc, push.base_gy) ? VEC_ROWS : 0) |
                                           (vec_w(g, bk.tt, push.base_w) ? VEC_W : 0);
             if (!pipes[vec] && g->tiled) {
-                const uint32_t spec[2] = { g->K, mixed };
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_du_tiled, 3, sizeof(du_push), local_tiled, spec, 2,
+                const uint32_t spec[1] = { g->K };
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_du_tiled, 3, sizeof(du_push), local_tiled, spec, 1,
                                         &pipes[vec]));
             } else if (!pipes[vec]) {
-                const uint32_t spec[5] = { g->K, bk.tc, bk.tt, mixed, vec };
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_du, 3, sizeof(du_push), local_x, spec, 5, &pipes[vec]));
+                const uint32_t spec[4] = { g->K, bk.tc, bk.tt, vec };
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_du, 3, sizeof(du_push), local_x, spec, 4, &pipes[vec]));
             }
             tmm_arg args[3] = { tmm_in(vgy), tmm_in(vw), push.accumulate ? tmm_inout(vdu) : tmm_out(vdu) };
             uint64_t blocks = (uint64_t)push.ntb * ncb;

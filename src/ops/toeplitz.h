@@ -11,15 +11,15 @@
  *
  *   y[b, t, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * u[b, s, c-(K-1)+a],  g = g(c)
  *
- * Channels c-(K-1)+a below 0 count as zero (the spec's kernel-k variant). The
- * tap window indexes the whole d axis: with G > 1 and K > 1 output channel c
- * of group g also reads input channels of group g-1 (those just below the
- * group's first channel), filtered by group g's taps. The "expanded" variant
- * is two of these ops with a SiLU between, composed by the model.
+ * The tap window stays inside the group (the spec's kernel-k variant: each
+ * head is a module of its own that zero-pads its channels): input channels
+ * c-(K-1)+a below group g's first channel g*d/G count as zero. The
+ * "expanded" variant is two of these ops with a SiLU between, composed by
+ * the model.
  *
  * Backward, with gy = dL/dy:
- *   du[b, s, c']  = sum_a sum_{t>=s} w[g(c), a, t-s] * gy[b, t, c],   c = c'+(K-1)-a, c < d
- *   dw[g, a, k]   = sum_b sum_{c in g} sum_{t>=k} gy[b, t, c] * u[b, t-k, c-(K-1)+a]
+ *   du[b, s, c']  = sum_a sum_{t>=s} w[g, a, t-s] * gy[b, t, c],   c = c'+(K-1)-a in g = g(c')
+ *   dw[g, a, k]   = sum_b sum_{c in g} sum_{t>=k} gy[b, t, c] * u[b, t-k, c-(K-1)+a],  c-(K-1)+a in g
  *   dbeta[g, t]   = sum_b sum_{c in g} gy[b, t, c]
  * Gradients are written, not accumulated into. Every sum runs in a fixed
  * order (no atomics): the same inputs give the same bits on every run.

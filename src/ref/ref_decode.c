@@ -21,8 +21,8 @@ void ref_toeplitz_step(const tmm_toeplitz_desc *desc, const uint32_t *pos, const
             double acc = beta[g * n + t];
             for (uint32_t a = 0; a < K; a++) {
                 int64_t ci = (int64_t)c - (int64_t)(K - 1) + a;
-                if (ci < 0)
-                    continue;
+                if (ci < (int64_t)(g * (d / G)))
+                    continue; /* below the group's first channel */
                 for (uint64_t s = 0; s <= t; s++)
                     acc += (double)w[(g * K + a) * n + t - s] * cache[(b * n + s) * d + (uint64_t)ci];
             }

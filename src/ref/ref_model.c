@@ -100,8 +100,8 @@ void ref_toeplitz_fwd_d(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t
                 double s = beta[(uint64_t)g * n + t];
                 for (uint32_t a = 0; a < K; a++) {
                     int64_t ci = (int64_t)c - (K - 1) + a;
-                    if (ci < 0)
-                        continue;
+                    if (ci < (int64_t)g * cpg)
+                        continue; /* a head's window stays inside the head */
                     const double *wa = w + ((uint64_t)g * K + a) * n;
                     for (uint32_t src = 0; src <= t; src++)
                         s += wa[t - src] * u[((uint64_t)b * n + src) * d + (uint64_t)ci];
@@ -123,8 +123,8 @@ void ref_toeplitz_bwd_d(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t
                     dbeta[(uint64_t)g * n + t] += gv;
                 for (uint32_t a = 0; a < K; a++) {
                     int64_t ci = (int64_t)c - (K - 1) + a;
-                    if (ci < 0)
-                        continue;
+                    if (ci < (int64_t)g * cpg)
+                        continue; /* a head's window stays inside the head */
                     const double *wa = w + ((uint64_t)g * K + a) * n;
                     double *dwa = dw ? dw + ((uint64_t)g * K + a) * n : NULL;
                     for (uint32_t src = 0; src <= t; src++) {

@@ -16,7 +16,8 @@ static shape shape_of(const tmm_toeplitz_desc *desc)
     return s;
 }
 
-/* y[b, t, c] = beta[g, t] + sum_a sum_{s<=t} w[g, a, t-s] u[b, s, c-(K-1)+a] */
+/* y[b, t, c] = beta[g, t] + sum_a sum_{s<=t} w[g, a, t-s] u[b, s, c-(K-1)+a],
+ * input channels below group g's first (g*dg) counting as zero */
 #define REF_FORWARD(NAME, T)                                                                        \
     void NAME(const tmm_toeplitz_desc *desc, const T *u, const T *w, const T *beta, T *y)           \
     {                                                                                               \
@@ -27,8 +28,8 @@ static shape shape_of(const tmm_toeplitz_desc *desc)
                     size_t g = c / S.dg;                                                            \
                     double acc = beta[g * S.n + t];                                                 \
                     for (size_t a = 0; a < S.K; a++) {                                              \
-                        if (c + a < S.K - 1)                                                        \
-                            continue; /* input channel below 0 */                                   \
+                        if (c + a < g * S.dg + S.K - 1)                                             \
+                            continue; /* input channel below the group's first */                   \
                         size_t ci = c + a - (S.K - 1);                                              \
                         const T *wr = w + (g * S.K + a) * S.n;                                      \
                         for (size_t s = 0; s <= t; s++)                                             \
@@ -38,8 +39,10 @@ static shape shape_of(const tmm_toeplitz_desc *desc)
                 }                                                                                   \
     }
 
-/* du[b, s, c'] = sum_a sum_{t>=s} w[g(c), a, t-s] gy[b, t, c], c = c'+(K-1)-a < d
- * dw[g, a, k]  = sum_b sum_{c in g} sum_{t>=k} gy[b, t, c] u[b, t-k, c-(K-1)+a]
+/* du[b, s, c'] = sum_a sum_{t>=s} w[g, a, t-s] gy[b, t, c], c = c'+(K-1)-a, g = g(c'),
+ *                over the c inside group g
+ * dw[g, a, k]  = sum_b sum_{c in g} sum_{t>=k} gy[b, t, c] u[b, t-k, c-(K-1)+a],
+ *                over the input channels c-(K-1)+a inside group g
  * dbeta[g, t]  = sum_b sum_{c in g} gy[b, t, c] */
 #define REF_BACKWARD(NAME, T)                                                                       \
     void NAME(const tmm_toeplitz_desc *desc, const T *u, const T *w, const T *gy, T *du, T *dw,     \
@@ -52,10 +55,10 @@ static shape shape_of(const tmm_toeplitz_desc *desc)
                     for (size_t ci = 0; ci < S.d; ci++) {                                           \
                         double acc = 0;                                                             \
                         for (size_t a = 0; a < S.K; a++) {                                          \
-                            size_t c = ci + (S.K - 1) - a;                                          \
-                            if (c >= S.d)                                                           \
-                                continue;                                                           \
-                            const T *wr = w + ((c / S.dg) * S.K + a) * S.n;                         \
+                            size_t c = ci + (S.K - 1) - a, g = ci / S.dg;                           \
+                            if (c >= (g + 1) * S.dg)                                                \
+                                continue; /* output channel past the group's last */               \
+                            const T *wr = w + (g * S.K + a) * S.n;                                  \
                             for (size_t t = s; t < S.n; t++)                                        \
                                 acc += (double)wr[t - s] * gy[(b * S.n + t) * S.d + c];             \
                         }                                                                           \
@@ -68,7 +71,7 @@ static shape shape_of(const tmm_toeplitz_desc *desc)
                         double acc = 0;                                                             \
                         for (size_t b = 0; b < S.B; b++)                                            \
                             for (size_t c = g * S.dg; c < (g + 1) * S.dg; c++) {                    \
-                                if (c + a < S.K - 1)                                                \
+                                if (c + a < g * S.dg + S.K - 1)                                     \
                                     continue;                                                       \
                                 size_t ci = c + a - (S.K - 1);                                      \
                                 for (size_t t = k; t < S.n; t++)                                    \

@@ -723,7 +723,8 @@ static tmm_status resolve(const char *path, char *dir, char *model)
 }
 
 /* Format, checksums and version of a file read: the common checks. */
-static tmm_status check_file(const tmm_safetensors *st, const char *path, const char *format, uint64_t *data_hash)
+static tmm_status check_file(const tmm_safetensors *st, const char *path, const char *format, uint64_t *data_hash,
+                             uint64_t *version_out)
 {
     const char *f = tmm_safetensors_meta(st, "format");
     if (!f)
@@ -764,6 +765,7 @@ static tmm_status check_file(const tmm_safetensors *st, const char *path, const 
         return tmm_fail(TMM_ERR_IO, "%s: format version %" PRIu64 " is newer than this tmm reads (%d)", path, version,
                         TMM_CHECKPOINT_FORMAT_VERSION);
     *data_hash = dh;
+    *version_out = version;
     return TMM_OK;
 }
 
@@ -934,9 +936,15 @@ static tmm_status load_model(const char *path, const tmm_model_config *expect, b
     TMM_TRY(tmm_safetensors_read(path, &st));
     tmm_model_config c;
     memset(&c, 0, sizeof c);
-    tmm_status s = check_file(st, path, MODEL_FORMAT, data_hash);
+    uint64_t version = 0;
+    tmm_status s = check_file(st, path, MODEL_FORMAT, data_hash, &version);
     if (s == TMM_OK)
         s = read_config(st, path, &c, &out->step);
+    /* version 1 let a kernel-k window reach into the previous head: another function */
+    if (s == TMM_OK && version < 2 && c.kernel > 1 && c.heads > 1)
+        s = tmm_fail(TMM_ERR_IO, "%s: a kernel-%u model with %u heads from format version 1, when a channel's "
+                     "window could reach into the previous head; kernel windows now stay inside their head, so "
+                     "these weights compute another function: train it again", path, c.kernel, c.heads);
     const char *field = s == TMM_OK && expect ? tmm_checkpoint_config_diff(&c, expect) : NULL;
     if (field)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: the checkpoint's %s is %" PRIu64 ", expected %" PRIu64, path,
@@ -971,7 +979,8 @@ static tmm_status load_state(const char *path, tmm_checkpoint *out, bool nonfini
     TMM_TRY(tmm_safetensors_read(path, &st));
     tmm_train_state *ts = &out->state;
     uint64_t dh, step = 0, mh = 0;
-    tmm_status s = check_file(st, path, STATE_FORMAT, &dh);
+    uint64_t version = 0;
+    tmm_status s = check_file(st, path, STATE_FORMAT, &dh, &version);
     if (s == TMM_OK)
         s = meta_u64(st, path, "step", UINT64_MAX, &step);
     if (s == TMM_OK && step != out->step)

@@ -15,7 +15,7 @@
  *               name (src/model/params.h), F32, its shape, in table order;
  *               the arena's alignment padding is not stored.
  *   __metadata__ (all values are strings)
- *     format "tmm-model", format_version "1"
+ *     format "tmm-model", format_version "2"
  *     vocab d_model n_ctx n_layers heads expansion kernel  decimal
  *     expanded frozen                                     "0" or "1"
  *     seed step                                           decimal uint64
@@ -30,7 +30,7 @@
  *               too: their moments are whatever the caller's arenas hold,
  *               normally zero), F32, the parameter's shape, in table order.
  *   __metadata__
- *     format "tmm-train-state", format_version "1"
+ *     format "tmm-train-state", format_version "2"
  *     step           decimal uint64 (equal to the model file's step)
  *     model_fnv1a64  the data_fnv1a64 of the model file written with it: a
  *                    state never pairs with another checkpoint's model
@@ -66,7 +66,9 @@
 #include "model/params.h"
 #include "tmm/model.h"
 
-#define TMM_CHECKPOINT_FORMAT_VERSION 1
+/* 2: kernel-k windows stay inside their head (version 1 files of kernel-k
+ * models with heads are refused; all other version 1 files load). */
+#define TMM_CHECKPOINT_FORMAT_VERSION 2
 #define TMM_CHECKPOINT_KEEP_DEFAULT 3
 #define TMM_TRAIN_STATE_WORDS 16
 
