@@ -2,10 +2,12 @@
  *
  *   build/examples/generate CHECKPOINT "PROMPT" [TOKENS]
  *
- * Loads the checkpoint on the default Vulkan device, prefills the prompt,
- * then decodes greedily, printing each token as it comes. Two prompts run as
- * one batch of two sequences (the prompt and its first half), to show
- * batched decoding with sequences at different positions. */
+ * Loads the checkpoint on the default Vulkan device and continues two prompts
+ * greedily in one batch of two sequences at different positions: the prompt,
+ * and its first half (to show batched decoding). When done it prints two
+ * lines, each labelled: what followed the prompt, then what followed its
+ * first half. (tmm generate streams tokens as they come; this example keeps
+ * it short.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +66,7 @@ int main(int argc, char **argv)
         if (s != TMM_OK)
             rc = fail("generation failed", s);
         else
-            printf("%s\n%s\n", text[0], text[1]);
+            printf("after the prompt:      %s\nafter its first half:  %s\n", text[0], text[1]);
     }
     free(prompt);
     free(logits);

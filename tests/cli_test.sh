@@ -43,6 +43,9 @@ check "tmm train --help" "$tmm" train --help
 check "tmm eval --help" "$tmm" eval --help
 check "tmm bench --help" "$tmm" bench --help
 expect_fail "unknown command" 2 "unknown command" "$tmm" frobnicate
+# docs/config.md is the program's own table of config keys
+check "docs/config.md is current" bash -c 'diff <("$1" train --list-config) "$2/../docs/config.md"' _ "$tmm" \
+  "$(dirname "$0")"
 expect_fail "bad number" 2 "expects a whole number" "$tmm" train --steps ten
 expect_fail "unknown preset" 2 "no preset" "$tmm" train --preset nope
 expect_fail "text without files" 1 "needs training files" "$tmm" train --task text
@@ -122,7 +125,8 @@ expect_fail "generate: bad symbol" 1 "not a symbol" "${gen[@]}" --prompt "xyz"
 expect_fail "generate: bad temperature" 2 "temperature" "${gen[@]}" --prompt 01 --temperature -1
 expect_fail "generate: missing checkpoint" 1 "cannot load" "$tmm" generate --checkpoint "$dir/none" --prompt 01
 if [ -n "${2:-}" ]; then
-  check "example program (public API, batch of 2)" bash -c '[ "$("$1" "$2" "'$held'" 64 | head -1)" = "'$held'" ]' \
+  check "example program (public API, batch of 2)" \
+    bash -c '[ "$("$1" "$2" "'$held'" 64 | head -1)" = "after the prompt:      '$held'" ]' \
     _ "$2" "$dir/copy"
 fi
 printf 'the quick brown fox jumps over the lazy dog.\n%.0s' $(seq 40) > "$dir/fox.txt"

@@ -20,7 +20,15 @@ int bench_mixer(int argc, char **argv);
 /* tmm bench generate (cmd_bench_generate.c). */
 int bench_generate(int argc, char **argv);
 
-/* Prints "tmm: <what>: <last error>" and a hint for the status; returns 1. */
+/* The command being run ("train", "bench matmul"), set by main and the
+ * dispatchers: it names every error line. */
+extern const char *cli_command;
+/* How the program was invoked (argv[0], e.g. "build/tmm"): the hints it
+ * prints name it so, and can be pasted as they are. */
+extern const char *cli_program;
+/* Prints "tmm COMMAND: " and the message on stderr (fmt ends with a newline). */
+void cli_fail(const char *fmt, ...) TMM_PRINTF(1, 2);
+/* Prints "tmm COMMAND: <what>: <last error>"; returns 1. */
 int cli_error(const char *what, tmm_status status);
 /* Parses a non-negative integer option value; prints an error and returns false if bad. */
 bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out);

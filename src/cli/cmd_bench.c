@@ -156,7 +156,7 @@ static bool parse_size(const char *option, const char *text, uint32_t *out)
     if (!cli_parse_uint(option, text, MAX_SIDE, &v))
         return false;
     if (v == 0) {
-        fprintf(stderr, "tmm: %s must be at least 1\n", option);
+        cli_fail("%s must be at least 1\n", option);
         return false;
     }
     *out = (uint32_t)v;
@@ -211,7 +211,7 @@ static int bench_matmul(int argc, char **argv)
                 else if (strcmp(optarg, "tiled") == 0)
                     variants[0] = TMM_MATMUL_TILED;
                 else {
-                    fprintf(stderr, "tmm: --variant expects auto, register, tiled or all, got '%s'\n", optarg);
+                    cli_fail("--variant expects auto, register, tiled or all, got '%s'\n", optarg);
                     return 2;
                 }
             }
@@ -226,7 +226,7 @@ static int bench_matmul(int argc, char **argv)
             if (!cli_parse_uint("--repeat", optarg, MAX_REPEAT, &st.repeat))
                 return 2;
             if (st.repeat == 0) {
-                fprintf(stderr, "tmm: --repeat must be at least 1\n");
+                cli_fail("--repeat must be at least 1\n");
                 return 2;
             }
             break;
@@ -242,16 +242,16 @@ static int bench_matmul(int argc, char **argv)
             matmul_usage(stdout);
             return 0;
         case ':':
-            fprintf(stderr, "tmm: bench matmul: %s needs a value\n", argv[optind - 1]);
+            cli_fail("%s needs a value\n", argv[optind - 1]);
             return 2;
         default:
-            fprintf(stderr, "tmm: bench matmul: unknown option '%s'; see 'tmm bench matmul --help'\n",
+            cli_fail("unknown option '%s'; see 'tmm bench matmul --help'\n",
                     argv[optind - 1]);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "tmm: bench matmul: unexpected argument '%s'; see 'tmm bench matmul --help'\n",
+        cli_fail("unexpected argument '%s'; see 'tmm bench matmul --help'\n",
                 argv[optind]);
         return 2;
     }
@@ -265,7 +265,7 @@ static int bench_matmul(int argc, char **argv)
     st.hb = malloc(nb * sizeof(float));
     tmm_status s = TMM_OK;
     if (!st.ha || !st.hb) {
-        fprintf(stderr, "tmm: out of host memory for %llu x %llu x %llu matrices\n", (unsigned long long)m,
+        cli_fail("out of host memory for %llu x %llu x %llu matrices\n", (unsigned long long)m,
                 (unsigned long long)n, (unsigned long long)k);
         rc = 1;
         goto out;
@@ -297,7 +297,7 @@ static int bench_matmul(int argc, char **argv)
             goto out;
         }
         if (!(results[i].max_error <= tolerance)) {
-            fprintf(stderr, "tmm: matmul (%s variant) computed wrong results on %s: max |error| %.3g over "
+            cli_fail("matmul (%s variant) computed wrong results on %s: max |error| %.3g over "
                             "spot-checked entries\n", tmm_matmul_variant_name(variants[i]), info->name,
                     results[i].max_error);
             rc = 1;
@@ -332,7 +332,7 @@ static int bench_matmul(int argc, char **argv)
         }
         char *text = arr ? cJSON_Print(arr) : NULL;
         if (!text) {
-            fprintf(stderr, "tmm: out of host memory writing JSON\n");
+            cli_fail("out of host memory writing JSON\n");
             rc = 1;
         } else {
             printf("%s\n", text);
@@ -394,7 +394,7 @@ static void usage(FILE *f)
 int cmd_bench(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "tmm: bench needs a benchmark name, e.g. 'tmm bench matmul'; see 'tmm bench --help'\n");
+        cli_fail("a benchmark name is needed, e.g. 'tmm bench matmul'; see 'tmm bench --help'\n");
         return 2;
     }
     const char *name = argv[1];
@@ -402,10 +402,14 @@ int cmd_bench(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    static char command[32];
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
-        if (strcmp(name, benches[i].name) == 0)
+        if (strcmp(name, benches[i].name) == 0) {
+            snprintf(command, sizeof command, "bench %s", benches[i].name);
+            cli_command = command;
             return benches[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "tmm: bench: unknown benchmark '%s'; available:", name);
+        }
+    cli_fail("unknown benchmark '%s'; available:", name);
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         fprintf(stderr, "%s %s", i ? "," : "", benches[i].name);
     fprintf(stderr, " (see 'tmm bench --help')\n");

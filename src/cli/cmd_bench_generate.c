@@ -24,7 +24,7 @@ static bool parse_list(const char *opt, const char *text, uint32_t *out, unsigne
         char *end;
         unsigned long v = strtoul(p, &end, 10);
         if (end == p || v == 0 || v > 1u << 24 || (*end && *end != ',') || *count == MAX_POINTS) {
-            fprintf(stderr, "tmm bench generate: %s expects up to %d positive numbers separated by commas, got '%s'\n",
+            cli_fail("%s expects up to %d positive numbers separated by commas, got '%s'\n",
                     opt, MAX_POINTS, text);
             return false;
         }
@@ -196,13 +196,13 @@ int bench_generate(int argc, char **argv)
         case O_REPEAT:
             ok = cli_parse_uint("--repeat", optarg, 64, &repeat) && repeat > 0;
             if (!ok)
-                fprintf(stderr, "tmm bench generate: --repeat is 1 to 64\n");
+                cli_fail("--repeat is 1 to 64\n");
             break;
         case O_MIXER: {
             tmm_toeplitz_impl impl;
             ok = tmm_mixer_impl_parse(optarg, &impl) == TMM_OK;
             if (!ok)
-                fprintf(stderr, "tmm bench generate: --mixer-impl is auto, direct or fft, got '%s'\n", optarg);
+                cli_fail("--mixer-impl is auto, direct or fft, got '%s'\n", optarg);
             mixer = (tmm_mixer_impl)impl;
             break;
         }
@@ -232,7 +232,7 @@ int bench_generate(int argc, char **argv)
     nq = keep_fitting(positions, nq, b.n > b.repeat ? b.n - b.repeat : 0);
     if (np == 0 || nq == 0) {
         tmm_checkpoint_free(&ck);
-        fprintf(stderr, "tmm bench generate: no prompt length or position fits the context of %u\n", b.n);
+        cli_fail("no prompt length or position fits the context of %u\n", b.n);
         return 2;
     }
     tmm_device *dev;

@@ -180,7 +180,7 @@ static void write_svg(const char *path, const row *rows, int count, const shape 
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "tmm: cannot write %s\n", path);
+        cli_fail("cannot write %s\n", path);
         return;
     }
     double lx0 = INFINITY, lx1 = -INFINITY, ly0 = INFINITY, ly1 = -INFINITY;
@@ -241,7 +241,7 @@ static bool parse_impls(const char *text, bool wanted[N_IMPLS])
             if (strlen(impl_names[i]) == len && strncmp(text, impl_names[i], len) == 0)
                 found = i;
         if (found < 0) {
-            fprintf(stderr, "tmm bench mixer: --impls: unknown implementation '%.*s' (direct, fft, auto, "
+            cli_fail("--impls: unknown implementation '%.*s' (direct, fft, auto, "
                             "attention)\n", (int)len, text);
             return false;
         }
@@ -249,7 +249,7 @@ static bool parse_impls(const char *text, bool wanted[N_IMPLS])
         text += len + (text[len] == ',');
     }
     if (!any)
-        fprintf(stderr, "tmm bench mixer: --impls: name at least one of direct, fft, auto, attention\n");
+        cli_fail("--impls: name at least one of direct, fft, auto, attention\n");
     return any;
 }
 
@@ -269,7 +269,7 @@ int bench_mixer(int argc, char **argv)
     bool wanted[N_IMPLS] = { true, true, true, true };
     const char *svg = "bench-mixer.svg";
     int opt, device = -1;
-    bool json = false;
+    bool json = false, cap_given = false;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         bool ok = true;
@@ -279,7 +279,7 @@ int bench_mixer(int argc, char **argv)
         case 'H': ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v), sh.heads = (uint32_t)v; break;
         case 'b': ok = cli_parse_uint("--batch", optarg, 1 << 16, &v), sh.batch = (uint32_t)v; break;
         case 'm': ok = cli_parse_uint("--max-n", optarg, 1 << 20, &max_n); break;
-        case 't': ok = cli_parse_uint("--time-cap", optarg, 86400, &cap_s); break;
+        case 't': ok = cli_parse_uint("--time-cap", optarg, 86400, &cap_s), cap_given = true; break;
         case 's': svg = optarg; break;
         case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case 'j': json = true; break;
@@ -299,7 +299,7 @@ int bench_mixer(int argc, char **argv)
                    "warm-up), peak device memory of the op's buffers, tokens/s, and the fitted exponent\n"
                    "of time against n over n >= --fit-from (default: the upper half of each curve's\n"
                    "points). A run predicted to take longer than --time-cap (default 20 s) from the\n"
-                   "previous length is skipped with a note. Writes a log-log plot to --svg (default\n"
+                   "previous length is skipped with a note (so the cap needs a series: not with --n). Writes a log-log plot to --svg (default\n"
                    "bench-mixer.svg). Defaults: d 256, heads 4, batch 1.\n");
             return 0;
         default: return 2;
@@ -307,8 +307,13 @@ int bench_mixer(int argc, char **argv)
         if (!ok)
             return 2;
     }
+    if (cap_given && only_n) {
+        cli_fail("--time-cap skips lengths predicted from the previous one: with a single --n there is none; "
+                 "use --max-n for a series\n");
+        return 2;
+    }
     if (sh.d == 0 || sh.batch == 0 || (sh.heads && sh.d % sh.heads)) {
-        fprintf(stderr, "tmm bench mixer: --d must be a positive multiple of --heads, --batch positive\n");
+        cli_fail("--d must be a positive multiple of --heads, --batch positive\n");
         return 2;
     }
     tmm_device *dev;

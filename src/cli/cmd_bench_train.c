@@ -50,7 +50,7 @@ int bench_train(int argc, char **argv)
         case 'p': {
             const char *text = tmm_train_preset(optarg);
             if (!text) {
-                fprintf(stderr, "tmm bench train: no preset '%s' (see tmm train --help)\n", optarg);
+                cli_fail("no preset '%s' (see tmm train --help)\n", optarg);
                 return 2;
             }
             tmm_status s = tmm_train_config_apply_json(&c, text, optarg);
@@ -83,7 +83,7 @@ int bench_train(int argc, char **argv)
             return 2;
     }
     if (steps == 0) {
-        fprintf(stderr, "tmm bench train: --steps must be at least 1\n");
+        cli_fail("--steps must be at least 1\n");
         return 2;
     }
     tmm_status s = tmm_model_config_check(&c.model);
@@ -99,7 +99,7 @@ int bench_train(int argc, char **argv)
     uint32_t *tok = malloc((size_t)rows * 4);
     int32_t *tgt = malloc((size_t)rows * 4);
     if (!tok || !tgt) {
-        fprintf(stderr, "tmm: out of memory\n");
+        cli_fail("out of memory\n");
         return 1;
     }
     for (uint32_t i = 0; i < rows; i++) {

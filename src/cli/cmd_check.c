@@ -58,7 +58,7 @@ int cmd_check(int argc, char **argv)
         return 1;
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *ref = malloc(N * sizeof *ref);
     if (!x || !y || !ref) {
-        fprintf(stderr, "tmm: out of memory\n");
+        cli_fail("out of memory\n");
         return 1;
     }
     for (int i = 0; i < N; i++) {
@@ -75,7 +75,7 @@ int cmd_check(int argc, char **argv)
         for (int i = 0; i < N; i++)
             worst = fmax(worst, fabs((double)y[i] - (double)ref[i]));
         if (worst > 1e-6) {
-            fprintf(stderr, "tmm: self-check FAILED on %s: max |device - reference| = %g; "
+            cli_fail("self-check FAILED on %s: max |device - reference| = %g; "
                             "the driver computes wrong results\n", tmm_device_get_info(dev)->name, worst);
             rc = 1;
         } else {

@@ -92,7 +92,7 @@ int cmd_devices(int argc, char **argv)
         return 2;
     }
     if (optind < argc) {
-        fprintf(stderr, "tmm devices: unexpected argument '%s'\n", argv[optind]);
+        cli_fail("unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
     tmm_device_info *infos;

@@ -66,7 +66,7 @@ static bool parse_float(const char *opt, const char *text, float *out)
     char *end;
     double v = strtod(text, &end);
     if (end == text || *end || !isfinite(v)) {
-        fprintf(stderr, "tmm generate: %s expects a number, got '%s'\n", opt, text);
+        cli_fail("%s expects a number, got '%s'\n", opt, text);
         return false;
     }
     *out = (float)v;
@@ -112,7 +112,7 @@ static int parse(int argc, char **argv, options *o)
         case O_MIXER: {
             tmm_toeplitz_impl impl;
             if (tmm_mixer_impl_parse(optarg, &impl) != TMM_OK) {
-                fprintf(stderr, "tmm generate: --mixer-impl is auto, direct or fft, got '%s'\n", optarg);
+                cli_fail("--mixer-impl is auto, direct or fft, got '%s'\n", optarg);
                 return 2;
             }
             o->mixer = (tmm_mixer_impl)impl;
@@ -130,19 +130,19 @@ static int parse(int argc, char **argv, options *o)
             return 2;
     }
     if (optind < argc) {
-        fprintf(stderr, "tmm generate: unexpected argument '%s' (quote a prompt with spaces)\n", argv[optind]);
+        cli_fail("unexpected argument '%s' (quote a prompt with spaces)\n", argv[optind]);
         return 2;
     }
     if (!o->checkpoint) {
-        fprintf(stderr, "tmm generate: --checkpoint DIR is required (a run directory from tmm train)\n");
+        cli_fail("--checkpoint DIR is required (a run directory from tmm train)\n");
         return 2;
     }
     if (!o->prompt == !o->prompt_file) {
-        fprintf(stderr, "tmm generate: give the prompt with exactly one of --prompt TEXT or --prompt-file F\n");
+        cli_fail("give the prompt with exactly one of --prompt TEXT or --prompt-file F\n");
         return 2;
     }
     if (tmm_sampler_check(&o->sampler) != TMM_OK) {
-        fprintf(stderr, "tmm generate: %s\n", tmm_last_error());
+        cli_fail("%s\n", tmm_last_error());
         return 2;
     }
     return 0;
@@ -171,7 +171,7 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
     uint32_t first = prompt_len;
     if (prompt_len > n) {
         if (!o->slide) {
-            fprintf(stderr, "tmm generate: the prompt has %u tokens, more than the model's context of %u; "
+            cli_fail("the prompt has %u tokens, more than the model's context of %u; "
                             "shorten it, or use --slide to keep its last %u\n", prompt_len, n, n / 2);
             return 1;
         }
@@ -217,12 +217,12 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
     if (s != TMM_OK)
         return cli_error("generation failed", s);
     if (stop && strcmp(stop, "context full") == 0)
-        fprintf(stderr, "tmm generate: stopped after %llu tokens: the model's context of %u tokens is full "
+        cli_fail("stopped after %llu tokens: the model's context of %u tokens is full "
                         "(--slide keeps going by prefilling the last %u again)\n",
                 (unsigned long long)produced, n, n / 2);
     if (!o->quiet) {
         double decode_ms = produced > 1 ? cli_now_ms() - t_decode0 : 0;
-        fprintf(stderr, "tmm: prompt %u tokens: prefill %.1f ms (%.0f tokens/s), time to first token %.1f ms; "
+        fprintf(stderr, "tmm generate: prompt %u tokens: prefill %.1f ms (%.0f tokens/s), time to first token %.1f ms; "
                         "decoded %llu tokens at %.1f tokens/s%s%s",
                 first, t_prefill, first / (t_prefill / 1e3), t_first, (unsigned long long)produced,
                 produced > 1 ? (produced - 1) / (decode_ms / 1e3) : 0.0, stop ? "; stop: " : "", stop ? stop : "");
@@ -268,7 +268,7 @@ int cmd_generate(int argc, char **argv)
     if (s != TMM_OK) {
         rc = cli_error(S.gen ? "cannot prepare the prompt" : "cannot load the checkpoint", s);
     } else if (prompt_len == 0 && S.info->eot == UINT32_MAX) {
-        fprintf(stderr, "tmm generate: the prompt is empty; a copy-task model needs at least one symbol\n");
+        cli_fail("the prompt is empty; a copy-task model needs at least one symbol\n");
         rc = 2;
     } else {
         if (prompt_len == 0) /* a text model starts a new document after the end-of-text token */

@@ -234,7 +234,7 @@ static int print_json(const tmm_checkpoint *ck, const tmm_index_result *r, const
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) {
-        fprintf(stderr, "tmm index: out of memory printing JSON\n");
+        cli_fail("out of memory printing JSON\n");
         return 1;
     }
     puts(text);
@@ -249,7 +249,7 @@ static bool parse_tol(const char *text, double *out)
     char *end;
     const double v = strtod(text, &end);
     if (end == text || *end || !(v > 0 && v < 1)) {
-        fprintf(stderr, "tmm index: --tol expects a number between 0 and 1 (exclusive), got '%s'\n", text);
+        cli_fail("--tol expects a number between 0 and 1 (exclusive), got '%s'\n", text);
         return false;
     }
     *out = v;
@@ -294,11 +294,11 @@ int cmd_index(int argc, char **argv)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "tmm index: unexpected argument '%s'; see tmm index --help\n", argv[optind]);
+        cli_fail("unexpected argument '%s'; see tmm index --help\n", argv[optind]);
         return 2;
     }
     if (!path) {
-        fprintf(stderr, "tmm index: --checkpoint DIR is required (a run directory from tmm train)\n");
+        cli_fail("--checkpoint DIR is required (a run directory from tmm train)\n");
         return 2;
     }
     tmm_checkpoint ck;

@@ -1,15 +1,28 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "cli.h"
 
+const char *cli_command = "";
+const char *cli_program = "tmm";
+
+void cli_fail(const char *fmt, ...)
+{
+    fprintf(stderr, "tmm%s%s: ", *cli_command ? " " : "", cli_command);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
 int cli_error(const char *what, tmm_status status)
 {
     const char *msg = tmm_last_error();
-    fprintf(stderr, "tmm: %s: %s\n", what, *msg ? msg : tmm_status_name(status));
+    cli_fail("%s: %s\n", what, *msg ? msg : tmm_status_name(status));
     return 1;
 }
 
@@ -19,7 +32,7 @@ bool cli_parse_uint(const char *option, const char *text, unsigned long max, uns
     errno = 0;
     unsigned long v = strtoul(text, &end, 10);
     if (errno || end == text || *end || text[0] == '-' || v > max) {
-        fprintf(stderr, "tmm: %s expects a whole number from 0 to %lu, got '%s'\n", option, max, text);
+        cli_fail("%s expects a whole number from 0 to %lu, got '%s'\n", option, max, text);
         return false;
     }
     *out = v;

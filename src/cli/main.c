@@ -15,7 +15,7 @@ static const struct command {
     { "index", cmd_index, "Fredholm index, zeros and singular values of a checkpoint's Toeplitz layers" },
     { "devices", cmd_devices, "list Vulkan devices, their limits and features, and which one tmm picks" },
     { "check", cmd_check, "run one kernel on the device and compare it with the C reference" },
-    { "bench", cmd_bench, "measure kernels (tmm bench matmul)" },
+    { "bench", cmd_bench, "measure the device: matmul, train, mixer, generate (tmm bench --help)" },
 };
 
 static void usage(FILE *f)
@@ -42,6 +42,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    cli_program = argv[0];
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;
@@ -51,8 +52,10 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(cmd, commands[i].name) == 0)
+        if (strcmp(cmd, commands[i].name) == 0) {
+            cli_command = commands[i].name;
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "tmm: unknown command '%s'; run 'tmm --help' for the list\n", cmd);
+        }
+    cli_fail("unknown command '%s'; run 'tmm --help' for the list\n", cmd);
     return 2;
 }

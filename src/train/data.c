@@ -471,6 +471,7 @@ static tmm_status create_text(tmm_data *d, const tmm_data_config *c, uint64_t *f
             uint64_t len = d->docs[d->train_idx[i]].len;
             in->train_tokens += len + 1;
             in->truncated_docs += len > (uint64_t)c->n + 1;
+            in->truncated_bytes += len > (uint64_t)c->n + 1 ? len - ((uint64_t)c->n + 1) : 0;
         }
         for (uint64_t i = 0; i < d->n_val; i++)
             in->val_tokens += d->docs[d->val_idx[i]].len + 1;

@@ -64,14 +64,21 @@ typedef struct batch_buf {
     int32_t *targets;
 } batch_buf;
 
-static tmm_status evaluate(tmm_model *m, const tmm_data *data, uint32_t batches, uint32_t *pred, batch_buf *b,
-                           double *loss, double *accuracy, uint64_t *scored_out)
+/* The mean loss and accuracy over `batches` held-out batches; rows from
+ * row_limit on (counting from the first batch's first row) are not scored
+ * (0: no limit), so one pass over a split scores each of its rows once. */
+static tmm_status evaluate(tmm_model *m, const tmm_data *data, uint32_t batches, uint64_t row_limit, uint32_t *pred,
+                           batch_buf *b, double *loss, double *accuracy, uint64_t *scored_out)
 {
     const uint32_t B = tmm_model_batch(m), n = tmm_model_table(m)->config.n_ctx;
     double loss_sum = 0;
     uint64_t scored = 0, correct = 0;
     for (uint32_t i = 0; i < batches; i++) {
         TMM_TRY(tmm_data_batch(data, TMM_SPLIT_VAL, i, B, n, b->tokens, b->targets));
+        for (uint64_t r = 0; row_limit && r < B; r++)
+            if ((uint64_t)i * B + r >= row_limit)
+                for (uint32_t t = 0; t < n; t++)
+                    b->targets[r * n + t] = TMM_TARGET_IGNORE;
         TMM_TRY(tmm_model_set_batch(m, b->tokens, b->targets));
         TMM_TRY(tmm_model_run(m, false));
         float l;
@@ -353,7 +360,7 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
                                  .lr = tmm_lr_at(&c->schedule, s, c->steps), .grad_norm = st.grad_norm,
                                  .elapsed_s = now_s() - t0 };
         if (eval) {
-            TMM_TRY(evaluate(R->model, R->data, c->eval_batches, R->pred, &R->scratch_batch, &p.val_loss,
+            TMM_TRY(evaluate(R->model, R->data, c->eval_batches, 0, R->pred, &R->scratch_batch, &p.val_loss,
                              &p.accuracy, NULL));
             p.eval = true;
             res->val_loss = p.val_loss;
@@ -585,8 +592,18 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
         s = tmm_model_create_impl(dev, &c.model, B, c.mixer_impl, &m);
     if (s == TMM_OK)
         s = tmm_model_write_params(m, ck.params);
-    if (s == TMM_OK)
-        s = evaluate(m, data, batches ? batches : c.eval_batches, pred, &b, &out->loss, &out->accuracy, &out->tokens);
+    if (s == TMM_OK) {
+        const tmm_data_info *info = tmm_data_get_info(data);
+        out->split_rows = info->val_rows;
+        out->split_tokens = c.task == TMM_DATA_COPY ? 0 : info->val_tokens;
+        const bool one_pass = !batches && out->split_rows;
+        if (!batches) /* one pass over a bounded held-out split */
+            batches = one_pass ? (uint32_t)((out->split_rows + B - 1) / B) : c.eval_batches;
+        out->batches = batches;
+        out->rows = one_pass ? out->split_rows : (uint64_t)batches * B;
+        s = evaluate(m, data, batches, one_pass ? out->split_rows : 0, pred, &b, &out->loss, &out->accuracy,
+                     &out->tokens);
+    }
     out->perplexity = exp(out->loss);
     if (s == TMM_OK && !isfinite(out->loss))
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the validation loss is %g: the model's outputs are not finite",

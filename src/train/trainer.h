@@ -69,12 +69,18 @@ tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *
 
 typedef struct tmm_eval_result {
     double loss, perplexity, accuracy;
-    uint64_t tokens;             /* scored tokens evaluated */
+    uint64_t tokens;             /* scored tokens evaluated (a row seen twice counts twice) */
+    uint64_t rows;               /* rows evaluated: batches x batch size */
+    uint64_t split_rows;         /* distinct held-out rows (0: unbounded, the copy task) */
+    uint64_t split_tokens;       /* tokens of the held-out split (text) */
+    uint32_t batches;
     bool copy;                   /* accuracy is the copy task's held-out accuracy */
 } tmm_eval_result;
 
-/* Evaluates a checkpoint on its task's held-out data (batches of its batch
- * size; 0: the config's eval_batches). load_flags: tmm_checkpoint_load's.
+/* Evaluates a checkpoint on its task's held-out data, in batches of its batch
+ * size: `batches` of them, or with 0 one pass over the held-out split (text:
+ * every row scored once) or the config's eval_batches (copy, whose held-out
+ * rows are unbounded). load_flags: tmm_checkpoint_load's.
  * A loss that is not finite is an error. */
 tmm_status tmm_eval_checkpoint(tmm_device *device, const char *path, uint32_t batches, unsigned load_flags,
                                tmm_eval_result *result);
