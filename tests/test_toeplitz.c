@@ -563,7 +563,7 @@ H_TEST(toeplitz_tiled, auto_picks_per_device)
 
 /* ---- kernel windows at head boundaries ------------------------------------------ */
 
-/* With heads, a kernel-k window stays inside its head (tmm-spec.md): what
+/* With heads, a kernel-k window stays inside its head (docs/model.md): what
  * group g computes does not depend on the channels of any other group, in
  * the forward (y), in du (no gradient crosses a head boundary) and in dw.
  * Checked on the device for both variants, against a copy of the problem

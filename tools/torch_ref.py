@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference of the Toeplitz MLP Mixer, written from tmm-spec.md.
+"""PyTorch reference of the Toeplitz MLP Mixer, written from docs/model.md.
 
     torch_ref.py IN.safetensors OUT.safetensors
 

@@ -13,7 +13,7 @@
  * chooses) and keeps each layer's mixer inputs on the device. Each step then
  * computes one new position per sequence: the Toeplitz output of position t
  * is one dot product over the cached positions 0..t per channel, and the rest
- * of the block runs for the new position only (tmm-spec.md "Autoregressive
+ * of the block runs for the new position only (docs/model.md "Autoregressive
  * decoding"). The context is fixed at the model's n_ctx: a sequence whose
  * position reached n_ctx cannot step further; prefill again with a shorter
  * window to continue (tmm generate --slide).

@@ -1,4 +1,4 @@
-/* TMM model configuration (see tmm-spec.md). */
+/* TMM model configuration (docs/model.md). */
 #ifndef TMM_MODEL_H
 #define TMM_MODEL_H
 

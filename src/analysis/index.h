@@ -1,5 +1,5 @@
-/* Operator analysis of Toeplitz vectors (tmm index; tmm-spec.md, "Fredholm
- * index of a trained Toeplitz layer"). Pure CPU code in double precision.
+/* Operator analysis of Toeplitz vectors (tmm index; docs/model.md, "Operator
+ * analysis"). Pure CPU code in double precision.
  *
  * For a vector w of length n the symbol is a(z) = Σ_k w_k z^k, and the causal
  * (lower-triangular) Toeplitz operator T(a) has Fredholm index -wind(a, 0).

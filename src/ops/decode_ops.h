@@ -1,4 +1,4 @@
-/* Ops of cached decoding (tmm-spec.md "Autoregressive decoding"): every
+/* Ops of cached decoding (docs/model.md "Autoregressive decoding"): every
  * sequence b of a batch is at its own position pos[b]; the Toeplitz layer's
  * inputs of positions 0..pos[b] are kept in a cache [B, n, d] (the same
  * layout as the model's activations, so a prefill fills it), and the new

@@ -1,6 +1,6 @@
 /* The whole TMM in plain C, in double precision: the readable definition of
  * the model's forward and backward that the Vulkan model is checked against
- * (and that finite differences check in turn). Follows tmm-spec.md. */
+ * (and that finite differences check in turn). Follows docs/model.md. */
 #ifndef TMM_REF_MODEL_H
 #define TMM_REF_MODEL_H
 

@@ -1,60 +1,9 @@
 /* Model checkpoints and the training state, for `tmm train` (save, keep the
  * last K, resume bit-exactly) and for `tmm generate` / `tmm eval` (load).
- *
- * Layout of a run directory:
- *
- *   RUN/checkpoints/step-000500/model.safetensors        the model
- *   RUN/checkpoints/step-000500/train_state.safetensors  optimizer and data state (optional)
- *   RUN/checkpoints/latest                               "step-000500\n": the newest complete checkpoint
- *
- * Step directories are named "step-" and the step in at least 6 digits; they
- * are ordered by the number, not by the name.
- *
- * model.safetensors (plain safetensors; tools/torch_ref.py reads it):
- *   tensors     every parameter of the tmm_param_table under its documented
- *               name (src/model/params.h), F32, its shape, in table order;
- *               the arena's alignment padding is not stored.
- *   __metadata__ (all values are strings)
- *     format "tmm-model", format_version "2"
- *     vocab d_model n_ctx n_layers heads expansion kernel  decimal
- *     expanded frozen                                     "0" or "1"
- *     seed step                                           decimal uint64
- *     data_fnv1a64   16 hex digits: FNV-1a 64 of the data section (every byte
- *                    after the header)
- *     meta_fnv1a64   16 hex digits: FNV-1a 64 over the other metadata pairs
- *                    sorted by key (bytewise), each as key NUL value NUL
- *     any other key: the caller's extra strings (tokenizer, task, ...)
- *
- * train_state.safetensors:
- *   tensors     "m.<name>" and "v.<name>" for every parameter (frozen ones
- *               too: their moments are whatever the caller's arenas hold,
- *               normally zero), F32, the parameter's shape, in table order.
- *   __metadata__
- *     format "tmm-train-state", format_version "2"
- *     step           decimal uint64 (equal to the model file's step)
- *     model_fnv1a64  the data_fnv1a64 of the model file written with it: a
- *                    state never pairs with another checkpoint's model
- *     words          the caller's uint64 words, decimal, comma-separated
- *                    ("" when none)
- *     blob           the caller's string blob (absent when NULL)
- *     opt.<key>      the caller's optimizer / schedule config strings
- *     data_fnv1a64, meta_fnv1a64   as in the model file
- *
- * Integrity: loading checks, in order, that the file is well-formed
- * safetensors (header size, JSON, dtypes, shapes, offsets inside the file),
- * its format and version, both checksums, the model config (valid, and equal
- * to the caller's when one is given), that exactly the expected tensors are
- * present with dtype F32 and the expected shapes, and for the state that its
- * step and model_fnv1a64 match the model file. Any failure is TMM_ERR_IO (a
- * config that differs from the caller's: TMM_ERR_INVALID_ARGUMENT) with one
- * message that names the file and what is wrong; nothing is half-loaded.
- *
- * Saving is crash-safe: files go into RUN/checkpoints/.step-N.tmp (each written
- * to a temporary file, fsync'ed and renamed), the directory is fsync'ed and
- * renamed to step-N, then "latest" is replaced atomically, and only then are
- * old checkpoints deleted. A crash at any point leaves "latest" naming a
- * complete checkpoint. Leftover .tmp directories are ignored by loading and
- * removed by the next save. One process saves into a run directory at a time. */
+ * The run directory's layout, both files' tensors and metadata, the
+ * checksums, what loading checks and how saving stays crash-safe are
+ * specified in docs/formats.md, which this file implements. One process
+ * saves into a run directory at a time (the trainer holds its lock). */
 #ifndef TMM_CHECKPOINT_H
 #define TMM_CHECKPOINT_H
 
