@@ -50,32 +50,32 @@ H_TEST(mixer_select, lookup_uses_the_nearest_bucket)
 {
     char path[2300];
     fresh_cache(path, sizeof path);
-    tmm_toeplitz_impl impl;
-    H_OK(tmm_mixer_resolve(h_dev, TMM_TOEPLITZ_AUTO, 64, 1024, &impl));
-    cr_assert_eq(impl, TMM_TOEPLITZ_DIRECT, "short sequences use the direct kernel");
-    H_OK(tmm_mixer_resolve(h_dev, TMM_TOEPLITZ_FFT, 64, 1024, &impl));
-    cr_assert_eq(impl, TMM_TOEPLITZ_FFT, "an explicit choice passes through");
-    H_OK(tmm_mixer_resolve(h_dev, TMM_TOEPLITZ_DIRECT, 8192, 1024, &impl));
-    cr_assert_eq(impl, TMM_TOEPLITZ_DIRECT, "an explicit choice passes through");
+    tmm_mixer_impl impl;
+    H_OK(tmm_mixer_resolve(h_dev, TMM_MIXER_AUTO, 64, 1024, &impl));
+    cr_assert_eq(impl, TMM_MIXER_DIRECT, "short sequences use the direct kernel");
+    H_OK(tmm_mixer_resolve(h_dev, TMM_MIXER_FFT, 64, 1024, &impl));
+    cr_assert_eq(impl, TMM_MIXER_FFT, "an explicit choice passes through");
+    H_OK(tmm_mixer_resolve(h_dev, TMM_MIXER_DIRECT, 8192, 1024, &impl));
+    cr_assert_eq(impl, TMM_MIXER_DIRECT, "an explicit choice passes through");
     cr_assert_neq(access(path, F_OK), 0, "nothing needed calibrating");
 
     /* a calibration as a device might give it, for buckets 16, 128, 512 */
     write_text(path, "tmm mixer calibration 3\nwork 16 crossover never\nwork 128 crossover 1024\n"
                      "work 512 crossover 256\n");
-    static const struct { uint32_t n; uint64_t work; tmm_toeplitz_impl want; } cases[] = {
-        { 8192, 16, TMM_TOEPLITZ_DIRECT }, /* never */
-        { 8192, 40, TMM_TOEPLITZ_DIRECT }, /* nearer 16 than 128 in log scale */
-        { 1024, 50, TMM_TOEPLITZ_FFT },    /* nearer 128 */
-        { 512, 128, TMM_TOEPLITZ_DIRECT },
-        { 1024, 2 * 128, TMM_TOEPLITZ_FFT },
-        { 256, 4 * 128, TMM_TOEPLITZ_FFT },
-        { 256, 1u << 20, TMM_TOEPLITZ_FFT }, /* past the last bucket: the last */
-        { 255, 1u << 20, TMM_TOEPLITZ_DIRECT },
+    static const struct { uint32_t n; uint64_t work; tmm_mixer_impl want; } cases[] = {
+        { 8192, 16, TMM_MIXER_DIRECT }, /* never */
+        { 8192, 40, TMM_MIXER_DIRECT }, /* nearer 16 than 128 in log scale */
+        { 1024, 50, TMM_MIXER_FFT },    /* nearer 128 */
+        { 512, 128, TMM_MIXER_DIRECT },
+        { 1024, 2 * 128, TMM_MIXER_FFT },
+        { 256, 4 * 128, TMM_MIXER_FFT },
+        { 256, 1u << 20, TMM_MIXER_FFT }, /* past the last bucket: the last */
+        { 255, 1u << 20, TMM_MIXER_DIRECT },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        H_OK(tmm_mixer_resolve(h_dev, TMM_TOEPLITZ_AUTO, cases[i].n, cases[i].work, &impl));
+        H_OK(tmm_mixer_resolve(h_dev, TMM_MIXER_AUTO, cases[i].n, cases[i].work, &impl));
         cr_assert_eq(impl, cases[i].want, "n = %u, B*d = %llu: %s", cases[i].n, (unsigned long long)cases[i].work,
-                     tmm_toeplitz_impl_name(impl));
+                     tmm_mixer_impl_name(impl));
     }
     uint32_t n;
     H_OK(tmm_mixer_crossover(h_dev, 100, &n));

@@ -52,7 +52,7 @@ static double deviation(const float *got, const double *ref, uint64_t n, double 
     return worst;
 }
 
-static void check_variant(const variant *v, tmm_toeplitz_impl impl)
+static void check_variant(const variant *v, tmm_mixer_impl impl)
 {
     const tmm_model_config *c = &v->config;
     tmm_model *m;
@@ -81,7 +81,7 @@ static void check_variant(const variant *v, tmm_toeplitz_impl impl)
     H_OK(tmm_model_logits(m, logits));
     double scale, dev = deviation(logits, ref_logits, (uint64_t)N * V, &scale);
     printf("  %-18s %-6s logits: max|dev| %.2g (scale %.2g); loss %.7g vs %.7g\n", v->name,
-           tmm_toeplitz_impl_name(impl), dev, scale, (double)loss, ref_loss);
+           tmm_mixer_impl_name(impl), dev, scale, (double)loss, ref_loss);
     cr_assert(dev <= 1e-5 * (1 + scale), "%s: logits deviate by %g", v->name, dev);
     cr_assert(fabs(loss - ref_loss) <= 1e-5 * (1 + ref_loss), "%s: loss %g vs %g", v->name, (double)loss, ref_loss);
 
@@ -111,7 +111,7 @@ static void check_variant(const variant *v, tmm_toeplitz_impl impl)
             cr_assert_eq(scale, 0.0, "%s: frozen %s has a gradient", v->name, p->name);
     }
     printf("  %-18s %-6s gradients: max |dev| / max |ref| over tensors = %.2g\n", v->name,
-           tmm_toeplitz_impl_name(impl), worst_rel);
+           tmm_mixer_impl_name(impl), worst_rel);
 
     /* replaying the recording gives the same bits */
     float *g2 = h_floats(t->arena_floats);
@@ -123,35 +123,35 @@ static void check_variant(const variant *v, tmm_toeplitz_impl impl)
     tmm_model_destroy(m);
 }
 
-H_TEST(model_gpu, flat) { check_variant(&variants[0], TMM_TOEPLITZ_DIRECT); }
-H_TEST(model_gpu, heads4) { check_variant(&variants[1], TMM_TOEPLITZ_DIRECT); }
-H_TEST(model_gpu, kernel3) { check_variant(&variants[2], TMM_TOEPLITZ_DIRECT); }
-H_TEST(model_gpu, expanded) { check_variant(&variants[3], TMM_TOEPLITZ_DIRECT); }
-H_TEST(model_gpu, frozen) { check_variant(&variants[4], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, flat) { check_variant(&variants[0], TMM_MIXER_DIRECT); }
+H_TEST(model_gpu, heads4) { check_variant(&variants[1], TMM_MIXER_DIRECT); }
+H_TEST(model_gpu, kernel3) { check_variant(&variants[2], TMM_MIXER_DIRECT); }
+H_TEST(model_gpu, expanded) { check_variant(&variants[3], TMM_MIXER_DIRECT); }
+H_TEST(model_gpu, frozen) { check_variant(&variants[4], TMM_MIXER_DIRECT); }
 
 /* The same checks with the Toeplitz layers computed by FFT */
-H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_TOEPLITZ_FFT); }
-H_TEST(model_gpu_fft, heads4) { check_variant(&variants[1], TMM_TOEPLITZ_FFT); }
-H_TEST(model_gpu_fft, kernel3) { check_variant(&variants[2], TMM_TOEPLITZ_FFT); }
-H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_TOEPLITZ_FFT); }
-H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_MIXER_FFT); }
+H_TEST(model_gpu_fft, heads4) { check_variant(&variants[1], TMM_MIXER_FFT); }
+H_TEST(model_gpu_fft, kernel3) { check_variant(&variants[2], TMM_MIXER_FFT); }
+H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_MIXER_FFT); }
+H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_MIXER_FFT); }
 
 H_TEST(model_gpu, activation_memory_grows_linearly_in_n)
 {
     tmm_model_config c = { .vocab = 256, .d_model = 256, .n_ctx = 512, .n_layers = 4, .heads = 4, .expansion = 4,
                            .kernel = 1, .seed = 1 };
     tmm_model_memory a, b, fa, fb;
-    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_TOEPLITZ_DIRECT, &a));
-    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_TOEPLITZ_FFT, &fa));
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_DIRECT, &a));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_MIXER_FFT, &fa));
     c.n_ctx = 1024;
-    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_TOEPLITZ_DIRECT, &b));
-    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_TOEPLITZ_FFT, &fb));
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_DIRECT, &b));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_MIXER_FFT, &fb));
     /* the FFT plan's buffers are planned with the model, and linear in n too */
     printf("  FFT plan: %llu bytes at n=512, %llu at n=1024\n", (unsigned long long)fa.mixer,
            (unsigned long long)fb.mixer);
     cr_assert(a.mixer == 0 && fa.mixer > 0 && fb.mixer <= 2 * fa.mixer);
     cr_assert_eq(fa.total, a.total + fa.mixer);
-    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, TMM_TOEPLITZ_FFT, &fa), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_FFT, &fa), TMM_ERR_INVALID_ARGUMENT);
     printf("  n=512: params %llu, activations %llu bytes; n=1024: activations %llu bytes\n",
            (unsigned long long)a.params, (unsigned long long)a.activations, (unsigned long long)b.activations);
     cr_assert_eq(b.activations, 2 * a.activations, "activations are not linear in n");

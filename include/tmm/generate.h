@@ -31,9 +31,6 @@ extern "C" {
 
 typedef struct tmm_generator tmm_generator;
 
-/* How prefill computes the Toeplitz layers (the values of the internal
- * tmm_toeplitz_impl). */
-typedef enum tmm_mixer_impl { TMM_MIXER_AUTO = 0, TMM_MIXER_DIRECT = 1, TMM_MIXER_FFT = 2 } tmm_mixer_impl;
 
 typedef struct tmm_generator_info {
     tmm_model_config config;

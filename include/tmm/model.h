@@ -35,6 +35,13 @@ typedef struct tmm_model_config {
     uint64_t seed;       /* initialization */
 } tmm_model_config;
 
+/* How the Toeplitz layers are computed (docs/model.md "Computing the mixing"). */
+typedef enum tmm_mixer_impl {
+    TMM_MIXER_AUTO = 0,  /* FFT from the crossover length measured on the device, direct below */
+    TMM_MIXER_DIRECT,    /* O(n^2) per channel, w[t-s] read by index, no n x n matrix */
+    TMM_MIXER_FFT,       /* O(n log n) per channel */
+} tmm_mixer_impl;
+
 /* A small flat model: V 256, d 64, n 64, L 2, e 4, k 1, seed 1. */
 TMM_API tmm_model_config tmm_model_config_default(void);
 /* TMM_OK, or TMM_ERR_INVALID_ARGUMENT with a message naming the bad field. */

@@ -198,14 +198,11 @@ int bench_generate(int argc, char **argv)
             if (!ok)
                 cli_fail("--repeat is 1 to 64\n");
             break;
-        case O_MIXER: {
-            tmm_toeplitz_impl impl;
-            ok = tmm_mixer_impl_parse(optarg, &impl) == TMM_OK;
+        case O_MIXER:
+            ok = tmm_mixer_impl_parse(optarg, &mixer) == TMM_OK;
             if (!ok)
                 cli_fail("--mixer-impl is auto, direct or fft, got '%s'\n", optarg);
-            mixer = (tmm_mixer_impl)impl;
             break;
-        }
         case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v); device = (int)v; break;
         case O_JSON: json = true; break;
         case 'h': usage(); return 0;

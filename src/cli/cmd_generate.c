@@ -109,15 +109,12 @@ static int parse(int argc, char **argv, options *o)
         case O_GREEDY: o->sampler.greedy = true; break;
         case O_SLIDE: o->slide = true; break;
         case O_NONFINITE: o->load_flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
-        case O_MIXER: {
-            tmm_toeplitz_impl impl;
-            if (tmm_mixer_impl_parse(optarg, &impl) != TMM_OK) {
+        case O_MIXER:
+            if (tmm_mixer_impl_parse(optarg, &o->mixer) != TMM_OK) {
                 cli_fail("--mixer-impl is auto, direct or fft, got '%s'\n", optarg);
                 return 2;
             }
-            o->mixer = (tmm_mixer_impl)impl;
             break;
-        }
         case 'd':
             ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v);
             o->device = (int)v;

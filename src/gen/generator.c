@@ -194,7 +194,7 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     if (s == TMM_OK)
         memcpy(g->params, params, table->arena_floats * sizeof *g->params);
     if (s == TMM_OK)
-        s = tmm_model_create_impl(device, &table->config, batch, (tmm_toeplitz_impl)mixer, &g->model);
+        s = tmm_model_create_impl(device, &table->config, batch, mixer, &g->model);
     if (s == TMM_OK)
         s = tmm_model_write_params(g->model, params);
     if (s == TMM_OK)
@@ -238,10 +238,10 @@ const tmm_generator_info *tmm_generator_get_info(const tmm_generator *g) { retur
 tmm_status tmm_generator_set_mixer(tmm_generator *g, tmm_mixer_impl impl)
 {
     g->mixer = impl;
-    TMM_TRY(tmm_model_set_toeplitz_impl(g->model, (tmm_toeplitz_impl)impl));
+    TMM_TRY(tmm_model_set_toeplitz_impl(g->model, impl));
     for (int k = 0; k < GEN_MAX_BUCKETS; k++)
         if (g->buckets[k].model)
-            TMM_TRY(tmm_model_set_toeplitz_impl(g->buckets[k].model, (tmm_toeplitz_impl)impl));
+            TMM_TRY(tmm_model_set_toeplitz_impl(g->buckets[k].model, impl));
     return TMM_OK;
 }
 
@@ -295,7 +295,7 @@ static tmm_status bucket_model(tmm_generator *g, int k, struct bucket **out)
     tmm_status s = cropped ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK) {
         crop_params(tmm_model_table(g->model), g->params, &part, cropped);
-        s = tmm_model_create_impl(g->device, &c, g->info.batch, (tmm_toeplitz_impl)g->mixer, &bk->model);
+        s = tmm_model_create_impl(g->device, &c, g->info.batch, g->mixer, &bk->model);
     }
     if (s == TMM_OK)
         s = tmm_model_write_params(bk->model, cropped);

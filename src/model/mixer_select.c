@@ -23,7 +23,7 @@ const uint32_t tmm_mixer_bucket_work[TMM_MIXER_BUCKETS] = { 16, 128, 512 };
  * their first dispatch: a first run is not timed). */
 static tmm_status time_mixer(tmm_device *dev, uint32_t n, uint32_t work, bool fft_path, int runs, double *ms)
 {
-    tmm_toeplitz_desc td = { 1, n, work, 1, 1, TMM_TOEPLITZ_DIRECT };
+    tmm_toeplitz_desc td = { 1, n, work, 1, 1, TMM_MIXER_DIRECT };
     const uint64_t act = (uint64_t)n * work;
     const uint64_t sizes[9] = { act, n, n, act, act, act, n, n, tmm_op_toeplitz_backward_scratch(&td, 0) };
     tmm_buffer *b[9] = { 0 };
@@ -242,18 +242,18 @@ tmm_status tmm_mixer_crossover(tmm_device *dev, uint64_t work, uint32_t *out)
     return TMM_OK;
 }
 
-tmm_status tmm_mixer_resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n, uint64_t work,
-                             tmm_toeplitz_impl *out)
+tmm_status tmm_mixer_resolve(tmm_device *dev, tmm_mixer_impl impl, uint32_t n, uint64_t work,
+                             tmm_mixer_impl *out)
 {
     *out = impl;
-    if (impl != TMM_TOEPLITZ_AUTO)
+    if (impl != TMM_MIXER_AUTO)
         return TMM_OK;
-    *out = TMM_TOEPLITZ_DIRECT;
+    *out = TMM_MIXER_DIRECT;
     if (n < TMM_MIXER_CALIBRATE_FROM)
         return TMM_OK;
     uint32_t crossover;
     TMM_TRY(tmm_mixer_crossover(dev, work, &crossover));
     if (n >= crossover)
-        *out = TMM_TOEPLITZ_FFT;
+        *out = TMM_MIXER_FFT;
     return TMM_OK;
 }

@@ -33,7 +33,7 @@ tmm_status tmm_mixer_calibration(tmm_device *device, uint32_t crossover[TMM_MIXE
 tmm_status tmm_mixer_crossover(tmm_device *device, uint64_t work, uint32_t *n);
 /* DIRECT or FFT for sequence length n and work size B*d; AUTO's choice, the
  * others pass through. */
-tmm_status tmm_mixer_resolve(tmm_device *device, tmm_toeplitz_impl impl, uint32_t n, uint64_t work,
-                             tmm_toeplitz_impl *out);
+tmm_status tmm_mixer_resolve(tmm_device *device, tmm_mixer_impl impl, uint32_t n, uint64_t work,
+                             tmm_mixer_impl *out);
 
 #endif

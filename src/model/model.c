@@ -19,7 +19,7 @@ struct tmm_model {
     tmm_device *device;
     tmm_param_table table;
     uint32_t batch, rows;
-    tmm_toeplitz_impl impl;
+    tmm_mixer_impl impl;
     tmm_toeplitz_fft *fft;  /* the FFT plan, when impl is FFT */
     bool profile;          /* wrap every op in a timestamp region */
 
@@ -145,19 +145,19 @@ static tmm_status check_size(const tmm_model_config *config, uint32_t batch)
 }
 
 tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_toeplitz_impl impl, tmm_model_memory *out)
+                                 tmm_mixer_impl impl, tmm_model_memory *out)
 {
     memset(out, 0, sizeof *out);
     TMM_TRY(check_size(config, batch));
-    if (impl == TMM_TOEPLITZ_FFT && !device)
+    if (impl == TMM_MIXER_FFT && !device)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the FFT path's memory depends on the device: pass one");
-    if (impl == TMM_TOEPLITZ_AUTO && device)
+    if (impl == TMM_MIXER_AUTO && device)
         TMM_TRY(tmm_mixer_resolve(device, impl, config->n_ctx, (uint64_t)batch * config->d_model, &impl));
     tmm_model m = { .batch = batch, .rows = batch * config->n_ctx, .dry = true };
     TMM_TRY(tmm_param_table_build(config, &m.table));
     m.layers = calloc(config->n_layers, sizeof *m.layers);
     tmm_status s = m.layers ? allocate(&m) : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK && impl == TMM_TOEPLITZ_FFT) {
+    if (s == TMM_OK && impl == TMM_MIXER_FFT) {
         tmm_toeplitz_desc td = toeplitz_desc(&m);
         m.plan.mixer = tmm_toeplitz_fft_planned_bytes(device, &td);
     }
@@ -199,13 +199,13 @@ void tmm_model_destroy(tmm_model *m)
 /* Resolves the implementation and makes or frees the FFT plan to match. */
 static tmm_status set_plan(tmm_model *m)
 {
-    tmm_toeplitz_impl impl;
+    tmm_mixer_impl impl;
     const tmm_model_config *c = &m->table.config;
     TMM_TRY(tmm_mixer_resolve(m->device, m->impl, c->n_ctx, (uint64_t)m->batch * c->d_model, &impl));
-    if (impl == TMM_TOEPLITZ_FFT && !m->fft) {
+    if (impl == TMM_MIXER_FFT && !m->fft) {
         tmm_toeplitz_desc td = toeplitz_desc(m);
         TMM_TRY(tmm_toeplitz_fft_create(m->device, &td, &m->fft));
-    } else if (impl != TMM_TOEPLITZ_FFT && m->fft) {
+    } else if (impl != TMM_MIXER_FFT && m->fft) {
         tmm_toeplitz_fft_destroy(m->fft);
         m->fft = NULL;
     }
@@ -214,11 +214,11 @@ static tmm_status set_plan(tmm_model *m)
 
 tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out)
 {
-    return tmm_model_create_impl(device, config, batch, TMM_TOEPLITZ_AUTO, out);
+    return tmm_model_create_impl(device, config, batch, TMM_MIXER_AUTO, out);
 }
 
 tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_toeplitz_impl impl, tmm_model **out)
+                                 tmm_mixer_impl impl, tmm_model **out)
 {
     *out = NULL;
     TMM_TRY(check_size(config, batch));
@@ -272,7 +272,7 @@ void tmm_model_set_profile(tmm_model *m, bool profile)
     m->recorded = -1;
 }
 
-tmm_status tmm_model_set_toeplitz_impl(tmm_model *m, tmm_toeplitz_impl impl)
+tmm_status tmm_model_set_toeplitz_impl(tmm_model *m, tmm_mixer_impl impl)
 {
     m->impl = impl;
     m->recorded = -1;
@@ -427,9 +427,10 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     }
     OP("matmul", linear(r, A(m->h_out), N, d, V, P(m, m->table.head), none, A(m->logits), false));
     const uint32_t k = m->slot;
-    OP("xent bwd", tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->loss_denominator[k], backward,
+    /* with backward the same kernel also writes dlogits over the logits */
+    OP(backward ? "xent fwd+bwd" : "xent", tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->loss_denominator[k], backward,
                                scratch, A(m->row_loss), A(m->argmax[k])));
-    OP("xent", tmm_op_xent_mean(r, A(m->row_loss), N, m->loss_denominator[k], scratch, A(m->loss[k])));
+    OP("loss mean", tmm_op_xent_mean(r, A(m->row_loss), N, m->loss_denominator[k], scratch, A(m->loss[k])));
     return TMM_OK;
 }
 

@@ -40,7 +40,7 @@ typedef struct tmm_model_memory {
  * DIRECT adds none; AUTO asks tmm_mixer_resolve (which may calibrate the
  * device once), or counts no plan when device is NULL. */
 tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_toeplitz_impl impl, tmm_model_memory *out);
+                                 tmm_mixer_impl impl, tmm_model_memory *out);
 
 /* Allocates the model for `batch` sequences and initializes the parameters
  * from config->seed (tmm_param_init). The Toeplitz layers are computed as
@@ -50,14 +50,14 @@ tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, 
 /* tmm_model_create with the Toeplitz implementation given up front (AUTO
  * measures the crossover, once per device; DIRECT makes no plan). */
 tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_toeplitz_impl impl, tmm_model **out);
+                                 tmm_mixer_impl impl, tmm_model **out);
 void tmm_model_destroy(tmm_model *model);
 
 const tmm_param_table *tmm_model_table(const tmm_model *model);
 uint32_t tmm_model_batch(const tmm_model *model);
 /* Chooses the Toeplitz implementation (default AUTO): makes (or frees) the
  * FFT plan now; recordings made before must be made again. */
-tmm_status tmm_model_set_toeplitz_impl(tmm_model *model, tmm_toeplitz_impl impl);
+tmm_status tmm_model_set_toeplitz_impl(tmm_model *model, tmm_mixer_impl impl);
 
 /* Wrap every op in a timestamp region labelled by op ("matmul", "toeplitz bwd",
  * ...) for per-op device time (tmm_recorder_region_time); next record. */

@@ -66,9 +66,9 @@ const char *const *tmm_train_preset_names(void) { return tmm_preset_names; }
 static const char *const task_names[] = { "copy", "text", NULL };         /* tmm_data_task */
 static const char *const mode_names[] = { "windows", "documents", NULL }; /* tmm_text_mode */
 static const char *const lr_names[] = { "linear", "cosine", "constant", NULL };  /* tmm_lr_kind */
-static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_toeplitz_impl */
+static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_mixer_impl */
 _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
-               sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_toeplitz_impl) == sizeof(int),
+               sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_mixer_impl) == sizeof(int),
                "enum fields are stored as int");
 
 #define AT(member) offsetof(tmm_train_config, member)
@@ -385,11 +385,11 @@ tmm_status tmm_train_config_apply_json(tmm_train_config *c, const char *json, co
     return s;
 }
 
-tmm_status tmm_mixer_impl_parse(const char *name, tmm_toeplitz_impl *out)
+tmm_status tmm_mixer_impl_parse(const char *name, tmm_mixer_impl *out)
 {
-    static const tmm_toeplitz_impl all[] = { TMM_TOEPLITZ_AUTO, TMM_TOEPLITZ_DIRECT, TMM_TOEPLITZ_FFT };
+    static const tmm_mixer_impl all[] = { TMM_MIXER_AUTO, TMM_MIXER_DIRECT, TMM_MIXER_FFT };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(name, tmm_toeplitz_impl_name(all[i])) == 0) {
+        if (strcmp(name, tmm_mixer_impl_name(all[i])) == 0) {
             *out = all[i];
             return TMM_OK;
         }

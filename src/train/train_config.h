@@ -39,7 +39,7 @@ typedef struct tmm_train_config {
     uint64_t data_seed;
     uint32_t eval_every, eval_batches, log_every, save_every, keep;
     double target_accuracy;       /* copy: stop once held-out accuracy reaches it (0: never) */
-    tmm_toeplitz_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
+    tmm_mixer_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
     char run_dir[TMM_CONFIG_PATH_MAX];
 } tmm_train_config;
 
@@ -84,7 +84,7 @@ const char *tmm_train_preset(const char *name);
 /* Names of the built-in presets, NULL-terminated. */
 const char *const *tmm_train_preset_names(void);
 /* "auto", "direct" or "fft". */
-tmm_status tmm_mixer_impl_parse(const char *name, tmm_toeplitz_impl *out);
+tmm_status tmm_mixer_impl_parse(const char *name, tmm_mixer_impl *out);
 /* Checks the whole config (after the vocab is known). */
 tmm_status tmm_train_config_check(const tmm_train_config *config);
 /* The resolved config as JSON (malloc'ed), in the layout above. */
