@@ -61,9 +61,6 @@ typedef struct tmm_memory_stats {
 
 void tmm_device_memory_stats(const tmm_device *device, tmm_memory_stats *stats);
 
-/* Make device buffers go through staging copies even on unified memory, so
- * tests cover the discrete-GPU path; call before creating buffers. */
-void tmm_device_force_staging(tmm_device *device);
 
 /* Allocator lifetime (memory.c), used by device.c. */
 tmm_status tmm_allocator_create(tmm_device *device);

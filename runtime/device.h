@@ -19,6 +19,18 @@ typedef enum tmm_pipeline_cache_state {
     TMM_PIPELINE_CACHE_IGNORED,  /* a file was there but corrupt or for another device */
 } tmm_pipeline_cache_state;
 
+/* Settings that let tests reach, on small shapes, the code paths that real
+ * shapes reach only at large sizes. Per device (never process-wide); zero is
+ * the default of every field, and production code never sets them. */
+typedef struct tmm_device_tuning {
+    uint32_t loop_budget;     /* loop iterations per invocation the Toeplitz, FFT and attention kernels plan
+                                 for (0: their TMM_MAX_LOOP defaults; lower: many passes on short inputs) */
+    uint32_t kernel_variant;  /* Toeplitz direct kernels: 0 per device type, else a tmm_toeplitz_variant */
+    uint32_t max_chunk_rows;  /* FFT path: channel rows per chunk (0: as many as a binding holds) */
+    bool force_staging;       /* device buffers use staged copies even on unified memory: the discrete-GPU
+                                 path (set before creating buffers) */
+} tmm_device_tuning;
+
 struct tmm_device {
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;
@@ -42,6 +54,7 @@ struct tmm_device {
     char *pipeline_cache_path;
 
     uint32_t dispatch_limit[3];  /* workgroups per dispatch before splitting */
+    tmm_device_tuning tuning;
     bool validate;
     bool lost;
     uint32_t validation_messages;

@@ -73,6 +73,12 @@ void tmm_device_memory_stats(const tmm_device *device, tmm_memory_stats *stats)
     stats->used_bytes = a->used;
 }
 
+/* Device buffers are mapped for the host (no staging copies) on unified memory. */
+static bool direct_mapping(const tmm_device *device)
+{
+    return device->info.unified_memory && !device->tuning.force_staging;
+}
+
 static int choose_type(const tmm_device *device, uint32_t allowed, tmm_memory_kind kind)
 {
     const VkPhysicalDeviceMemoryProperties *mp = &device->memory_properties;
@@ -83,7 +89,7 @@ static int choose_type(const tmm_device *device, uint32_t allowed, tmm_memory_ki
         prefs[n++] = host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
         prefs[n++] = host;
     } else {
-        if (device->info.unified_memory)
+        if (direct_mapping(device))
             prefs[n++] = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host;
         prefs[n++] = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
         prefs[n++] = 0;
@@ -304,7 +310,7 @@ tmm_status tmm_buffer_create(tmm_device *device, uint64_t size, tmm_memory_kind 
     }
     buf->block->live++;
     buf->alloc_size = req.size;
-    if (buf->block->mapped && (kind == TMM_MEMORY_HOST || device->info.unified_memory))
+    if (buf->block->mapped && (kind == TMM_MEMORY_HOST || direct_mapping(device)))
         buf->mapped = buf->block->mapped + buf->block_offset;
     device->allocator->buffers++;
     device->allocator->used += size;
@@ -326,7 +332,7 @@ void tmm_buffer_destroy(tmm_buffer *buf)
     free(buf);
 }
 
-void tmm_device_force_staging(tmm_device *device) { device->info.unified_memory = false; }
+
 
 void *tmm_buffer_mapped(const tmm_buffer *buffer) { return buffer->mapped; }
 

@@ -239,7 +239,7 @@ H_TEST(attention, memory_efficient_multi_pass)
     static const uint32_t budgets[] = { 1, 7 };
     worst_seen = 0;
     for (size_t i = 0; i < 2; i++) {
-        tmm_op_attention_set_loop_budget(budgets[i]);
+        h_dev->tuning.loop_budget = budgets[i];
         result a = check_shape((shape){ 2, 100, 12, 4 }, TMM_ATTENTION_MEMORY_EFFICIENT, 500);
         free_result(&a);
         result b = check_shape((shape){ 1, 64, 5, 1 }, TMM_ATTENTION_MEMORY_EFFICIENT, 600);
@@ -247,7 +247,7 @@ H_TEST(attention, memory_efficient_multi_pass)
         result c = check_shape((shape){ 1, 7, 12, 4 }, TMM_ATTENTION_MEMORY_EFFICIENT, 700);
         free_result(&c);
     }
-    tmm_op_attention_set_loop_budget(0);
+    h_dev->tuning.loop_budget = 0;
     printf("attention multi-pass: largest |device - reference| %.3g\n", worst_seen);
 }
 

@@ -132,7 +132,7 @@ H_TEST(memory, bad_sizes_and_ranges_are_errors)
  * downloads go through the staging buffer in chunks. */
 H_TEST(memory, staging_path_round_trips_and_feeds_kernels)
 {
-    tmm_device_force_staging(h_dev);
+    h_dev->tuning.force_staging = true;
     const size_t n = (20u << 20) / 4 + 333; /* above the 16 MiB staging chunk */
     float *x = h_floats(n), *y = h_floats(n), *ref = h_floats(n);
     h_rand(x, n, 7, -1, 1);

@@ -1,6 +1,6 @@
 /* Causal Toeplitz mixing (src/ops/toeplitz.h), DIRECT implementation, both
  * variants (register-blocked, suite toeplitz; shared-memory tiles,
- * toeplitz_tiled, forced with tmm_op_toeplitz_set_variant), against its C
+ * toeplitz_tiled, forced with the device's tuning.kernel_variant), against its C
  * reference: flat, heads (G = 4), kernel (K = 3; K = 2 for the tiled
  * kernels, whose fully unrolled steps take seconds to compile per K on
  * lavapipe) and G = 2 with K = 2, forward and backward, over lengths and
@@ -118,7 +118,7 @@ static void free_outputs(outputs *o)
 /* Forward and backward on the device, in one recording. */
 static void run_device(const problem *p, uint32_t flags, outputs *o)
 {
-    uint64_t ns = tmm_op_toeplitz_backward_scratch(&p->desc, flags);
+    uint64_t ns = tmm_op_toeplitz_backward_scratch(h_dev, &p->desc, flags);
     tmm_buffer *bu = h_buffer(p->u, p->na), *bw = h_buffer(p->w, p->nw), *bb = h_buffer(p->beta, p->nb);
     tmm_buffer *bgy = h_buffer(p->gy, p->na), *by = h_buffer(NULL, p->na), *bdu = h_buffer(NULL, p->na);
     tmm_buffer *bdw = h_buffer(NULL, p->nw), *bdb = h_buffer(NULL, p->nb), *bs = h_buffer(NULL, ns);
@@ -210,7 +210,7 @@ H_TEST(toeplitz, matches_reference_small_shapes)
         { 1, 1, { 1, 5, 12 } }, { 4, 1, { 4, 12, 36 } }, { 1, 3, { 2, 5, 12 } }, { 2, 2, { 2, 6, 10 } },
     };
     static const uint32_t lengths[] = { 1, 2, 7, 64, 100 };
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_REGISTER;
     sweep(sets, 4, lengths, 5, 1000);
     printf("  toeplitz small shapes: largest deviation %.2f x 2^-24 x sum|terms|\n", worst_units);
 }
@@ -225,7 +225,7 @@ H_TEST(toeplitz_tiled, matches_reference_small_shapes)
         { 1, 1, { 1, 17, 70 } }, { 4, 1, { 4, 36, 264 } }, { 1, 2, { 2, 18, 66 } }, { 2, 2, { 2, 34, 132 } },
     };
     static const uint32_t lengths[] = { 1, 7, 16, 64, 65, 150 };
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_TILED;
     sweep(sets, 4, lengths, 6, 2000);
     printf("  toeplitz tiled small shapes: largest deviation %.2f x 2^-24 x sum|terms|\n", worst_units);
 }
@@ -322,7 +322,7 @@ static void long_sequence_beyond_loop_cap(void)
  * sequences with a lowered loop budget instead.) */
 H_TEST(toeplitz, long_sequence_beyond_loop_cap)
 {
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_REGISTER;
     long_sequence_beyond_loop_cap();
 }
 
@@ -332,10 +332,10 @@ H_TEST(toeplitz, long_sequence_beyond_loop_cap)
  * positions and channel block. */
 static void many_passes(const shape *shapes, size_t count)
 {
-    tmm_op_toeplitz_set_loop_budget(2);
+    h_dev->tuning.loop_budget = 2;
     for (size_t i = 0; i < count; i++)
         check_shape(shapes[i], 301 + i);
-    tmm_op_toeplitz_set_loop_budget(0);
+    h_dev->tuning.loop_budget = 0;
     printf("  toeplitz many passes: largest deviation %.2f x 2^-24 x sum|terms|\n", worst_units);
 }
 
@@ -343,7 +343,7 @@ H_TEST(toeplitz, many_passes_match_reference)
 {
     static const shape shapes[] = { { 2, 100, 12, 4, 2 }, { 1, 77, 5, 1, 3 }, { 3, 64, 8, 1, 1 },
                                     { 2, 150, 40, 2, 1 } };
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_REGISTER;
     many_passes(shapes, 4);
 }
 
@@ -352,7 +352,7 @@ H_TEST(toeplitz_tiled, many_passes_match_reference)
 {
     static const shape shapes[] = { { 2, 150, 12, 4, 2 }, { 1, 77, 5, 1, 2 }, { 3, 64, 8, 1, 1 },
                                     { 2, 150, 70, 2, 1 } };
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_TILED;
     many_passes(shapes, 4);
 }
 
@@ -373,7 +373,7 @@ H_TEST(toeplitz, skipped_gradients_are_left_alone)
             sentinel[i] = 1234.5f;
         tmm_buffer *bu = h_buffer(p.u, p.na), *bw = h_buffer(p.w, p.nw), *bgy = h_buffer(p.gy, p.na);
         tmm_buffer *bdu = h_buffer(sentinel, p.na), *bdw = h_buffer(sentinel, p.nw), *bdb = h_buffer(sentinel, p.nb);
-        uint64_t ns = tmm_op_toeplitz_backward_scratch(&p.desc, flags);
+        uint64_t ns = tmm_op_toeplitz_backward_scratch(h_dev, &p.desc, flags);
         if (flags & TMM_TOEPLITZ_SKIP_PARAMS)
             cr_assert_eq(ns, 0, "a frozen layer needs no scratch");
         tmm_buffer *bs = h_buffer(NULL, ns);
@@ -416,7 +416,7 @@ H_TEST(toeplitz, skipped_gradients_are_left_alone)
 static void reruns_are_bit_identical(const shape shapes[2])
 {
     for (size_t k = 0; k < 2; k++) {
-        tmm_op_toeplitz_set_loop_budget(k ? 4 : 0);
+        h_dev->tuning.loop_budget = k ? 4 : 0;
         problem p = make_problem(shapes[k], 500 + k);
         outputs a = alloc_outputs(&p), b = alloc_outputs(&p);
         run_device(&p, 0, &a);
@@ -434,14 +434,14 @@ static void reruns_are_bit_identical(const shape shapes[2])
 H_TEST(toeplitz, reruns_are_bit_identical)
 {
     static const shape shapes[2] = { { 3, 1024, 264, 2, 2 }, { 2, 300, 36, 4, 3 } };
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_REGISTER;
     reruns_are_bit_identical(shapes);
 }
 
 H_TEST(toeplitz_tiled, reruns_are_bit_identical)
 {
     static const shape shapes[2] = { { 3, 300, 264, 2, 2 }, { 2, 300, 36, 4, 2 } };
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_TILED;
     reruns_are_bit_identical(shapes);
 }
 
@@ -466,7 +466,7 @@ static void odd_offsets_and_split_batches(void)
         H_OK(tmm_buffer_write(big, off_w * 4, p.w, p.nw * 4));
         H_OK(tmm_buffer_write(big, off_b * 4, p.beta, p.nb * 4));
         H_OK(tmm_buffer_write(big, off_gy * 4, p.gy, p.na * 4));
-        uint64_t ns = tmm_op_toeplitz_backward_scratch(&p.desc, 0);
+        uint64_t ns = tmm_op_toeplitz_backward_scratch(h_dev, &p.desc, 0);
         tmm_buffer *bdw = h_buffer(NULL, p.nw), *bdb = h_buffer(NULL, p.nb), *bs = h_buffer(NULL, ns);
         tmm_recorder *r = h_begin();
         H_OK(tmm_op_toeplitz_forward(r, &p.desc, tmm_sub(big, off_u * 4, p.na * 4), tmm_sub(big, off_w * 4, p.nw * 4),
@@ -498,13 +498,13 @@ static void odd_offsets_and_split_batches(void)
 
 H_TEST(toeplitz, odd_offsets_and_split_batches)
 {
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_REGISTER;
     odd_offsets_and_split_batches();
 }
 
 H_TEST(toeplitz_tiled, odd_offsets_and_split_batches)
 {
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_TILED;
     odd_offsets_and_split_batches();
 }
 
@@ -524,12 +524,12 @@ H_TEST(toeplitz_tiled, auto_picks_per_device)
 {
     problem p = make_problem((shape){ 2, 100, 20, 2, 1 }, 71);
     outputs reg = alloc_outputs(&p), tiled = alloc_outputs(&p), got = alloc_outputs(&p);
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_REGISTER);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_REGISTER;
     run_device(&p, 0, &reg);
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_TILED;
     run_device(&p, 0, &tiled);
     cr_assert(!same_outputs(&p, &reg, &tiled), "the variants should round differently");
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_VARIANT_AUTO);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_VARIANT_AUTO;
     const tmm_device_type type = h_dev->info.type;
     const uint32_t shared = h_dev->info.max_shared_memory;
     h_dev->info.type = TMM_DEVICE_CPU;
@@ -541,7 +541,7 @@ H_TEST(toeplitz_tiled, auto_picks_per_device)
     h_dev->info.max_shared_memory = 8192;
     run_device(&p, 0, &got);
     cr_assert(same_outputs(&p, &got, &reg), "a GPU without room for the tiles runs the register variant");
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_TILED);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_TILED;
     tmm_recorder *r = h_begin();
     tmm_buffer *b = h_buffer(NULL, 8192);
     tmm_view v = tmm_whole(b);
@@ -571,7 +571,7 @@ H_TEST(toeplitz_tiled, auto_picks_per_device)
  * must be bit-identical within the group. */
 static void head_confined(tmm_toeplitz_variant variant)
 {
-    tmm_op_toeplitz_set_variant(variant);
+    h_dev->tuning.kernel_variant = variant;
     const shape s = { 2, 37, 12, 3, 5 }; /* 3 heads of 4 channels, 5 taps: wider than a head */
     problem p = make_problem(s, 71), q = make_problem(s, 71);
     const uint32_t dg = s.d / s.G;
@@ -598,7 +598,7 @@ static void head_confined(tmm_toeplitz_variant variant)
     check_all(&p, &op); /* and the device agrees with the reference */
     free_outputs(&op), free_outputs(&oq), free_outputs(&rp), free_outputs(&rq);
     free_problem(&p), free_problem(&q);
-    tmm_op_toeplitz_set_variant(TMM_TOEPLITZ_VARIANT_AUTO);
+    h_dev->tuning.kernel_variant = TMM_TOEPLITZ_VARIANT_AUTO;
 }
 
 H_TEST(toeplitz, kernel_window_stays_in_its_head_register) { head_confined(TMM_TOEPLITZ_REGISTER); }
@@ -644,7 +644,7 @@ H_TEST(toeplitz, bad_arguments_are_errors)
     cr_assert_eq(tmm_op_toeplitz_forward(r, &d, u, w, beta, tmm_sub(b, 100 * 4, 384 * 4)), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "y overlaps u"), "%s", tmm_last_error());
     cr_assert_eq(tmm_op_toeplitz_forward(r, &d, tmm_sub(b, 2, 384 * 4), w, beta, y), TMM_ERR_INVALID_ARGUMENT);
-    uint64_t ns = tmm_op_toeplitz_backward_scratch(&d, 0);
+    uint64_t ns = tmm_op_toeplitz_backward_scratch(h_dev, &d, 0);
     cr_assert(ns > 0 && ns <= 4096, "scratch %llu", (unsigned long long)ns);
     tmm_view du = tmm_sub(b, 2560 * 4, 384 * 4), dw = tmm_sub(s, 1024 * 4, 128 * 4), db = tmm_sub(s, 2048 * 4, 64 * 4);
     cr_assert_eq(tmm_op_toeplitz_backward(r, &d, 0, u, w, y, tmm_sub(s, 0, 4), du, dw, db),

@@ -223,7 +223,7 @@ static void run_case(shape s, uint32_t flags, uint64_t seed)
     tmm_toeplitz_fft *plan = NULL;
     H_OK(tmm_toeplitz_fft_create(h_dev, &desc, &plan));
     tmm_buffer *bu = buf(u, na), *bw = buf(w, nw), *bb = buf(beta, nb), *bgy = buf(gy, na);
-    tmm_buffer *bs = buf(NULL, tmm_op_toeplitz_backward_scratch(&desc, 0));
+    tmm_buffer *bs = buf(NULL, tmm_op_toeplitz_backward_scratch(h_dev, &desc, 0));
     const size_t sizes[4] = { na, na, nw, nb };
     tmm_buffer *out[2][4]; /* [direct, fft][y, du, dw, dbeta] */
     for (int k = 0; k < 2; k++)
@@ -332,7 +332,7 @@ static void run_expanded(shape s, uint64_t seed)
 
     tmm_toeplitz_fft *plan = NULL;
     H_OK(tmm_toeplitz_fft_create(h_dev, &desc, &plan));
-    uint64_t ns = tmm_op_toeplitz_backward_scratch(&desc, 0), nss = tmm_op_bias_silu_backward_scratch(s.B * s.n, s.d);
+    uint64_t ns = tmm_op_toeplitz_backward_scratch(h_dev, &desc, 0), nss = tmm_op_bias_silu_backward_scratch(s.B * s.n, s.d);
     chain in = { buf(u, na), buf(w1, nw), buf(b1, nb), buf(w2, nw), buf(b2, nb), buf(g, na), buf(flt(s.d), s.d),
                  buf(NULL, s.d), buf(NULL, ns > nss ? ns : nss), 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     chain c[2]; /* direct, fft */
@@ -432,12 +432,12 @@ H_TEST(toeplitz_fft, multi_pass_length)
 /* dw and dbeta sums in several passes (B*dg = 2*4 terms, 3 per pass). */
 H_TEST(toeplitz_fft, multi_pass)
 {
-    tmm_toeplitz_fft_set_loop_budget(3);
+    h_dev->tuning.loop_budget = 3;
     shape s = { 2, 100, 8, 2, 2 };
     run_case(s, 0, 600);
     shape flat = { 2, 7, 5, 1, 1 };
     run_case(flat, 0, 601);
-    tmm_toeplitz_fft_set_loop_budget(0);
+    h_dev->tuning.loop_budget = 0;
 }
 
 /* Memory is at most linear in n: a plan holds 8 * M * (4hr + cr + 3GK)
@@ -482,7 +482,7 @@ H_TEST(toeplitz_fft, memory_grows_at_most_linearly_in_n)
  * flags. */
 H_TEST(toeplitz_fft, chunks)
 {
-    tmm_toeplitz_fft_set_max_chunk_rows(3);
+    h_dev->tuning.max_chunk_rows = 3;
     static const shape shapes[] = { { 2, 100, 5, 1, 1 }, { 2, 64, 12, 4, 1 }, { 2, 100, 6, 1, 3 },
                                     { 3, 64, 8, 4, 3 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
@@ -490,10 +490,10 @@ H_TEST(toeplitz_fft, chunks)
     run_case(shapes[3], TMM_TOEPLITZ_SKIP_DU, 1010);
     run_case(shapes[3], TMM_TOEPLITZ_SKIP_PARAMS, 1011);
     run_expanded((shape){ 2, 100, 8, 4, 1 }, 1020);
-    tmm_toeplitz_fft_set_loop_budget(2); /* several passes per chunk */
+    h_dev->tuning.loop_budget = 2; /* several passes per chunk */
     run_case(shapes[3], 0, 1030);
-    tmm_toeplitz_fft_set_loop_budget(0);
-    tmm_toeplitz_fft_set_max_chunk_rows(0);
+    h_dev->tuning.loop_budget = 0;
+    h_dev->tuning.max_chunk_rows = 0;
     printf("toeplitz_fft chunks: worst deviation %.3g of the tolerance\n", worst_ratio);
 }
 

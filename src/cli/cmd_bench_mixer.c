@@ -121,7 +121,7 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
         }
         /* u, w, beta, y, gy, du, dw, dbeta, and the direct path's scratch */
         uint64_t sizes[9] = { act, G * n, G * n, act, act, act, G * n, G * n,
-                              use_fft ? 0 : tmm_op_toeplitz_backward_scratch(&td, 0) };
+                              use_fft ? 0 : tmm_op_toeplitz_backward_scratch(dev, &td, 0) };
         for (int i = 0; i < 9 && s == TMM_OK; i++)
             s = make(dev, &set, sizes[i], &v[i]);
         if (s == TMM_OK && use_fft)

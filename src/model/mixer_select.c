@@ -25,7 +25,7 @@ static tmm_status time_mixer(tmm_device *dev, uint32_t n, uint32_t work, bool ff
 {
     tmm_toeplitz_desc td = { 1, n, work, 1, 1, TMM_MIXER_DIRECT };
     const uint64_t act = (uint64_t)n * work;
-    const uint64_t sizes[9] = { act, n, n, act, act, act, n, n, tmm_op_toeplitz_backward_scratch(&td, 0) };
+    const uint64_t sizes[9] = { act, n, n, act, act, act, n, n, tmm_op_toeplitz_backward_scratch(dev, &td, 0) };
     tmm_buffer *b[9] = { 0 };
     tmm_view v[9];
     tmm_toeplitz_fft *plan = NULL;

@@ -78,7 +78,7 @@ static uint64_t scratch_floats(const tmm_model *m)
     s = max_u64(s, tmm_op_xent_scratch(N, V));
     s = max_u64(s, tmm_op_xent_mean_scratch(N));
     s = max_u64(s, tmm_op_embedding_backward_scratch(N, d));
-    s = max_u64(s, tmm_op_toeplitz_backward_scratch(&td, c->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0));
+    s = max_u64(s, tmm_op_toeplitz_backward_scratch(m->device, &td, c->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0));
     return s;
 }
 

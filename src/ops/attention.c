@@ -29,11 +29,11 @@
 #define WG 64u
 
 static const uint32_t local_x[3] = { WG, 1, 1 };
-static uint32_t loop_budget = LOOP_BUDGET;
-
-void tmm_op_attention_set_loop_budget(uint32_t iterations)
+/* LOOP_BUDGET, unless the device's tuning lowers it (tests: many passes on short sequences). */
+static uint32_t loop_budget_of(const tmm_device *dev)
 {
-    loop_budget = iterations == 0 || iterations > LOOP_BUDGET ? LOOP_BUDGET : iterations;
+    uint32_t t = dev->tuning.loop_budget;
+    return t == 0 || t > LOOP_BUDGET ? LOOP_BUDGET : t;
 }
 
 /* The push constants of every attention kernel. */
@@ -198,6 +198,7 @@ tmm_status tmm_op_attention_forward(tmm_recorder *r, const tmm_attention_desc *d
     }
     TMM_TRY(pipeline(r, &tmm_spv_attention_fwd, 5, &g, &pipe));
     tmm_arg args[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_inout(bo), tmm_inout(bs) };
+    const uint32_t loop_budget = loop_budget_of(tmm_recorder_device(r));
     for (uint32_t lo = 0; lo < g.n; lo += loop_budget) {
         p.lo = lo;
         p.hi = g.n - lo > loop_budget ? lo + loop_budget : g.n;
@@ -257,6 +258,7 @@ tmm_status tmm_op_attention_backward(tmm_recorder *r, const tmm_attention_desc *
     tmm_arg aq[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_in(bg), tmm_in(blse), tmm_in(bx), tmm_inout(bdq) };
     tmm_arg akv[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_in(bg), tmm_in(blse), tmm_in(bx),
                       tmm_inout(bdk), tmm_inout(bdv) };
+    const uint32_t loop_budget = loop_budget_of(tmm_recorder_device(r));
     for (uint32_t lo = 0; lo < g.n; lo += loop_budget) {
         p.lo = lo;
         p.hi = g.n - lo > loop_budget ? lo + loop_budget : g.n;

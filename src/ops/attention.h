@@ -77,9 +77,8 @@ tmm_status tmm_op_attention_backward(tmm_recorder *r, const tmm_attention_desc *
                                      tmm_view v, tmm_view o, tmm_view saved, tmm_view dout, tmm_view scratch,
                                      tmm_view dq, tmm_view dk, tmm_view dv);
 
-/* Lowers the positions one MEMORY_EFFICIENT pass covers (default and maximum
- * TMM_MAX_LOOP = 4096), so tests run the multi-pass path on short sequences;
- * 0 restores the default. Process-wide, not thread-safe. */
-void tmm_op_attention_set_loop_budget(uint32_t iterations);
+/* A MEMORY_EFFICIENT pass covers at most TMM_MAX_LOOP positions, or the
+ * device's tuning.loop_budget when lower (tests: the multi-pass path on
+ * short sequences). */
 
 #endif

@@ -2,7 +2,7 @@
  * shaders for the kernels).
  *
  * DIRECT implementation, in two variants chosen per device (like
- * tmm_matmul_variant; tests force one with tmm_op_toeplitz_set_variant):
+ * tmm_matmul_variant; tests force one with the device's tuning.kernel_variant):
  * REGISTER, for CPU devices (lavapipe): no shared memory, each invocation
  * keeps a block of outputs in registers.
  *   forward  shaders/toeplitz_fwd.comp: TT positions x TC channels per
@@ -26,8 +26,8 @@
  * its (non-unrolled) loops. Forward and du run in passes over chunks of
  * step * loop_budget positions, the first pass writing and later ones adding
  * in a fixed order; dw picks its chunk and slab sizes so that
- * ctb * (ns + 1) <= loop_budget. Tests lower the budget
- * (tmm_op_toeplitz_set_loop_budget) to run many passes on short sequences.
+ * ctb * (ns + 1) <= loop_budget. Tests lower the budget (the device's
+ * tuning.loop_budget) to run many passes on short sequences.
  *
  * Determinism: no atomics; each output element is written by one
  * invocation per pass, passes run in a fixed order, partial rows are summed
@@ -51,20 +51,20 @@ static const uint32_t local_x[3] = { WG, 1, 1 };
 #define TILE_DC 16u /* channels per dw block */
 static const uint32_t local_tiled[3] = { TILE_TS, TILE_TS, 1 };
 
-static uint32_t loop_budget = LOOP_BUDGET;
-static tmm_toeplitz_variant forced_variant = TMM_TOEPLITZ_VARIANT_AUTO;
-
-void tmm_op_toeplitz_set_variant(tmm_toeplitz_variant variant) { forced_variant = variant; }
-
-void tmm_op_toeplitz_set_loop_budget(uint32_t iterations)
-{
-    loop_budget = iterations == 0 || iterations > LOOP_BUDGET ? LOOP_BUDGET : iterations < 2 ? 2 : iterations;
-}
-
 typedef struct geom {
     uint32_t B, n, d, G, K, dg;
     bool tiled;
+    uint32_t budget;   /* loop iterations per invocation (LOOP_BUDGET unless the device's tuning lowers it) */
+    uint32_t forced;   /* the device's tuning.kernel_variant: AUTO, or a forced variant */
 } geom;
+
+/* The loop budget and forced variant of a device's tuning (defaults without a device). */
+static void tuning_of(const tmm_device *dev, geom *g)
+{
+    uint32_t t = dev ? dev->tuning.loop_budget : 0;
+    g->budget = t == 0 || t > LOOP_BUDGET ? LOOP_BUDGET : t < 2 ? 2 : t;
+    g->forced = dev ? dev->tuning.kernel_variant : TMM_TOEPLITZ_VARIANT_AUTO;
+}
 
 const char *tmm_mixer_impl_name(tmm_mixer_impl impl)
 {
@@ -140,7 +140,7 @@ static const char *tiled_unfit(const geom *g, const tmm_device *dev)
     return NULL;
 }
 
-static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toeplitz_desc *desc, geom *g)
+static tmm_status resolve(const char *op, const tmm_device *dev, const tmm_toeplitz_desc *desc, geom *g)
 {
     if (!desc)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL descriptor", op);
@@ -154,16 +154,17 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toepl
     default:
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: unknown implementation %d", op, (int)desc->impl);
     }
-    geom s = { desc->batch, desc->n, desc->d, desc->groups ? desc->groups : 1, desc->taps ? desc->taps : 1, 0,
-               forced_variant == TMM_TOEPLITZ_TILED };
+    geom s = { .B = desc->batch, .n = desc->n, .d = desc->d, .G = desc->groups ? desc->groups : 1,
+               .K = desc->taps ? desc->taps : 1 };
+    tuning_of(dev, &s);
+    s.tiled = s.forced == TMM_TOEPLITZ_TILED;
     if (s.K > TMM_TOEPLITZ_MAX_TAPS)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %u taps, at most %u are supported", op, s.K,
                         TMM_TOEPLITZ_MAX_TAPS);
     if (s.d % s.G)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %u groups do not divide d = %u channels", op, s.G, s.d);
     s.dg = s.d / s.G;
-    if (r) {
-        const tmm_device *dev = tmm_recorder_device(r);
+    if (dev) {
         uint64_t range = dev->info.max_storage_buffer_range;
         uint64_t lead = dev->info.min_storage_buffer_offset_alignment; /* at most this much before a view */
         uint64_t seq = (uint64_t)s.n * s.d * sizeof(float);
@@ -181,7 +182,7 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toepl
             return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%u taps, %u groups of %u channels, %llu of %u bytes of "
                             "shared memory); use the register variant", op, unfit, s.K, s.G, s.dg,
                             (unsigned long long)tiled_shared_bytes(s.K), dev->info.max_shared_memory);
-        if (forced_variant == TMM_TOEPLITZ_VARIANT_AUTO)
+        if (s.forced == TMM_TOEPLITZ_VARIANT_AUTO)
             s.tiled = dev->info.type != TMM_DEVICE_CPU && !unfit;
     }
     *g = s;
@@ -191,7 +192,7 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_toepl
 tmm_status tmm_toeplitz_check(const tmm_recorder *r, const tmm_toeplitz_desc *desc)
 {
     geom g = { 0 };
-    return resolve("toeplitz", r, desc, &g);
+    return resolve("toeplitz", r ? tmm_recorder_device(r) : NULL, desc, &g);
 }
 
 
@@ -259,7 +260,7 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     geom g = { 0 };
-    TMM_TRY(resolve(op, r, desc, &g));
+    TMM_TRY(resolve(op, tmm_recorder_device(r), desc, &g));
     const uint64_t seq = (uint64_t)g.n * g.d, act = seq * g.B;
     if (act == 0)
         return TMM_OK; /* y is empty */
@@ -276,7 +277,7 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
     fwd_push push = { g.n, g.d, g.dg, nbg, ncb, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
     tmm_view vw = bind(r, w, 0, s[1].n, &push.base_w);
     tmm_view vbeta = bind(r, beta, 0, s[2].n, &push.base_beta);
-    const uint64_t chunk = (uint64_t)bk.step * loop_budget, end = (uint64_t)ntb * bk.tt;
+    const uint64_t chunk = (uint64_t)bk.step * g.budget, end = (uint64_t)ntb * bk.tt;
     const uint32_t per = batches_per_binding(r, &g);
     for (uint32_t b0 = 0; b0 < g.B; b0 += per) {
         uint32_t count = g.B - b0 < per ? g.B - b0 : per;
@@ -336,11 +337,11 @@ static dw_plan plan_dw(const geom *g)
     pl.nkb = tmm_div_up(g->n, bk.lags);
     pl.nbg = g->dg ? tmm_div_up(g->dg, bk.dtc) : 0;
     pl.ntb = tmm_div_up(g->n, bk.dstep);
-    pl.ctb = pl.ntb < loop_budget / 2 ? pl.ntb : loop_budget / 2;
+    pl.ctb = pl.ntb < g->budget / 2 ? pl.ntb : g->budget / 2;
     if (pl.ctb == 0)
         pl.ctb = 1;
     pl.nq = tmm_div_up(pl.ntb, pl.ctb);
-    uint32_t ns_max = loop_budget / pl.ctb - 1; /* ctb * (ns + 1) <= loop_budget */
+    uint32_t ns_max = g->budget / pl.ctb - 1; /* ctb * (ns + 1) <= budget */
     if (ns_max > DW_SLAB_MAX)
         ns_max = DW_SLAB_MAX;
     pl.nslab = pl.nbg ? tmm_div_up(pl.nbg, ns_max) : 1;
@@ -366,15 +367,15 @@ static dw_plan plan_dw(const geom *g)
     return pl;
 }
 
-uint64_t tmm_op_toeplitz_backward_scratch(const tmm_toeplitz_desc *desc, uint32_t flags)
+uint64_t tmm_op_toeplitz_backward_scratch(const tmm_device *dev, const tmm_toeplitz_desc *desc, uint32_t flags)
 {
     geom g = { 0 };
-    if (flags & TMM_TOEPLITZ_SKIP_PARAMS || resolve("toeplitz_backward", NULL, desc, &g) != TMM_OK)
+    if (flags & TMM_TOEPLITZ_SKIP_PARAMS || resolve("toeplitz_backward", dev, desc, &g) != TMM_OK)
         return 0;
     if ((uint64_t)g.B * g.n * g.d == 0)
         return 0;
     uint64_t need = plan_dw(&g).total;
-    if (forced_variant == TMM_TOEPLITZ_VARIANT_AUTO) {
+    if (g.forced == TMM_TOEPLITZ_VARIANT_AUTO) {
         g.tiled = !g.tiled; /* the device decides: room for either */
         uint64_t other = plan_dw(&g).total;
         need = other > need ? other : need;
@@ -391,7 +392,7 @@ static tmm_status record_du(tmm_recorder *r, const geom *g, tmm_view gy, tmm_vie
 
     du_push push = { g->n, g->d, g->dg, nbg, ncb, 0, 0, 0, 0, 0, 0, 0, 0 };
     tmm_view vw = bind(r, w, 0, (uint64_t)g->G * g->K * g->n, &push.base_w);
-    const uint64_t chunk = (uint64_t)bk.step * loop_budget, end = (uint64_t)ntb * bk.tt;
+    const uint64_t chunk = (uint64_t)bk.step * g->budget, end = (uint64_t)ntb * bk.tt;
     const uint32_t passes = (uint32_t)((end + chunk - 1) / chunk);
     const uint32_t per = batches_per_binding(r, g);
     for (uint32_t b0 = 0; b0 < g->B; b0 += per) {
@@ -483,10 +484,10 @@ tmm_status tmm_op_toeplitz_backward(tmm_recorder *r, const tmm_toeplitz_desc *de
     if (flags & ~(TMM_TOEPLITZ_SKIP_DU | TMM_TOEPLITZ_SKIP_PARAMS))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", op, flags);
     geom g = { 0 };
-    TMM_TRY(resolve(op, r, desc, &g));
+    TMM_TRY(resolve(op, tmm_recorder_device(r), desc, &g));
     const bool want_du = !(flags & TMM_TOEPLITZ_SKIP_DU), want_params = !(flags & TMM_TOEPLITZ_SKIP_PARAMS);
     const uint64_t act = (uint64_t)g.B * g.n * g.d;
-    const uint64_t n_scratch = tmm_op_toeplitz_backward_scratch(desc, flags);
+    const uint64_t n_scratch = tmm_op_toeplitz_backward_scratch(tmm_recorder_device(r), desc, flags);
     tmm_op_span s[7] = {
         { "u", u, want_params ? act : 0 },
         { "w", w, want_du && act ? (uint64_t)g.G * g.K * g.n : 0 },

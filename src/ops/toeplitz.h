@@ -78,10 +78,10 @@ tmm_status tmm_toeplitz_check(const tmm_recorder *r, const tmm_toeplitz_desc *de
 tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view u, tmm_view w,
                                    tmm_view beta, tmm_view y);
 
-/* Floats of scratch the backward needs for this shape and flags (0 when
- * none: then scratch may be an empty view). The same on every device (with
- * variant AUTO, the larger of the two variants' needs). */
-uint64_t tmm_op_toeplitz_backward_scratch(const tmm_toeplitz_desc *desc, uint32_t flags);
+/* Floats of scratch the backward needs for this shape and flags on device
+ * (0 when none: then scratch may be an empty view). device may be NULL: the
+ * default tuning; with variant AUTO the larger of the two variants' needs. */
+uint64_t tmm_op_toeplitz_backward_scratch(const tmm_device *device, const tmm_toeplitz_desc *desc, uint32_t flags);
 
 /* du, dw, dbeta from u (the forward's input), w and gy, as above. With
  * TMM_TOEPLITZ_SKIP_DU du is left alone (and u is still needed for dw); with
@@ -90,15 +90,11 @@ tmm_status tmm_op_toeplitz_backward(tmm_recorder *r, const tmm_toeplitz_desc *de
                                     tmm_view w, tmm_view gy, tmm_view scratch, tmm_view du, tmm_view dw,
                                     tmm_view dbeta);
 
-/* Forces the variant of the DIRECT kernels (tests and benchmarks run both
- * on any device); AUTO, the default, picks per device. Process-wide, not
- * thread-safe; applies to recordings and scratch sizes asked after it. */
-void tmm_op_toeplitz_set_variant(tmm_toeplitz_variant variant);
-
-/* Lowers the loop iterations one invocation may make (default and maximum
- * TMM_MAX_LOOP = 4096, lavapipe's loop cap being 65535), so that tests run
- * the multi-pass and partial-row paths on short sequences; 0 restores the
- * default. Process-wide, not thread-safe; changes the scratch size. */
-void tmm_op_toeplitz_set_loop_budget(uint32_t iterations);
+/* Tests and benchmarks steer these ops through the device's tuning
+ * (runtime/device.h): kernel_variant forces a variant of the DIRECT kernels
+ * (AUTO picks per device), loop_budget lowers the loop iterations one
+ * invocation may make (default TMM_MAX_LOOP) so the multi-pass and
+ * partial-row paths run on short sequences; both change the scratch size of
+ * tmm_op_toeplitz_backward_scratch on that device. */
 
 #endif

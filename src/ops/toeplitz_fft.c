@@ -14,15 +14,13 @@ static const uint32_t local_1d[3] = { TMM_WG_1D, 1, 1 };
 static const uint32_t local_rows[3] = { 64, 1, 1 }; /* pack and unpack: a row per invocation */
 #define TB 16u /* positions per pack/unpack invocation (TB in the shaders) */
 
-static uint32_t loop_budget = LOOP_BUDGET;
-static uint32_t max_chunk_rows; /* 0: as many as the device's bindings hold */
-
-void tmm_toeplitz_fft_set_loop_budget(uint32_t terms)
+/* Terms one pass of the dw and dbeta sums adds: LOOP_BUDGET, unless the
+ * device's tuning lowers it (tests: the multi-pass path on small shapes). */
+static uint32_t loop_budget_of(const tmm_device *dev)
 {
-    loop_budget = terms == 0 || terms > LOOP_BUDGET ? LOOP_BUDGET : terms;
+    uint32_t t = dev->tuning.loop_budget;
+    return t == 0 || t > LOOP_BUDGET ? LOOP_BUDGET : t;
 }
-
-void tmm_toeplitz_fft_set_max_chunk_rows(uint32_t rows) { max_chunk_rows = rows; }
 
 struct tmm_toeplitz_fft {
     tmm_device *device;
@@ -119,8 +117,8 @@ static bool set_layout(tmm_toeplitz_fft *p, uint64_t range, uint64_t lead)
     uint64_t cr = (fit - p->gk) / 2 - 2ull * p->h;
     if (cr > p->bd)
         cr = p->bd;
-    if (max_chunk_rows && cr > max_chunk_rows)
-        cr = max_chunk_rows;
+    if (p->device->tuning.max_chunk_rows && cr > p->device->tuning.max_chunk_rows)
+        cr = p->device->tuning.max_chunk_rows; /* tests: many chunks on small shapes */
     for (;; cr = (cr + 1) / 2) {
         /* equal chunks: the last one transforms as many rows as the others */
         p->cr = (uint32_t)tmm_div_up(p->bd, tmm_div_up(p->bd, cr));
@@ -147,7 +145,7 @@ uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_device *device, const tmm_toep
         return 0;
     tmm_toeplitz_desc shape = *desc;
     shape.impl = TMM_MIXER_DIRECT; /* shape checks only */
-    tmm_toeplitz_fft p = { 0 };
+    tmm_toeplitz_fft p = { .device = (tmm_device *)device };
     if (tmm_toeplitz_check(NULL, &shape) != TMM_OK)
         return 0;
     set_shape(&p, desc);
@@ -390,7 +388,7 @@ tmm_status tmm_toeplitz_fft_record_forward(tmm_recorder *r, tmm_toeplitz_fft *p,
 /* ---- backward ------------------------------------------------------------ */
 
 /* dbeta from gy in the real domain: per binding of whole batches, passes of
- * at most loop_budget terms; the first pass writes, the rest add. */
+ * at most the device's loop budget of terms; the first pass writes, the rest add. */
 static tmm_status record_dbeta(tmm_recorder *r, tmm_toeplitz_fft *p, const char *op, tmm_view gy, tmm_view bdb,
                                uint32_t base_db)
 {
@@ -404,15 +402,16 @@ static tmm_status record_dbeta(tmm_recorder *r, tmm_toeplitz_fft *p, const char 
         per = p->B;
     if (per * p->dg > UINT32_MAX)
         per = UINT32_MAX / p->dg;
+    const uint32_t budget = loop_budget_of(dev);
     for (uint64_t b0 = 0; b0 < p->B; b0 += per) {
         const uint64_t nb = per < p->B - b0 ? per : p->B - b0, terms = nb * p->dg;
         tmm_view bgy = { 0 };
         uint32_t base_gy = 0;
         TMM_TRY(bind(r, op, "gy", gy, b0 * seq, nb * seq, &bgy, &base_gy));
-        for (uint64_t j0 = 0; j0 < terms; j0 += loop_budget) {
+        for (uint64_t j0 = 0; j0 < terms; j0 += budget) {
             const uint32_t acc = b0 > 0 || j0 > 0;
             dbeta_push push = { p->n, p->d, p->dg, (uint32_t)j0,
-                                (uint32_t)(j0 + loop_budget < terms ? j0 + loop_budget : terms), acc, base_gy,
+                                (uint32_t)(j0 + budget < terms ? j0 + budget : terms), acc, base_gy,
                                 base_db };
             tmm_arg args[2] = { tmm_in(bgy), acc ? tmm_inout(bdb) : tmm_out(bdb) };
             TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->n, TMM_WG_1D), p->G, 1));
@@ -421,15 +420,16 @@ static tmm_status record_dbeta(tmm_recorder *r, tmm_toeplitz_fft *p, const char 
     return TMM_OK;
 }
 
-/* The dw spectra of one chunk (into CW), passes of at most loop_budget rows;
+/* The dw spectra of one chunk (into CW), passes of at most the loop budget of rows;
  * the first chunk's first pass writes, the rest add. */
 static tmm_status chunk_dw(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c)
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_dw, 2, sizeof(dw_push), local_1d, NULL, 0, &pipe));
     const uint64_t two = 2ull * p->hr + p->gk;
-    for (uint64_t l0 = 0; l0 < c->rows; l0 += loop_budget) {
-        const uint32_t l1 = (uint32_t)(l0 + loop_budget < c->rows ? l0 + loop_budget : c->rows);
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r));
+    for (uint64_t l0 = 0; l0 < c->rows; l0 += budget) {
+        const uint32_t l1 = (uint32_t)(l0 + budget < c->rows ? l0 + budget : c->rows);
         const uint32_t acc = c->r0 > 0 || l0 > 0;
         dw_push push = { p->M, p->d, p->dg, p->K, (uint32_t)c->r0, p->hr + (uint32_t)p->gk, 0, (uint32_t)l0, l1, acc };
         tmm_view o = complex_view(p->CW, p, p->gk);

@@ -76,15 +76,9 @@ tmm_status tmm_toeplitz_fft_record_forward(tmm_recorder *r, tmm_toeplitz_fft *pl
 tmm_status tmm_toeplitz_fft_record_backward(tmm_recorder *r, tmm_toeplitz_fft *plan, uint32_t flags, tmm_view u,
                                             tmm_view w, tmm_view gy, tmm_view du, tmm_view dw, tmm_view dbeta);
 
-/* Caps the channel rows per chunk of plans created after it (0: as many as
- * the device's bindings hold), so that tests run many chunks on small
- * shapes. Process-wide, not thread-safe. */
-void tmm_toeplitz_fft_set_max_chunk_rows(uint32_t rows);
-
-/* Lowers the terms one pass of the dw and dbeta sums adds (default and
- * maximum TMM_MAX_LOOP = 4096, for lavapipe's loop cap), so that tests run
- * the multi-pass path with small shapes; 0 restores the default.
- * Process-wide, not thread-safe; applies to recordings made after it. */
-void tmm_toeplitz_fft_set_loop_budget(uint32_t terms);
+/* Tests steer plans through the device's tuning (runtime/device.h):
+ * max_chunk_rows caps the channel rows per chunk of plans created after it
+ * (many chunks on small shapes), loop_budget the terms one pass of the dw
+ * and dbeta sums adds (the multi-pass path). */
 
 #endif
