@@ -11,14 +11,18 @@
 #if defined(_WIN32)
 #include <direct.h>
 #include <io.h>
+#include <windows.h>
 #define MKDIR(p) _mkdir(p)
+#define RMDIR(p) _rmdir(p)
 #define FSYNC(fd) _commit(fd)
 #define FILENO(f) _fileno(f)
 #else
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 #define MKDIR(p) mkdir((p), 0755)
+#define RMDIR(p) rmdir(p)
 #define FSYNC(fd) fsync(fd)
 #define FILENO(f) fileno(f)
 #endif
@@ -239,13 +243,146 @@ tmm_status tmm_make_dirs(const char *path)
     return TMM_OK;
 }
 
-uint64_t tmm_fnv1a64(const void *data, size_t size)
+uint64_t tmm_fnv1a64_more(uint64_t h, const void *data, size_t size)
 {
     const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < size; i++) {
         h ^= p[i];
         h *= 0x100000001b3ull;
     }
     return h;
 }
+
+uint64_t tmm_fnv1a64(const void *data, size_t size) { return tmm_fnv1a64_more(TMM_FNV1A64_BASIS, data, size); }
+
+tmm_status tmm_path_join(char *buf, size_t size, const char *a, const char *b)
+{
+    int n = snprintf(buf, size, "%s/%s", a, b);
+    if (n < 0 || (size_t)n >= size)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "path too long: %s/%s", a, b);
+    return TMM_OK;
+}
+
+bool tmm_path_exists(const char *p)
+{
+    struct stat s;
+    return stat(p, &s) == 0;
+}
+
+bool tmm_is_dir(const char *p)
+{
+    struct stat s;
+    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+}
+
+bool tmm_is_real_dir(const char *p)
+{
+    struct stat s;
+#if defined(_WIN32)
+    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+#else
+    return lstat(p, &s) == 0 && S_ISDIR(s.st_mode);
+#endif
+}
+
+bool tmm_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+/* The names in dir, without . and .. (malloc'ed). */
+tmm_status tmm_list_dir(const char *dir, tmm_dir_entry **names, uint32_t *count)
+{
+    *names = NULL;
+    *count = 0;
+    uint32_t cap = 0;
+#if defined(_WIN32)
+    char pattern[TMM_PATH_MAX];
+    TMM_TRY(tmm_path_join(pattern, TMM_PATH_MAX, dir, "*"));
+    WIN32_FIND_DATAA fd;
+    HANDLE h = FindFirstFileA(pattern, &fd);
+    if (h == INVALID_HANDLE_VALUE)
+        return GetLastError() == ERROR_FILE_NOT_FOUND ? TMM_OK
+                                                       : tmm_fail(TMM_ERR_IO, "cannot list directory %s", dir);
+    do {
+        const char *name = fd.cFileName;
+#else
+    DIR *d = opendir(dir);
+    if (!d)
+        return tmm_fail(TMM_ERR_IO, "cannot list directory %s: %s", dir, strerror(errno));
+    for (struct dirent *e; (e = readdir(d));) {
+        const char *name = e->d_name;
+#endif
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strlen(name) >= TMM_NAME_MAX)
+            continue;
+        if (*count == cap) {
+            cap = cap ? 2 * cap : 16;
+            tmm_dir_entry *bigger = realloc(*names, cap * sizeof **names);
+            if (!bigger) {
+                free(*names);
+                *names = NULL;
+                *count = 0;
+#if defined(_WIN32)
+                FindClose(h);
+#else
+                closedir(d);
+#endif
+                return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            }
+            *names = bigger;
+        }
+        snprintf((*names)[(*count)++], TMM_NAME_MAX, "%s", name);
+#if defined(_WIN32)
+    } while (FindNextFileA(h, &fd));
+    FindClose(h);
+#else
+    }
+    closedir(d);
+#endif
+    return TMM_OK;
+}
+
+/* Removes a directory of files: the files in it, then it. A symbolic link
+ * is never followed: not the directory's own (refused), nor its entries'
+ * (the link is removed, not what it points to). */
+tmm_status tmm_remove_dir(const char *dir)
+{
+    if (!tmm_is_real_dir(dir))
+        return tmm_fail(TMM_ERR_IO, "%s is a symbolic link or not a directory: not removed", dir);
+    tmm_dir_entry *names;
+    uint32_t n;
+    TMM_TRY(tmm_list_dir(dir, &names, &n));
+    tmm_status s = TMM_OK;
+    for (uint32_t i = 0; i < n && s == TMM_OK; i++) {
+        char p[TMM_PATH_MAX];
+        s = tmm_path_join(p, TMM_PATH_MAX, dir, names[i]);
+        if (s == TMM_OK && remove(p) != 0)
+            s = tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
+    }
+    free(names);
+    if (s == TMM_OK && RMDIR(dir) != 0)
+        s = tmm_fail(TMM_ERR_IO, "cannot remove directory %s: %s", dir, strerror(errno));
+    return s;
+}
+
+/* Makes the directory's entries (creations, renames) durable. */
+tmm_status tmm_sync_dir(const char *dir)
+{
+#if defined(_WIN32)
+    (void)dir;
+    return TMM_OK;
+#else
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return tmm_fail(TMM_ERR_IO, "cannot open directory %s: %s", dir, strerror(errno));
+    int r = fsync(fd);
+    int err = errno;
+    close(fd);
+    /* some file systems cannot fsync a directory; that is not a failure */
+    if (r != 0 && err != EINVAL && err != ENOTSUP)
+        return tmm_fail(TMM_ERR_IO, "cannot sync directory %s: %s", dir, strerror(err));
+    return TMM_OK;
+#endif
+}
+

@@ -31,7 +31,31 @@ tmm_status tmm_lock_take(const char *lock_path, const char *what, const char *pu
 void tmm_lock_release(tmm_lock *lock);
 /* mkdir -p */
 tmm_status tmm_make_dirs(const char *path);
-/* 64-bit FNV-1a, for detecting corrupt files. */
+/* 64-bit FNV-1a, for detecting corrupt files; _more continues a hash. */
+#define TMM_FNV1A64_BASIS 0xcbf29ce484222325ull
 uint64_t tmm_fnv1a64(const void *data, size_t size);
+uint64_t tmm_fnv1a64_more(uint64_t hash, const void *data, size_t size);
+
+/* Paths and directories (the file-system helpers of the whole program). */
+#define TMM_PATH_MAX 4096
+#define TMM_NAME_MAX 256
+/* a "/" b into buf; TMM_ERR_INVALID_ARGUMENT if it does not fit. */
+tmm_status tmm_path_join(char *buf, size_t size, const char *a, const char *b);
+bool tmm_path_exists(const char *path);
+bool tmm_is_dir(const char *path);
+/* A directory itself, not a symbolic link to one: what may be written into
+ * or deleted from without leaving the tree one means. */
+bool tmm_is_real_dir(const char *path);
+/* The same file or directory (device and inode). */
+bool tmm_same_file(const char *a, const char *b);
+typedef char tmm_dir_entry[TMM_NAME_MAX];
+/* The names in dir, without . and .. (*names malloc'ed; longer names skipped). */
+tmm_status tmm_list_dir(const char *dir, tmm_dir_entry **names, uint32_t *count);
+/* Removes a directory of files: the files, then it. A symbolic link is never
+ * followed: not the directory's own (refused), nor its entries' (the link is
+ * removed, not what it points to); a subdirectory stops it with an error. */
+tmm_status tmm_remove_dir(const char *dir);
+/* Makes the directory's entries (creations, renames) durable. */
+tmm_status tmm_sync_dir(const char *dir);
 
 #endif

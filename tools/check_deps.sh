@@ -80,7 +80,8 @@ optional_files='^(/etc/ld\.so\.conf\.d/'\
 '|/(usr/share|etc)/vulkan/(explicit|implicit)_layer\.d/.*\.json$'\
 '|/usr/(local/)?lib/python3[^/]*/(dist|site)-packages/[^/]*\.pth$'\
 '|/usr/lib/python3/dist-packages/[^/]*\.pth$'\
-'|/usr/lib/python3/dist-packages/_distutils_hack/)'
+'|/usr/lib/python3/dist-packages/_distutils_hack/'\
+'|/usr/local/cuda[^/]*/)'   # clang looks for a CUDA installation whenever it starts
 
 # used STAGE: "package<TAB>file" for every file the stage used (the name it was used
 # under and its target, both spellings of merged /usr), and "-<TAB>file" for files

@@ -18,7 +18,8 @@ set -euo pipefail
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
             libvkfft-dev libcjson-dev liblapacke-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
-test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev)
+# clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
+test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0

@@ -322,7 +322,6 @@ int cmd_train(int argc, char **argv)
             printf("resuming from %s\n", resume);
     }
     free(json);
-    tmm_data_destroy(data);
 
     /* schedulers and `timeout` send SIGTERM, a closed terminal SIGHUP: all save like Ctrl-C */
     struct sigaction sa = { 0 };
@@ -332,9 +331,10 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
     progress_ui ui = { isatty(STDOUT_FILENO), quiet, c.task == TMM_DATA_COPY };
     tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &interrupted,
-                              .stop_after = stop_after, .replace_run = force };
+                              .stop_after = stop_after, .replace_run = force, .data = data };
     tmm_train_result res;
     s = tmm_train(dev, &c, resume, &hooks, &res);
+    tmm_data_destroy(data);
     int rc = 0;
     if (s != TMM_OK) {
         rc = cli_error("training failed", s);

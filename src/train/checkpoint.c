@@ -1,4 +1,4 @@
-#define _POSIX_C_SOURCE 200809L /* fsync, open(O_DIRECTORY), opendir */
+#define _POSIX_C_SOURCE 200809L
 #include "train/checkpoint.h"
 
 #include <errno.h>
@@ -11,15 +11,12 @@
 
 #if defined(_WIN32)
 #include <direct.h>
-#include <windows.h>
 #define MKDIR(p) _mkdir(p)
 #define RMDIR(p) _rmdir(p)
 #ifndef S_ISDIR
 #define S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
 #endif
 #else
-#include <dirent.h>
-#include <fcntl.h>
 #include <unistd.h>
 #define MKDIR(p) mkdir((p), 0755)
 #define RMDIR(p) rmdir(p)
@@ -29,9 +26,6 @@
 #include "io/limits.h"
 #include "status.h"
 
-#define PATH_CAP 4096
-#define NAME_CAP 256
-#define FNV_BASIS 0xcbf29ce484222325ull
 
 static const char *const MODEL_FORMAT = "tmm-model";
 static const char *const STATE_FORMAT = "tmm-train-state";
@@ -45,48 +39,6 @@ static const char *const model_keys[] = { "format", "format_version", "vocab",  
 #define N_MODEL_KEYS (sizeof model_keys / sizeof model_keys[0])
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-static tmm_status join(char *buf, const char *a, const char *b)
-{
-    int n = snprintf(buf, PATH_CAP, "%s/%s", a, b);
-    if (n < 0 || n >= PATH_CAP)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "path too long: %s/%s", a, b);
-    return TMM_OK;
-}
-
-static bool path_exists(const char *p)
-{
-    struct stat s;
-    return stat(p, &s) == 0;
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat s;
-    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
-}
-
-/* A directory itself, not a symbolic link to one: what saving may write into
- * and pruning may delete from (nothing outside the run directory). */
-static bool is_real_dir(const char *p)
-{
-    struct stat s;
-#if defined(_WIN32)
-    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
-#else
-    return lstat(p, &s) == 0 && S_ISDIR(s.st_mode);
-#endif
-}
-
-static uint64_t fnv_more(uint64_t h, const void *data, size_t size)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < size; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 static bool is_checksum_key(const char *key)
 {
@@ -111,12 +63,12 @@ static tmm_status meta_hash(const tmm_st_meta *pairs, uint32_t n, uint64_t *hash
         if (!is_checksum_key(pairs[i].key))
             sorted[m++] = pairs[i];
     qsort(sorted, m, sizeof *sorted, by_key);
-    uint64_t h = FNV_BASIS;
+    uint64_t h = TMM_FNV1A64_BASIS;
     for (uint32_t i = 0; i < m; i++) {
         if (i && strcmp(sorted[i].key, sorted[i - 1].key) == 0)
             *dup = sorted[i].key;
-        h = fnv_more(h, sorted[i].key, strlen(sorted[i].key) + 1);
-        h = fnv_more(h, sorted[i].value, strlen(sorted[i].value) + 1);
+        h = tmm_fnv1a64_more(h, sorted[i].key, strlen(sorted[i].key) + 1);
+        h = tmm_fnv1a64_more(h, sorted[i].value, strlen(sorted[i].value) + 1);
     }
     free(sorted);
     *hash = h;
@@ -202,106 +154,9 @@ static void shape_text(char *buf, size_t size, uint32_t ndim, const uint64_t *sh
 
 /* ---- directories ------------------------------------------------------------ */
 
-typedef char entry_name[NAME_CAP];
-
-/* The names in dir, without . and .. (malloc'ed). */
-static tmm_status list_names(const char *dir, entry_name **names, uint32_t *count)
-{
-    *names = NULL;
-    *count = 0;
-    uint32_t cap = 0;
-#if defined(_WIN32)
-    char pattern[PATH_CAP];
-    TMM_TRY(join(pattern, dir, "*"));
-    WIN32_FIND_DATAA fd;
-    HANDLE h = FindFirstFileA(pattern, &fd);
-    if (h == INVALID_HANDLE_VALUE)
-        return GetLastError() == ERROR_FILE_NOT_FOUND ? TMM_OK
-                                                       : tmm_fail(TMM_ERR_IO, "cannot list directory %s", dir);
-    do {
-        const char *name = fd.cFileName;
-#else
-    DIR *d = opendir(dir);
-    if (!d)
-        return tmm_fail(TMM_ERR_IO, "cannot list directory %s: %s", dir, strerror(errno));
-    for (struct dirent *e; (e = readdir(d));) {
-        const char *name = e->d_name;
-#endif
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strlen(name) >= NAME_CAP)
-            continue;
-        if (*count == cap) {
-            cap = cap ? 2 * cap : 16;
-            entry_name *bigger = realloc(*names, cap * sizeof **names);
-            if (!bigger) {
-                free(*names);
-                *names = NULL;
-                *count = 0;
-#if defined(_WIN32)
-                FindClose(h);
-#else
-                closedir(d);
-#endif
-                return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-            }
-            *names = bigger;
-        }
-        snprintf((*names)[(*count)++], NAME_CAP, "%s", name);
-#if defined(_WIN32)
-    } while (FindNextFileA(h, &fd));
-    FindClose(h);
-#else
-    }
-    closedir(d);
-#endif
-    return TMM_OK;
-}
-
-/* Removes a checkpoint directory: the files in it, then it. A symbolic link
- * is never followed: not the directory's own (refused), nor its entries'
- * (the link is removed, not what it points to). */
-static tmm_status remove_dir(const char *dir)
-{
-    if (!is_real_dir(dir))
-        return tmm_fail(TMM_ERR_IO, "%s is a symbolic link or not a directory: not removed", dir);
-    entry_name *names;
-    uint32_t n;
-    TMM_TRY(list_names(dir, &names, &n));
-    tmm_status s = TMM_OK;
-    for (uint32_t i = 0; i < n && s == TMM_OK; i++) {
-        char p[PATH_CAP];
-        s = join(p, dir, names[i]);
-        if (s == TMM_OK && remove(p) != 0)
-            s = tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
-    }
-    free(names);
-    if (s == TMM_OK && RMDIR(dir) != 0)
-        s = tmm_fail(TMM_ERR_IO, "cannot remove directory %s: %s", dir, strerror(errno));
-    return s;
-}
-
-/* Makes the directory's entries (creations, renames) durable. */
-static tmm_status sync_dir(const char *dir)
-{
-#if defined(_WIN32)
-    (void)dir;
-    return TMM_OK;
-#else
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return tmm_fail(TMM_ERR_IO, "cannot open directory %s: %s", dir, strerror(errno));
-    int r = fsync(fd);
-    int err = errno;
-    close(fd);
-    /* some file systems cannot fsync a directory; that is not a failure */
-    if (r != 0 && err != EINVAL && err != ENOTSUP)
-        return tmm_fail(TMM_ERR_IO, "cannot sync directory %s: %s", dir, strerror(err));
-    return TMM_OK;
-#endif
-}
-
 typedef struct step_dir {
     uint64_t step;
-    entry_name name;
+    tmm_dir_entry name;
 } step_dir;
 
 static int by_step_desc(const void *a, const void *b)
@@ -315,9 +170,9 @@ static tmm_status list_steps(const char *ckdir, step_dir **out, uint32_t *count)
 {
     *out = NULL;
     *count = 0;
-    entry_name *names;
+    tmm_dir_entry *names;
     uint32_t n;
-    TMM_TRY(list_names(ckdir, &names, &n));
+    TMM_TRY(tmm_list_dir(ckdir, &names, &n));
     step_dir *steps = malloc((n ? n : 1) * sizeof *steps);
     if (!steps) {
         free(names);
@@ -325,9 +180,9 @@ static tmm_status list_steps(const char *ckdir, step_dir **out, uint32_t *count)
     }
     uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++) {
-        char p[PATH_CAP];
-        if (parse_step_name(names[i], &steps[m].step) && join(p, ckdir, names[i]) == TMM_OK && is_real_dir(p))
-            memcpy(steps[m++].name, names[i], NAME_CAP);
+        char p[TMM_PATH_MAX];
+        if (parse_step_name(names[i], &steps[m].step) && tmm_path_join(p, TMM_PATH_MAX, ckdir, names[i]) == TMM_OK && tmm_is_real_dir(p))
+            memcpy(steps[m++].name, names[i], TMM_NAME_MAX);
     }
     free(names);
     qsort(steps, m, sizeof *steps, by_step_desc);
@@ -408,10 +263,10 @@ static tmm_status write_model(const char *path, uint64_t step, const tmm_param_t
     memcpy(meta, fixed, sizeof fixed);
     if (n_extra)
         memcpy(meta + n_fixed, extra, n_extra * sizeof *extra);
-    uint64_t h = FNV_BASIS;
+    uint64_t h = TMM_FNV1A64_BASIS;
     for (uint32_t i = 0; i < table->count; i++) {
         fill_tensor(&ts[i], table->params[i].name, &table->params[i], params);
-        h = fnv_more(h, ts[i].data, table->params[i].numel * sizeof(float));
+        h = tmm_fnv1a64_more(h, ts[i].data, table->params[i].numel * sizeof(float));
     }
     tmm_status s = write_with_checksums(path, ts, table->count, meta, n_fixed + n_extra, h);
     free(meta);
@@ -479,14 +334,14 @@ static tmm_status write_state(const char *path, const tmm_param_table *table, co
         meta[n_meta++] = (tmm_st_meta){ k, st->config[i].value };
         k += len;
     }
-    uint64_t h = FNV_BASIS;
+    uint64_t h = TMM_FNV1A64_BASIS;
     for (uint32_t half = 0; half < 2; half++) {
         const float *arena = half ? st->v : st->m;
         for (uint32_t i = 0; i < table->count; i++) {
             uint32_t j = half * table->count + i;
             snprintf(names[j], sizeof names[j], "%s.%s", half ? "v" : "m", table->params[i].name);
             fill_tensor(&ts[j], names[j], &table->params[i], arena);
-            h = fnv_more(h, ts[j].data, table->params[i].numel * sizeof(float));
+            h = tmm_fnv1a64_more(h, ts[j].data, table->params[i].numel * sizeof(float));
         }
     }
     tmm_status s = write_with_checksums(path, ts, 2 * table->count, meta, n_meta, h);
@@ -499,19 +354,19 @@ static tmm_status write_state(const char *path, const tmm_param_table *table, co
  * warnings: the checkpoint itself is saved. */
 static void prune(const char *ckdir, uint64_t step, uint32_t keep)
 {
-    entry_name *names;
+    tmm_dir_entry *names;
     uint32_t n;
-    if (list_names(ckdir, &names, &n) != TMM_OK) {
+    if (tmm_list_dir(ckdir, &names, &n) != TMM_OK) {
         tmm_warn("%s", tmm_last_error());
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
         size_t len = strlen(names[i]);
-        char p[PATH_CAP];
+        char p[TMM_PATH_MAX];
         bool leftover = strncmp(names[i], ".step-", 6) == 0 &&
                         ((len > 4 && strcmp(names[i] + len - 4, ".tmp") == 0) ||
                          (len > 4 && strcmp(names[i] + len - 4, ".old") == 0));
-        if (leftover && join(p, ckdir, names[i]) == TMM_OK && is_real_dir(p) && remove_dir(p) != TMM_OK)
+        if (leftover && tmm_path_join(p, TMM_PATH_MAX, ckdir, names[i]) == TMM_OK && tmm_is_real_dir(p) && tmm_remove_dir(p) != TMM_OK)
             tmm_warn("%s", tmm_last_error());
     }
     free(names);
@@ -531,8 +386,8 @@ static void prune(const char *ckdir, uint64_t step, uint32_t keep)
             kept++;
             continue;
         }
-        char p[PATH_CAP];
-        if (join(p, ckdir, steps[i].name) == TMM_OK && remove_dir(p) != TMM_OK)
+        char p[TMM_PATH_MAX];
+        if (tmm_path_join(p, TMM_PATH_MAX, ckdir, steps[i].name) == TMM_OK && tmm_remove_dir(p) != TMM_OK)
             tmm_warn("%s", tmm_last_error());
     }
     free(steps);
@@ -555,45 +410,45 @@ tmm_status tmm_checkpoint_save(const char *run_dir, uint64_t step, const tmm_par
     if (state && state->step != step)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "checkpoint: saving step %" PRIu64 " with a train state of step %"
                         PRIu64, step, state->step);
-    char ckdir[PATH_CAP], name[32], tmp_name[48], old_name[48];
-    char tmp[PATH_CAP], final[PATH_CAP], old[PATH_CAP], file[PATH_CAP];
+    char ckdir[TMM_PATH_MAX], name[32], tmp_name[48], old_name[48];
+    char tmp[TMM_PATH_MAX], final[TMM_PATH_MAX], old[TMM_PATH_MAX], file[TMM_PATH_MAX];
     snprintf(name, sizeof name, "step-%06" PRIu64, step);
     snprintf(tmp_name, sizeof tmp_name, ".%s.tmp", name);
     snprintf(old_name, sizeof old_name, ".%s.old", name);
-    TMM_TRY(join(ckdir, run_dir, "checkpoints"));
-    TMM_TRY(join(tmp, ckdir, tmp_name));
-    TMM_TRY(join(final, ckdir, name));
-    TMM_TRY(join(old, ckdir, old_name));
+    TMM_TRY(tmm_path_join(ckdir, TMM_PATH_MAX, run_dir, "checkpoints"));
+    TMM_TRY(tmm_path_join(tmp, TMM_PATH_MAX, ckdir, tmp_name));
+    TMM_TRY(tmm_path_join(final, TMM_PATH_MAX, ckdir, name));
+    TMM_TRY(tmm_path_join(old, TMM_PATH_MAX, ckdir, old_name));
     TMM_TRY(tmm_make_dirs(ckdir));
-    if (!is_real_dir(ckdir))
+    if (!tmm_is_real_dir(ckdir))
         return tmm_fail(TMM_ERR_IO, "%s is a symbolic link or not a directory: checkpoints are written only into a "
                         "real directory inside the run directory", ckdir);
 
     /* 1. everything into a temporary directory (a crashed save's is replaced) */
-    if (is_real_dir(tmp))
-        TMM_TRY(remove_dir(tmp));
+    if (tmm_is_real_dir(tmp))
+        TMM_TRY(tmm_remove_dir(tmp));
     if (MKDIR(tmp) != 0)
         return tmm_fail(TMM_ERR_IO, "cannot create directory %s: %s", tmp, strerror(errno));
     uint64_t model_hash;
-    tmm_status s = join(file, tmp, MODEL_FILE);
+    tmm_status s = tmm_path_join(file, TMM_PATH_MAX, tmp, MODEL_FILE);
     if (s == TMM_OK)
         s = write_model(file, step, table, params, extra, n_extra, &model_hash);
-    if (s == TMM_OK && state && (s = join(file, tmp, STATE_FILE)) == TMM_OK)
+    if (s == TMM_OK && state && (s = tmm_path_join(file, TMM_PATH_MAX, tmp, STATE_FILE)) == TMM_OK)
         s = write_state(file, table, state, model_hash);
     if (s == TMM_OK)
-        s = sync_dir(tmp);
+        s = tmm_sync_dir(tmp);
     if (s != TMM_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", tmm_last_error());
-        remove_dir(tmp);
+        tmm_remove_dir(tmp);
         return tmm_fail(s, "%s", msg);
     }
 
     /* 2. into place; an existing directory of the same step is set aside first */
-    bool set_aside = path_exists(final);
+    bool set_aside = tmm_path_exists(final);
     if (set_aside) {
-        if (is_real_dir(old))
-            TMM_TRY(remove_dir(old));
+        if (tmm_is_real_dir(old))
+            TMM_TRY(tmm_remove_dir(old));
         if (rename(final, old) != 0)
             return tmm_fail(TMM_ERR_IO, "cannot rename %s to %s: %s", final, old, strerror(errno));
     }
@@ -603,14 +458,14 @@ tmm_status tmm_checkpoint_save(const char *run_dir, uint64_t step, const tmm_par
             rename(old, final);
         return s;
     }
-    TMM_TRY(sync_dir(ckdir));
+    TMM_TRY(tmm_sync_dir(ckdir));
 
     /* 3. the pointer, last */
-    char latest_text[NAME_CAP + 1];
+    char latest_text[TMM_NAME_MAX + 1];
     int len = snprintf(latest_text, sizeof latest_text, "%s\n", name);
-    TMM_TRY(join(file, ckdir, "latest"));
+    TMM_TRY(tmm_path_join(file, TMM_PATH_MAX, ckdir, "latest"));
     TMM_TRY(tmm_write_file_atomic(file, latest_text, (size_t)len));
-    TMM_TRY(sync_dir(ckdir));
+    TMM_TRY(tmm_sync_dir(ckdir));
 
     /* 4. old checkpoints go */
     prune(ckdir, step, keep);
@@ -622,9 +477,9 @@ tmm_status tmm_checkpoint_save(const char *run_dir, uint64_t step, const tmm_par
 /* The checkpoint directory that "latest" in ckdir names, else the newest. */
 static tmm_status resolve_latest(const char *ckdir, char *dir)
 {
-    char latest[PATH_CAP];
-    TMM_TRY(join(latest, ckdir, "latest"));
-    if (!path_exists(latest)) {
+    char latest[TMM_PATH_MAX];
+    TMM_TRY(tmm_path_join(latest, TMM_PATH_MAX, ckdir, "latest"));
+    if (!tmm_path_exists(latest)) {
         step_dir *steps;
         uint32_t n;
         TMM_TRY(list_steps(ckdir, &steps, &n));
@@ -632,7 +487,7 @@ static tmm_status resolve_latest(const char *ckdir, char *dir)
             free(steps);
             return tmm_fail(TMM_ERR_IO, "%s: no checkpoint in it (no 'latest' file and no step-* directory)", ckdir);
         }
-        tmm_status s = join(dir, ckdir, steps[0].name);
+        tmm_status s = tmm_path_join(dir, TMM_PATH_MAX, ckdir, steps[0].name);
         if (s == TMM_OK)
             tmm_warn("%s is missing; loading the newest checkpoint, %s", latest, steps[0].name);
         free(steps);
@@ -641,10 +496,10 @@ static tmm_status resolve_latest(const char *ckdir, char *dir)
     void *data;
     size_t size;
     TMM_TRY(tmm_read_file(latest, "checkpoint pointer", TMM_LIMIT_POINTER, &data, &size));
-    char name[NAME_CAP];
+    char name[TMM_NAME_MAX];
     size_t n = 0;
     const char *text = data;
-    while (n < size && n < NAME_CAP - 1 && text[n] != '\n' && text[n] != '\r')
+    while (n < size && n < TMM_NAME_MAX - 1 && text[n] != '\n' && text[n] != '\r')
         name[n] = text[n], n++;
     name[n] = '\0';
     bool trailing_ok = true;
@@ -655,16 +510,16 @@ static tmm_status resolve_latest(const char *ckdir, char *dir)
     if (!trailing_ok || !parse_step_name(name, &step))
         return tmm_fail(TMM_ERR_IO, "%s: does not name a checkpoint directory (expected step-N, got '%.64s')", latest,
                         name);
-    TMM_TRY(join(dir, ckdir, name));
-    if (is_dir(dir))
+    TMM_TRY(tmm_path_join(dir, TMM_PATH_MAX, ckdir, name));
+    if (tmm_is_dir(dir))
         return TMM_OK;
     /* a save that replaced this step was interrupted between its two renames */
-    char old_name[NAME_CAP + 8], old[PATH_CAP];
+    char old_name[TMM_NAME_MAX + 8], old[TMM_PATH_MAX];
     snprintf(old_name, sizeof old_name, ".%s.old", name);
-    TMM_TRY(join(old, ckdir, old_name));
-    if (is_dir(old)) {
+    TMM_TRY(tmm_path_join(old, TMM_PATH_MAX, ckdir, old_name));
+    if (tmm_is_dir(old)) {
         tmm_warn("%s is missing (an interrupted save); loading %s", dir, old);
-        snprintf(dir, PATH_CAP, "%s", old);
+        snprintf(dir, TMM_PATH_MAX, "%s", old);
         return TMM_OK;
     }
     return tmm_fail(TMM_ERR_IO, "%s names %s, which does not exist", latest, dir);
@@ -679,10 +534,10 @@ static tmm_status resolve(const char *path, char *dir, char *model)
     if (stat(path, &st) != 0)
         return tmm_fail(TMM_ERR_IO, "cannot open checkpoint %s: %s", path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
-        if (strlen(path) >= PATH_CAP)
+        if (strlen(path) >= TMM_PATH_MAX)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "path too long: %s", path);
-        snprintf(model, PATH_CAP, "%s", path);
-        snprintf(dir, PATH_CAP, "%s", path);
+        snprintf(model, TMM_PATH_MAX, "%s", path);
+        snprintf(dir, TMM_PATH_MAX, "%s", path);
         char *slash = strrchr(dir, '/');
 #if defined(_WIN32)
         char *bslash = strrchr(dir, '\\');
@@ -694,22 +549,22 @@ static tmm_status resolve(const char *path, char *dir, char *model)
         else if (slash)
             *slash = '\0';
         else
-            snprintf(dir, PATH_CAP, ".");
+            snprintf(dir, TMM_PATH_MAX, ".");
         return TMM_OK;
     }
-    char p[PATH_CAP];
-    TMM_TRY(join(p, path, MODEL_FILE));
-    if (path_exists(p)) {
-        snprintf(dir, PATH_CAP, "%s", path);
-        snprintf(model, PATH_CAP, "%s", p);
+    char p[TMM_PATH_MAX];
+    TMM_TRY(tmm_path_join(p, TMM_PATH_MAX, path, MODEL_FILE));
+    if (tmm_path_exists(p)) {
+        snprintf(dir, TMM_PATH_MAX, "%s", path);
+        snprintf(model, TMM_PATH_MAX, "%s", p);
         return TMM_OK;
     }
-    TMM_TRY(join(p, path, "checkpoints"));
-    if (is_dir(p)) {
+    TMM_TRY(tmm_path_join(p, TMM_PATH_MAX, path, "checkpoints"));
+    if (tmm_is_dir(p)) {
         TMM_TRY(resolve_latest(p, dir));
     } else {
-        TMM_TRY(join(p, path, "latest"));
-        if (!path_exists(p)) {
+        TMM_TRY(tmm_path_join(p, TMM_PATH_MAX, path, "latest"));
+        if (!tmm_path_exists(p)) {
             uint64_t step;
             const char *base = strrchr(path, '/');
             if (parse_step_name(base ? base + 1 : path, &step))
@@ -719,7 +574,7 @@ static tmm_status resolve(const char *path, char *dir, char *model)
         }
         TMM_TRY(resolve_latest(path, dir));
     }
-    return join(model, dir, MODEL_FILE);
+    return tmm_path_join(model, TMM_PATH_MAX, dir, MODEL_FILE);
 }
 
 /* Format, checksums and version of a file read: the common checks. */
@@ -1078,13 +933,13 @@ tmm_status tmm_checkpoint_load(const char *path, const tmm_model_config *expect,
 {
     const bool with_state = flags & TMM_CHECKPOINT_STATE, nonfinite_ok = flags & TMM_CHECKPOINT_ALLOW_NONFINITE;
     memset(out, 0, sizeof *out);
-    char dir[PATH_CAP], model[PATH_CAP], state[PATH_CAP];
+    char dir[TMM_PATH_MAX], model[TMM_PATH_MAX], state[TMM_PATH_MAX];
     TMM_TRY(resolve(path, dir, model));
     uint64_t model_hash = 0;
     tmm_status s = load_model(model, expect, nonfinite_ok, out, &model_hash);
     if (s == TMM_OK && with_state) {
-        s = join(state, dir, STATE_FILE);
-        if (s == TMM_OK && !path_exists(state))
+        s = tmm_path_join(state, TMM_PATH_MAX, dir, STATE_FILE);
+        if (s == TMM_OK && !tmm_path_exists(state))
             s = tmm_fail(TMM_ERR_IO, "%s is missing: this checkpoint has no training state to resume from", state);
         if (s == TMM_OK)
             s = load_state(state, out, nonfinite_ok, model_hash);
@@ -1126,7 +981,7 @@ static bool cut_last(char *path, char *last, size_t last_size)
     char *slash = strrchr(path, '/');
     snprintf(last, last_size, "%s", slash ? slash + 1 : path);
     if (!slash)
-        snprintf(path, PATH_CAP, ".");
+        snprintf(path, TMM_PATH_MAX, ".");
     else if (slash == path)
         path[1] = '\0';
     else
@@ -1136,16 +991,16 @@ static bool cut_last(char *path, char *last, size_t last_size)
 
 tmm_status tmm_checkpoint_run_dir(const char *path, char *buf, size_t size)
 {
-    char dir[PATH_CAP], model[PATH_CAP], p[PATH_CAP];
-    TMM_TRY(join(p, path, "checkpoints"));
-    if (is_dir(p)) { /* a run directory */
+    char dir[TMM_PATH_MAX], model[TMM_PATH_MAX], p[TMM_PATH_MAX];
+    TMM_TRY(tmm_path_join(p, TMM_PATH_MAX, path, "checkpoints"));
+    if (tmm_is_dir(p)) { /* a run directory */
         if (strlen(path) >= size)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "path too long: %s", path);
         snprintf(buf, size, "%s", path);
         return TMM_OK;
     }
     TMM_TRY(resolve(path, dir, model));
-    char step[NAME_CAP], parent[NAME_CAP];
+    char step[TMM_NAME_MAX], parent[TMM_NAME_MAX];
     if (cut_last(dir, step, sizeof step) && cut_last(dir, parent, sizeof parent) &&
         strcmp(parent, "checkpoints") == 0) {
         if (strlen(dir) >= size)
@@ -1161,33 +1016,33 @@ static const char *const run_files[] = { "metrics.jsonl", "config.json" };
 
 bool tmm_run_dir_holds_run(const char *run_dir)
 {
-    char p[PATH_CAP];
-    if (join(p, run_dir, "checkpoints") == TMM_OK && path_exists(p))
+    char p[TMM_PATH_MAX];
+    if (tmm_path_join(p, TMM_PATH_MAX, run_dir, "checkpoints") == TMM_OK && tmm_path_exists(p))
         return true;
     for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++)
-        if (join(p, run_dir, run_files[i]) == TMM_OK && path_exists(p))
+        if (tmm_path_join(p, TMM_PATH_MAX, run_dir, run_files[i]) == TMM_OK && tmm_path_exists(p))
             return true;
     return false;
 }
 
 tmm_status tmm_run_dir_clear(const char *run_dir)
 {
-    char ckdir[PATH_CAP], p[PATH_CAP];
-    TMM_TRY(join(ckdir, run_dir, "checkpoints"));
-    if (path_exists(ckdir)) {
-        if (!is_real_dir(ckdir))
+    char ckdir[TMM_PATH_MAX], p[TMM_PATH_MAX];
+    TMM_TRY(tmm_path_join(ckdir, TMM_PATH_MAX, run_dir, "checkpoints"));
+    if (tmm_path_exists(ckdir)) {
+        if (!tmm_is_real_dir(ckdir))
             return tmm_fail(TMM_ERR_IO, "%s is not a directory tmm wrote: remove it by hand", ckdir);
-        entry_name *names;
+        tmm_dir_entry *names;
         uint32_t n;
-        TMM_TRY(list_names(ckdir, &names, &n));
+        TMM_TRY(tmm_list_dir(ckdir, &names, &n));
         tmm_status s = TMM_OK;
         for (uint32_t i = 0; i < n && s == TMM_OK; i++) {
             uint64_t step;
-            s = join(p, ckdir, names[i]);
+            s = tmm_path_join(p, TMM_PATH_MAX, ckdir, names[i]);
             if (s != TMM_OK)
                 break;
             if (parse_step_name(names[i], &step) || strncmp(names[i], ".step-", 6) == 0)
-                s = remove_dir(p);
+                s = tmm_remove_dir(p);
             else if (strcmp(names[i], "latest") == 0 || strncmp(names[i], "latest.", 7) == 0)
                 s = remove(p) == 0 ? TMM_OK : tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
             else
@@ -1200,9 +1055,9 @@ tmm_status tmm_run_dir_clear(const char *run_dir)
             return tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", ckdir, strerror(errno));
     }
     for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++) {
-        TMM_TRY(join(p, run_dir, run_files[i]));
+        TMM_TRY(tmm_path_join(p, TMM_PATH_MAX, run_dir, run_files[i]));
         if (remove(p) != 0 && errno != ENOENT)
             return tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
     }
-    return sync_dir(run_dir);
+    return tmm_sync_dir(run_dir);
 }

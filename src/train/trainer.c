@@ -2,7 +2,6 @@
 #include "train/trainer.h"
 
 #include <math.h>
-#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +118,7 @@ typedef struct run {
     FILE *metrics;
     char *config_json;
     tmm_lock *lock;
+    bool owns_data;
 } run;
 
 /* Records the step of the model's current slot. */
@@ -279,7 +279,8 @@ static void free_run(run *R)
     tmm_buffer_destroy(R->acc);
     tmm_optim_destroy(R->optim);
     tmm_model_destroy(R->model);
-    tmm_data_destroy(R->data);
+    if (R->owns_data)
+        tmm_data_destroy(R->data);
     free(R->scratch_batch.tokens), free(R->scratch_batch.targets), free(R->pred);
     free(R->config_json);
     if (R->metrics)
@@ -453,12 +454,6 @@ static tmm_status check_memory(tmm_device *dev, const tmm_train_config *c)
                     gib(need.heap), advice);
 }
 
-static bool same_dir(const char *a, const char *b)
-{
-    struct stat x, y;
-    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
-}
-
 /* Creates and locks the run directory and makes sure it holds no other run;
  * *continuing: it is the run of the checkpoint being resumed. */
 static tmm_status open_run_dir(run *R, const char *resume, bool replace, bool *continuing)
@@ -469,7 +464,7 @@ static tmm_status open_run_dir(run *R, const char *resume, bool replace, bool *c
     snprintf(lock_path, sizeof lock_path, "%s/.lock", dir);
     TMM_TRY(tmm_lock_take(lock_path, dir, "tmm train", false, &R->lock));
     char from[TMM_CONFIG_PATH_MAX];
-    *continuing = resume && tmm_checkpoint_run_dir(resume, from, sizeof from) == TMM_OK && same_dir(from, dir);
+    *continuing = resume && tmm_checkpoint_run_dir(resume, from, sizeof from) == TMM_OK && tmm_same_file(from, dir);
     if (*continuing || !tmm_run_dir_holds_run(dir))
         return TMM_OK;
     if (replace)
@@ -483,10 +478,11 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
 {
     memset(res, 0, sizeof *res);
     res->accuracy = -1;
-    run R = { .dev = dev, .c = c };
-    tmm_status s = tmm_train_prepare(c, &R.data);
+    run R = { .dev = dev, .c = c, .data = hooks ? hooks->data : NULL };
+    tmm_status s = R.data ? tmm_train_config_check(c) : tmm_train_prepare(c, &R.data);
     if (s != TMM_OK)
         return s;
+    R.owns_data = !(hooks && hooks->data);
     R.micro = c->batch / c->accum;
     R.n = c->model.n_ctx;
     const size_t rows = (size_t)R.micro * R.n;

@@ -24,6 +24,8 @@ typedef struct tmm_train_hooks {
     volatile sig_atomic_t *stop;  /* set (e.g. by SIGINT): save a checkpoint and return */
     uint64_t stop_after;          /* stop (and save) after this many steps; 0: never */
     bool replace_run;             /* the run directory may hold another run: remove it first */
+    struct tmm_data *data;        /* the config's data, already prepared (tmm_train_prepare), or NULL;
+                                     the caller keeps it */
 } tmm_train_hooks;
 
 typedef struct tmm_train_result {
