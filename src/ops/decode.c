@@ -11,8 +11,8 @@ static tmm_status check(const char *op, tmm_recorder *r, const tmm_toeplitz_desc
 {
     TMM_TRY(tmm_toeplitz_check(NULL, desc));
     const uint64_t B = desc->batch, seq = (uint64_t)desc->n * desc->d;
-    TMM_TRY(nn_need(op, "pos", pos, B));
-    TMM_TRY(nn_need(op, "cache", cache, B * seq));
+    TMM_TRY(tmm_op_need_floats(op, "pos", pos, B));
+    TMM_TRY(tmm_op_need_floats(op, "cache", cache, B * seq));
     *seqs_per_bind = B;
     return nn_fit_rows(tmm_recorder_device(r), op, "cache (one sequence)", seq, seqs_per_bind);
 }
@@ -24,7 +24,7 @@ tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tm
     uint64_t per;
     TMM_TRY(check(op, r, desc, pos, cache, &per));
     const uint32_t B = desc->batch, n = desc->n, d = desc->d;
-    TMM_TRY(nn_need(op, "x", x, (uint64_t)B * d));
+    TMM_TRY(tmm_op_need_floats(op, "x", x, (uint64_t)B * d));
     tmm_device *dev = tmm_recorder_device(r);
     tmm_pipeline *p;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_decode_cache_write, 3, 24, local_1d, NULL, 0, &p));
@@ -50,11 +50,11 @@ tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32
         return tmm_op_matmul(r, &d, x, w, bias, y);
     }
     const bool has_bias = bias.size > 0;
-    TMM_TRY(nn_need(op, "x", x, (uint64_t)rows * in));
-    TMM_TRY(nn_need_bound(dev, op, "w", w, (uint64_t)out * in));
+    TMM_TRY(tmm_op_need_floats(op, "x", x, (uint64_t)rows * in));
+    TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)out * in));
     if (has_bias)
-        TMM_TRY(nn_need_bound(dev, op, "bias", bias, out));
-    TMM_TRY(nn_need(op, "y", y, (uint64_t)rows * out));
+        TMM_TRY(tmm_op_need_bound(dev, op, "bias", bias, out));
+    TMM_TRY(tmm_op_need_floats(op, "y", y, (uint64_t)rows * out));
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "x", in, &per));
     TMM_TRY(nn_fit_rows(dev, op, "y", out, &per));
@@ -88,10 +88,10 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
     const uint32_t B = desc->batch, n = desc->n, d = desc->d;
     const uint32_t G = desc->groups ? desc->groups : 1, K = desc->taps ? desc->taps : 1;
     const uint32_t nch = n_chunks(desc);
-    TMM_TRY(nn_need_bound(dev, op, "w", w, (uint64_t)G * K * n));
-    TMM_TRY(nn_need_bound(dev, op, "beta", beta, (uint64_t)G * n));
-    TMM_TRY(nn_need_bound(dev, op, "scratch", scratch, tmm_op_toeplitz_step_scratch(desc)));
-    TMM_TRY(nn_need(op, "y", y, (uint64_t)B * d));
+    TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)G * K * n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "beta", beta, (uint64_t)G * n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_toeplitz_step_scratch(desc)));
+    TMM_TRY(tmm_op_need_floats(op, "y", y, (uint64_t)B * d));
     if (nch > TMM_MAX_LOOP) /* toeplitz_step_sum.comp loops over the chunks */
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n %u is longer than decoding supports (%u)", op, n,
                         TMM_MAX_LOOP * TMM_STEP_CHUNK);

@@ -4,12 +4,6 @@
 
 static const uint32_t local_1d[3] = { TMM_WG_1D, 1, 1 };
 
-static tmm_view slice(tmm_view v, uint64_t first, uint64_t count)
-{
-    tmm_view s = { v.buffer, v.offset + first * sizeof(float), count * sizeof(float) };
-    return s;
-}
-
 tmm_status tmm_op_fill(tmm_recorder *r, tmm_view x, uint32_t n, float value)
 {
     TMM_TRY(tmm_op_need("fill", "x", x, n));
@@ -19,7 +13,7 @@ tmm_status tmm_op_fill(tmm_recorder *r, tmm_view x, uint32_t n, float value)
     for (uint64_t i = 0; i < n; i += chunk) {
         uint32_t m = (uint32_t)(n - i < chunk ? n - i : chunk);
         struct { uint32_t n; float value; } push = { m, value };
-        tmm_arg args[1] = { tmm_out(slice(x, i, m)) };
+        tmm_arg args[1] = { tmm_out(tmm_op_sub(x, i, m)) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 1, &push, tmm_div_up(m, TMM_WG_1D), 1, 1));
     }
     return TMM_OK;
@@ -34,7 +28,7 @@ tmm_status tmm_op_copy(tmm_recorder *r, tmm_view x, tmm_view y, uint32_t n)
     uint64_t chunk = tmm_op_chunk_elems(tmm_recorder_device(r));
     for (uint64_t i = 0; i < n; i += chunk) {
         uint32_t m = (uint32_t)(n - i < chunk ? n - i : chunk);
-        tmm_arg args[2] = { tmm_in(slice(x, i, m)), tmm_out(slice(y, i, m)) };
+        tmm_arg args[2] = { tmm_in(tmm_op_sub(x, i, m)), tmm_out(tmm_op_sub(y, i, m)) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 2, &m, tmm_div_up(m, TMM_WG_1D), 1, 1));
     }
     return TMM_OK;
@@ -50,7 +44,7 @@ tmm_status tmm_op_axpy(tmm_recorder *r, float a, tmm_view x, tmm_view y, uint32_
     for (uint64_t i = 0; i < n; i += chunk) {
         uint32_t m = (uint32_t)(n - i < chunk ? n - i : chunk);
         struct { uint32_t n; float a; } push = { m, a };
-        tmm_arg args[2] = { tmm_in(slice(x, i, m)), tmm_inout(slice(y, i, m)) };
+        tmm_arg args[2] = { tmm_in(tmm_op_sub(x, i, m)), tmm_inout(tmm_op_sub(y, i, m)) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 2, &push, tmm_div_up(m, TMM_WG_1D), 1, 1));
     }
     return TMM_OK;

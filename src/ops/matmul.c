@@ -107,14 +107,9 @@ static bool overlaps(const operand *x, const operand *y)
 /* The binding of batches [b0, b0 + count) of an operand: from the largest
  * aligned offset at or before batch b0; *base is batch b0's element offset
  * in it. */
-static tmm_view bind_range(const operand *o, uint64_t align, uint64_t b0, uint32_t count, uint32_t *base)
+static tmm_view bind_range(const tmm_device *dev, const operand *o, uint64_t b0, uint32_t count, uint32_t *base)
 {
-    uint64_t start = o->view.offset + b0 * o->stride * sizeof(float);
-    uint64_t at = start / align * align;
-    uint64_t span = (uint64_t)(count - 1) * o->stride + o->need1;
-    *base = (uint32_t)((start - at) / sizeof(float));
-    tmm_view v = { o->view.buffer, at, start - at + span * sizeof(float) };
-    return v;
+    return tmm_op_bind(dev, o->view, b0 * o->stride, (uint64_t)(count - 1) * o->stride + o->need1, base);
 }
 
 /* How many batches from b0 on fit in one binding of this operand. */
@@ -134,14 +129,6 @@ static tmm_status batches_that_fit(const operand *o, uint64_t align, uint64_t ma
             *count = (uint32_t)(more + 1);
     }
     return TMM_OK;
-}
-
-/* The offset alignment of bindings: the device's, at least 16 bytes so that
- * base % 4 tells whether vec4 access lines up. */
-static uint64_t matmul_align(const tmm_device *dev)
-{
-    uint64_t align = dev->info.min_storage_buffer_offset_alignment;
-    return align < 16 ? 16 : align;
 }
 
 /* Whether an operand may be accessed as vec4 in a binding: its row stride,
@@ -181,11 +168,6 @@ static geometry geometry_of(const tmm_matmul_desc *d)
     return g;
 }
 
-static tmm_view sub_view(tmm_view v, uint64_t first_float, uint64_t floats)
-{
-    return (tmm_view){ v.buffer, v.offset + first_float * sizeof(float), floats * sizeof(float) };
-}
-
 /* Records batches of a validated matmul whose single matrices each fit a binding. */
 static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_matmul_variant variant,
                                  tmm_view a, tmm_view b, tmm_view bias, tmm_view c)
@@ -199,7 +181,7 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
     operand ob = make_operand("b", b, g.span_b, desc->stride_b, batch);
     operand obias = make_operand("bias", bias, has_bias ? n : 0, 0, 1);
     operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
-    const uint64_t align = matmul_align(dev), max_range = dev->info.max_storage_buffer_range;
+    const uint64_t align = tmm_op_offset_align(dev), max_range = dev->info.max_storage_buffer_range;
     const bool reg = variant == TMM_MATMUL_REGISTER;
     tmm_pipeline *pipes[16] = { 0 };
     for (uint32_t b0 = 0; b0 < batch;) {
@@ -214,16 +196,16 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
 
         matmul_push push = { .m = (uint32_t)m, .n = (uint32_t)n, .k = (uint32_t)k,
                              .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc };
-        tmm_view vc = bind_range(&oc, align, b0, count, &push.base_c);
+        tmm_view vc = bind_range(dev, &oc, b0, count, &push.base_c);
         /* With k == 0 (A and B empty) and without bias, C stands in for the
          * unused bindings; the shader does not read them. */
         tmm_view va = vc, vb = vc, vbias = vc;
         if (k) {
-            va = bind_range(&oa, align, b0, count, &push.base_a);
-            vb = bind_range(&ob, align, b0, count, &push.base_b);
+            va = bind_range(dev, &oa, b0, count, &push.base_a);
+            vb = bind_range(dev, &ob, b0, count, &push.base_b);
         }
         if (has_bias)
-            vbias = bind_range(&obias, align, 0, 1, &push.base_bias);
+            vbias = bind_range(dev, &obias, 0, 1, &push.base_bias);
         if (count > 1) {
             push.stride_a = (uint32_t)oa.stride;
             push.stride_b = (uint32_t)ob.stride;
@@ -327,9 +309,9 @@ static tmm_status record_blocks(tmm_recorder *r, const tmm_matmul_desc *desc, tm
                 uint64_t a0 = desc->trans_a ? k0 * g.lda + i0 : i0 * g.lda + k0;
                 uint64_t b0 = desc->trans_b ? j0 * g.ldb + k0 : k0 * g.ldb + j0;
                 tmm_view no_bias = { NULL, 0, 0 };
-                tmm_view pb = bias.size && k0 == 0 ? sub_view(bias, j0, piece.n) : no_bias;
-                TMM_TRY(record_batches(r, &piece, variant, sub_view(a, a0, pg.span_a), sub_view(b, b0, pg.span_b), pb,
-                                       sub_view(c, i0 * g.ldc + j0, pg.span_c)));
+                tmm_view pb = bias.size && k0 == 0 ? tmm_op_sub(bias, j0, piece.n) : no_bias;
+                TMM_TRY(record_batches(r, &piece, variant, tmm_op_sub(a, a0, pg.span_a), tmm_op_sub(b, b0, pg.span_b), pb,
+                                       tmm_op_sub(c, i0 * g.ldc + j0, pg.span_c)));
             }
     return TMM_OK;
 }
@@ -371,17 +353,15 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: c overlaps %s; the output must not alias an input",
                         overlaps(&oa, &oc) ? "a" : overlaps(&ob, &oc) ? "b" : "bias");
 
-    /* floats one binding holds wherever it starts (it may begin up to align - 4 bytes early) */
-    const uint64_t align = matmul_align(dev), max_range = dev->info.max_storage_buffer_range;
-    const uint64_t f = max_range > align ? (max_range - align) / sizeof(float) : 0;
+    const uint64_t f = tmm_op_binding_floats(dev);
     if (f == 0)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: the device's maxStorageBufferRange (%llu bytes) holds no "
-                        "float", (unsigned long long)max_range);
+                        "float", (unsigned long long)dev->info.max_storage_buffer_range);
     if (g.span_a <= f && g.span_b <= f && g.span_c <= f && (!has_bias || n <= f) && k <= MATMUL_MAX_K)
         return record_batches(r, desc, variant, a, b, bias, c);
     /* a single matrix is larger than a binding, or k is too long for one sum: each batch in blocks */
     for (uint32_t i = 0; i < batch; i++)
-        TMM_TRY(record_blocks(r, desc, variant, sub_view(a, i * oa.stride, g.span_a),
-                              sub_view(b, i * ob.stride, g.span_b), bias, sub_view(c, i * oc.stride, g.span_c), f));
+        TMM_TRY(record_blocks(r, desc, variant, tmm_op_sub(a, i * oa.stride, g.span_a),
+                              tmm_op_sub(b, i * ob.stride, g.span_b), bias, tmm_op_sub(c, i * oc.stride, g.span_c), f));
     return TMM_OK;
 }

@@ -101,9 +101,9 @@ tmm_status tmm_op_embedding_forward(tmm_recorder *r, tmm_view tokens, tmm_view E
         return TMM_OK;
     if (vocab == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: the vocabulary is empty", op);
-    TMM_TRY(nn_need(op, "tokens", tokens, rows));
-    TMM_TRY(nn_need(op, "E", E, (uint64_t)vocab * d));
-    TMM_TRY(nn_need(op, "h", h, (uint64_t)rows * d));
+    TMM_TRY(tmm_op_need_floats(op, "tokens", tokens, rows));
+    TMM_TRY(tmm_op_need_floats(op, "E", E, (uint64_t)vocab * d));
+    TMM_TRY(tmm_op_need_floats(op, "h", h, (uint64_t)rows * d));
     const tmm_device *dev = tmm_recorder_device(r);
     uint64_t rows_per = rows, vocab_per = vocab;
     TMM_TRY(nn_fit_rows(dev, op, "tokens", 1, &rows_per));
@@ -137,7 +137,7 @@ tmm_status tmm_op_embedding_backward(tmm_recorder *r, tmm_view index, tmm_view d
     if ((uint64_t)vocab * d == 0)
         return TMM_OK;
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(nn_need(op, "dE", dE, (uint64_t)vocab * d));
+    TMM_TRY(tmm_op_need_floats(op, "dE", dE, (uint64_t)vocab * d));
     if (!accumulate) {
         tmm_view all = { dE.buffer, dE.offset, (uint64_t)vocab * d * 4 };
         TMM_TRY(tmm_record_fill_u32(r, all, 0));
@@ -146,9 +146,9 @@ tmm_status tmm_op_embedding_backward(tmm_recorder *r, tmm_view index, tmm_view d
         return TMM_OK;
     const uint64_t words = tmm_nn_embedding_index_words(rows), smax = smax_of(rows);
     const uint64_t kmax = rows < vocab ? rows : vocab;
-    TMM_TRY(nn_need_bound(dev, op, "index", index, words));
-    TMM_TRY(nn_need(op, "dh", dh, (uint64_t)rows * d));
-    TMM_TRY(nn_need_bound(dev, op, "scratch", scratch, smax * d));
+    TMM_TRY(tmm_op_need_bound(dev, op, "index", index, words));
+    TMM_TRY(tmm_op_need_floats(op, "dh", dh, (uint64_t)rows * d));
+    TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, smax * d));
     uint64_t range = dev->info.max_storage_buffer_range;
     nn_bind bdh = nn_rows(dev, dh, 0, rows, d);
     if (bdh.view.size > range || words * 4 > range)
@@ -161,7 +161,7 @@ tmm_status tmm_op_embedding_backward(tmm_recorder *r, tmm_view index, tmm_view d
 
     static const uint32_t local[3] = { NN_WG_LOOP, 1, 1 };
     tmm_view vidx = { index.buffer, index.offset, words * 4 };
-    tmm_view part = nn_scratch_at(scratch, 0, smax * d);
+    tmm_view part = tmm_op_sub(scratch, 0, smax * d);
 
     tmm_pipeline *p1, *p2;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_embedding_bwd_seg, 3, 16, local, NULL, 0, &p1));

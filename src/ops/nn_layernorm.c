@@ -38,14 +38,14 @@ tmm_status tmm_op_layernorm_forward(tmm_recorder *r, tmm_view x, tmm_view gamma,
     const uint64_t n = (uint64_t)rows * d;
     const uint32_t nc = n_chunks(d);
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(nn_need(op, "x", x, n));
-    TMM_TRY(nn_need_bound(dev, op, "gamma", gamma, d));
-    TMM_TRY(nn_need_bound(dev, op, "beta", beta, d));
-    TMM_TRY(nn_need(op, "y", y, n));
-    TMM_TRY(nn_need(op, "mean", mean, rows));
-    TMM_TRY(nn_need(op, "rstd", rstd, rows));
+    TMM_TRY(tmm_op_need_floats(op, "x", x, n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "gamma", gamma, d));
+    TMM_TRY(tmm_op_need_bound(dev, op, "beta", beta, d));
+    TMM_TRY(tmm_op_need_floats(op, "y", y, n));
+    TMM_TRY(tmm_op_need_floats(op, "mean", mean, rows));
+    TMM_TRY(tmm_op_need_floats(op, "rstd", rstd, rows));
     if (nc > 1)
-        TMM_TRY(nn_need_bound(dev, op, "scratch", scratch, tmm_op_layernorm_forward_scratch(rows, d)));
+        TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_layernorm_forward_scratch(rows, d)));
 
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
@@ -122,8 +122,8 @@ tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: d is 0", op);
     TMM_TRY(check_width(op, d));
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(nn_need_bound(dev, op, "dgamma", dgamma, d));
-    TMM_TRY(nn_need_bound(dev, op, "dbeta", dbeta, d));
+    TMM_TRY(tmm_op_need_bound(dev, op, "dgamma", dgamma, d));
+    TMM_TRY(tmm_op_need_bound(dev, op, "dbeta", dbeta, d));
     if (rows == 0) {
         if (!accumulate) {
             TMM_TRY(tmm_op_fill(r, dgamma, d, 0.0f));
@@ -134,13 +134,13 @@ tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
     const uint64_t n = (uint64_t)rows * d;
     const uint32_t nc = n_chunks(d);
     const ln_bwd_layout lay = bwd_layout(rows, d);
-    TMM_TRY(nn_need(op, "x", x, n));
-    TMM_TRY(nn_need_bound(dev, op, "gamma", gamma, d));
-    TMM_TRY(nn_need(op, "mean", mean, rows));
-    TMM_TRY(nn_need(op, "rstd", rstd, rows));
-    TMM_TRY(nn_need(op, "dy", dy, n));
-    TMM_TRY(nn_need(op, "dx", dx, n));
-    TMM_TRY(nn_need_bound(dev, op, "scratch", scratch, lay.total));
+    TMM_TRY(tmm_op_need_floats(op, "x", x, n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "gamma", gamma, d));
+    TMM_TRY(tmm_op_need_floats(op, "mean", mean, rows));
+    TMM_TRY(tmm_op_need_floats(op, "rstd", rstd, rows));
+    TMM_TRY(tmm_op_need_floats(op, "dy", dy, n));
+    TMM_TRY(tmm_op_need_floats(op, "dx", dx, n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, lay.total));
 
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
@@ -152,9 +152,9 @@ tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: d = %u leaves %llu rows per binding, fewer than the %u that "
                         "the column sums need", op, d, (unsigned long long)per, TMM_NN_COL_SEG);
     const bool direct = lay.nseg == 1;
-    tmm_view sums = nn_scratch_at(scratch, lay.sums, 2ull * rows);
-    tmm_view part = nc > 1 ? nn_scratch_at(scratch, lay.part, 2ull * rows * nc) : sums;
-    tmm_view region = direct ? (tmm_view){ 0 } : nn_scratch_at(scratch, lay.cols, nn_colsum_scratch(lay.nseg, d, 2));
+    tmm_view sums = tmm_op_sub(scratch, lay.sums, 2ull * rows);
+    tmm_view part = nc > 1 ? tmm_op_sub(scratch, lay.part, 2ull * rows * nc) : sums;
+    tmm_view region = direct ? (tmm_view){ 0 } : tmm_op_sub(scratch, lay.cols, nn_colsum_scratch(lay.nseg, d, 2));
     tmm_view planes[2] = { dgamma, dbeta };
     if (!direct) {
         planes[0] = nn_colsum_plane(region, 0, lay.nseg, d);

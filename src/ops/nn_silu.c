@@ -11,9 +11,9 @@ tmm_status tmm_op_bias_silu_forward(tmm_recorder *r, tmm_view x, tmm_view b, uin
         return TMM_OK;
     const uint64_t n = (uint64_t)rows * d;
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(nn_need(op, "x", x, n));
-    TMM_TRY(nn_need_bound(dev, op, "b", b, d));
-    TMM_TRY(nn_need(op, "y", y, n));
+    TMM_TRY(tmm_op_need_floats(op, "x", x, n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "b", b, d));
+    TMM_TRY(tmm_op_need_floats(op, "y", y, n));
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
     tmm_pipeline *p;
@@ -43,25 +43,25 @@ tmm_status tmm_op_bias_silu_backward(tmm_recorder *r, tmm_view x, tmm_view b, tm
     if (d == 0)
         return TMM_OK;
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(nn_need_bound(dev, op, "db", db, d));
+    TMM_TRY(tmm_op_need_bound(dev, op, "db", db, d));
     if (rows == 0)
         return accumulate ? TMM_OK : tmm_op_fill(r, db, d, 0.0f);
     const uint64_t n = (uint64_t)rows * d;
     const uint32_t nseg = n_segments(rows);
     const bool direct = nseg == 1;
-    TMM_TRY(nn_need(op, "x", x, n));
-    TMM_TRY(nn_need_bound(dev, op, "b", b, d));
-    TMM_TRY(nn_need(op, "dy", dy, n));
-    TMM_TRY(nn_need(op, "da", da, n));
+    TMM_TRY(tmm_op_need_floats(op, "x", x, n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "b", b, d));
+    TMM_TRY(tmm_op_need_floats(op, "dy", dy, n));
+    TMM_TRY(tmm_op_need_floats(op, "da", da, n));
     if (!direct)
-        TMM_TRY(nn_need_bound(dev, op, "scratch", scratch, tmm_op_bias_silu_backward_scratch(rows, d)));
+        TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_bias_silu_backward_scratch(rows, d)));
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
     per = nn_round_chunk(per);
     if (per < TMM_NN_COL_SEG && per < rows)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: d = %u leaves %llu rows per binding, fewer than the %u that "
                         "the column sums need", op, d, (unsigned long long)per, TMM_NN_COL_SEG);
-    tmm_view region = direct ? (tmm_view){ 0 } : nn_scratch_at(scratch, 0, tmm_op_bias_silu_backward_scratch(rows, d));
+    tmm_view region = direct ? (tmm_view){ 0 } : tmm_op_sub(scratch, 0, tmm_op_bias_silu_backward_scratch(rows, d));
     tmm_view plane = direct ? db : nn_colsum_plane(region, 0, nseg, d);
 
     tmm_pipeline *pb, *pe;

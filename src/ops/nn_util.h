@@ -27,17 +27,6 @@ nn_bind nn_rows(const tmm_device *d, tmm_view v, uint64_t r0, uint64_t n, uint64
  * one binding wherever it starts. TMM_ERR_UNSUPPORTED when one row does not. */
 tmm_status nn_fit_rows(const tmm_device *d, const char *op, const char *name, uint64_t len, uint64_t *rows_per_bind);
 
-/* Like tmm_op_need, and also checks that the view's offset is a multiple of 4
- * bytes and that it lies within its buffer. */
-tmm_status nn_need(const char *op, const char *name, tmm_view v, uint64_t n);
-
-/* nn_need for a view that is bound as given (parameters, their gradients,
- * scratch, the embedding index): its offset must also be a multiple of the
- * device's minStorageBufferOffsetAlignment. */
-tmm_status nn_need_bound(const tmm_device *d, const char *op, const char *name, tmm_view v, uint64_t n);
-
-/* A sub-view of scratch: floats [at, at + n). */
-tmm_view nn_scratch_at(tmm_view scratch, uint64_t at, uint64_t n);
 
 /* Deterministic column sums of partial results: n_planes planes of [nseg, d]
  * partial sums laid out in a scratch region (plane p at nn_colsum_plane),

@@ -43,17 +43,17 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
                         TMM_NN_XENT_MAX_VOCAB);
     const uint32_t nc = n_chunks(vocab);
     const bool has_loss = loss.size != 0, has_argmax = argmax.size != 0;
-    TMM_TRY(nn_need(op, "logits", logits, (uint64_t)rows * vocab));
+    TMM_TRY(tmm_op_need_floats(op, "logits", logits, (uint64_t)rows * vocab));
     if (targets)
-        TMM_TRY(nn_need(op, "targets", *targets, rows));
+        TMM_TRY(tmm_op_need_floats(op, "targets", *targets, rows));
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(nn_need_bound(dev, op, "scratch", scratch, tmm_op_xent_scratch(rows, vocab)));
+    TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_xent_scratch(rows, vocab)));
     if (has_loss)
-        TMM_TRY(nn_need(op, "loss", loss, rows));
+        TMM_TRY(tmm_op_need_floats(op, "loss", loss, rows));
     if (has_argmax)
-        TMM_TRY(nn_need(op, "argmax", argmax, rows));
-    tmm_view part = nn_scratch_at(scratch, 0, 3ull * rows * nc);
-    tmm_view lse = nn_scratch_at(scratch, nn_aligned(3ull * rows * nc), rows);
+        TMM_TRY(tmm_op_need_floats(op, "argmax", argmax, rows));
+    tmm_view part = tmm_op_sub(scratch, 0, 3ull * rows * nc);
+    tmm_view lse = tmm_op_sub(scratch, nn_aligned(3ull * rows * nc), rows);
 
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "logits", vocab, &per));
@@ -121,14 +121,14 @@ tmm_status tmm_op_xent_mean(tmm_recorder *r, tmm_view loss, uint32_t rows, uint3
                             tmm_view out)
 {
     static const char *op = "xent_mean";
-    TMM_TRY(nn_need_bound(tmm_recorder_device(r), op, "out", out, 1));
+    TMM_TRY(tmm_op_need_bound(tmm_recorder_device(r), op, "out", out, 1));
     if (rows == 0 || denominator == 0)
         return tmm_op_fill(r, out, 1, 0.0f);
-    TMM_TRY(nn_need_bound(tmm_recorder_device(r), op, "loss", loss, rows));
-    TMM_TRY(nn_need_bound(tmm_recorder_device(r), op, "scratch", scratch, tmm_op_xent_mean_scratch(rows)));
+    TMM_TRY(tmm_op_need_bound(tmm_recorder_device(r), op, "loss", loss, rows));
+    TMM_TRY(tmm_op_need_bound(tmm_recorder_device(r), op, "scratch", scratch, tmm_op_xent_mean_scratch(rows)));
     uint64_t ns = tmm_op_sum_scratch(rows);
-    tmm_view sc = ns ? nn_scratch_at(scratch, 0, ns) : (tmm_view){ 0 };
-    tmm_view sum = nn_scratch_at(scratch, nn_aligned(ns), 1);
+    tmm_view sc = ns ? tmm_op_sub(scratch, 0, ns) : (tmm_view){ 0 };
+    tmm_view sum = tmm_op_sub(scratch, nn_aligned(ns), 1);
     TMM_TRY(tmm_op_sum(r, loss, rows, sc, sum));
     TMM_TRY(tmm_op_fill(r, out, 1, 0.0f));
     return tmm_op_axpy(r, 1.0f / (float)denominator, sum, out, 1);

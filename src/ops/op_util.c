@@ -31,21 +31,37 @@ uint64_t tmm_op_chunk_elems(const tmm_device *d)
     return bytes / sizeof(float);
 }
 
-static uint64_t offset_align(const tmm_device *d)
+uint64_t tmm_op_offset_align(const tmm_device *d)
 {
+    /* at least 16 bytes, so that a base % 4 == 0 tells a kernel that vec4 loads line up */
     uint64_t align = d->info.min_storage_buffer_offset_alignment;
-    return align < 4 ? 4 : align;
+    return align < 16 ? 16 : align;
 }
 
 uint64_t tmm_op_binding_floats(const tmm_device *d)
 {
-    uint64_t range = d->info.max_storage_buffer_range, align = offset_align(d);
+    uint64_t range = d->info.max_storage_buffer_range, align = tmm_op_offset_align(d);
     return range > align ? (range - (align - 4)) / sizeof(float) : 0;
+}
+
+tmm_view tmm_op_sub(tmm_view v, uint64_t first, uint64_t count)
+{
+    return (tmm_view){ v.buffer, v.offset + first * sizeof(float), count * sizeof(float) };
+}
+
+tmm_status tmm_op_need_bound(const tmm_device *d, const char *op, const char *name, tmm_view v, uint64_t n)
+{
+    TMM_TRY(tmm_op_need_floats(op, name, v, n));
+    if (v.offset % tmm_op_offset_align(d))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s starts at byte offset %llu, not a multiple of the device's "
+                        "minStorageBufferOffsetAlignment (%llu)", op, name, (unsigned long long)v.offset,
+                        (unsigned long long)tmm_op_offset_align(d));
+    return TMM_OK;
 }
 
 tmm_view tmm_op_bind(const tmm_device *d, tmm_view v, uint64_t first, uint64_t count, uint32_t *base)
 {
-    uint64_t start = v.offset + first * sizeof(float), align = offset_align(d);
+    uint64_t start = v.offset + first * sizeof(float), align = tmm_op_offset_align(d);
     uint64_t at = start / align * align;
     *base = (uint32_t)((start - at) / sizeof(float));
     return (tmm_view){ v.buffer, at, start - at + count * sizeof(float) };
@@ -55,10 +71,12 @@ tmm_status tmm_op_need_floats(const char *op, const char *name, tmm_view v, uint
 {
     TMM_TRY(tmm_op_need(op, name, v, n));
     if (v.offset % sizeof(float))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s starts at byte %llu, not a multiple of 4", op, name,
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s starts at byte offset %llu, not a multiple of 4", op, name,
                         (unsigned long long)v.offset);
     if (v.offset > v.buffer->size || v.size > v.buffer->size - v.offset)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s overruns its buffer", op, name);
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s [%llu, +%llu) overruns its buffer of %llu bytes", op, name,
+                        (unsigned long long)v.offset, (unsigned long long)v.size,
+                        (unsigned long long)v.buffer->size);
     return TMM_OK;
 }
 

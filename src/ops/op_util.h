@@ -33,12 +33,21 @@ tmm_status tmm_op_no_overlap(const char *op, const tmm_op_span *out, const tmm_o
  * within maxStorageBufferRange and chunk offsets keep the offset alignment. */
 uint64_t tmm_op_chunk_elems(const tmm_device *d);
 
+/* Bindings. A view is bound from the largest offset at or before its first
+ * float that the device allows (minStorageBufferOffsetAlignment, at least 16
+ * bytes so that vec4 loads can tell from the base whether they line up); the
+ * shader gets the float's index in the binding as its base. */
+uint64_t tmm_op_offset_align(const tmm_device *d);
 /* Floats one binding holds wherever they start: maxStorageBufferRange less
  * what aligning the binding's start down may add in front. */
 uint64_t tmm_op_binding_floats(const tmm_device *d);
-/* The binding of floats [first, first + count) of view v: from the largest
- * offset at or before them that minStorageBufferOffsetAlignment allows;
- * *base is the index of `first` in it (a shader's base offset). */
+/* The binding of floats [first, first + count) of view v; *base is the index
+ * of `first` in it. */
 tmm_view tmm_op_bind(const tmm_device *d, tmm_view v, uint64_t first, uint64_t count, uint32_t *base);
+/* The floats [first, first + count) of view v as a view (no binding rules). */
+tmm_view tmm_op_sub(tmm_view v, uint64_t first, uint64_t count);
+/* tmm_op_need_floats, and the view may be bound as given (its offset is
+ * aligned): for views bound whole. */
+tmm_status tmm_op_need_bound(const tmm_device *d, const char *op, const char *name, tmm_view v, uint64_t n);
 
 #endif

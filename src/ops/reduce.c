@@ -13,12 +13,6 @@ static const uint32_t local_1d[3] = { TMM_WG_1D, 1, 1 };
 
 static uint64_t aligned(uint64_t n) { return (n + LEVEL_ALIGN - 1) / LEVEL_ALIGN * LEVEL_ALIGN; }
 
-static tmm_view level_view(tmm_view scratch, uint64_t at, uint64_t n)
-{
-    tmm_view v = { scratch.buffer, scratch.offset + at * sizeof(float), n * sizeof(float) };
-    return v;
-}
-
 typedef struct reduce_push {
     uint32_t rows, cols, seg, nseg, base_x, base_o;
     uint32_t ld; /* sum_cols: elements between rows of x and of out */
@@ -80,7 +74,7 @@ static tmm_status rows_in_levels(tmm_recorder *r, tmm_view x, uint32_t rows, uin
     uint64_t used = 0;
     while (cols > seg) {
         uint32_t nseg = tmm_div_up(cols, seg);
-        tmm_view level = level_view(scratch, used, (uint64_t)rows * nseg);
+        tmm_view level = tmm_op_sub(scratch, used, (uint64_t)rows * nseg);
         TMM_TRY(sum_segments(r, x, rows, cols, seg, level));
         used += aligned((uint64_t)rows * nseg);
         x = level;
@@ -174,7 +168,7 @@ tmm_status tmm_op_sum_cols(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t 
     uint64_t used = 0;
     while (rows > SEG) {
         uint32_t nseg = tmm_div_up(rows, SEG);
-        tmm_view level = level_view(scratch, used, (uint64_t)nseg * cols);
+        tmm_view level = tmm_op_sub(scratch, used, (uint64_t)nseg * cols);
         TMM_TRY(sum_col_segments(r, x, rows, cols, SEG, level));
         used += aligned((uint64_t)nseg * cols);
         x = level;

@@ -212,14 +212,7 @@ static tmm_status need_aligned(const tmm_recorder *r, const char *op, const char
  * before them; *base is e0's element offset in the binding. */
 static tmm_view bind(const tmm_recorder *r, tmm_view v, uint64_t e0, uint64_t count, uint32_t *base)
 {
-    uint64_t align = tmm_recorder_device(r)->info.min_storage_buffer_offset_alignment;
-    if (align < sizeof(float))
-        align = sizeof(float);
-    uint64_t start = v.offset + e0 * sizeof(float);
-    uint64_t at = start / align * align;
-    *base = (uint32_t)((start - at) / sizeof(float));
-    tmm_view b = { v.buffer, at, start - at + count * sizeof(float) };
-    return b;
+    return tmm_op_bind(tmm_recorder_device(r), v, e0, count, base);
 }
 
 /* How many sequences of n*d floats one binding holds. resolve() checked >= 1. */
@@ -426,12 +419,6 @@ static tmm_status record_du(tmm_recorder *r, const geom *g, tmm_view gy, tmm_vie
     return TMM_OK;
 }
 
-static tmm_view sub_floats(tmm_view v, uint64_t at, uint64_t n)
-{
-    tmm_view s = { v.buffer, v.offset + at * sizeof(float), n * sizeof(float) };
-    return s;
-}
-
 static tmm_status record_dw(tmm_recorder *r, const geom *g, tmm_view u, tmm_view gy, tmm_view scratch,
                             tmm_view dw, tmm_view dbeta)
 {
@@ -442,8 +429,8 @@ static tmm_status record_dw(tmm_recorder *r, const geom *g, tmm_view u, tmm_view
 
     dw_push push = { g->n, g->d, g->dg, pl.nbg, g->G, pl.nkb, pl.ns, pl.nslab, pl.ctb, pl.nq, pl.ntb, 0,
                      0, 0, 0, 0 };
-    tmm_view dwp = pl.rows > 1 ? sub_floats(scratch, pl.at_dw, pl.rows * pl.cols) : dw;
-    tmm_view dbp = pl.beta_rows > 1 ? sub_floats(scratch, pl.at_beta, pl.beta_rows * pl.beta_cols) : dbeta;
+    tmm_view dwp = pl.rows > 1 ? tmm_op_sub(scratch, pl.at_dw, pl.rows * pl.cols) : dw;
+    tmm_view dbp = pl.beta_rows > 1 ? tmm_op_sub(scratch, pl.at_beta, pl.beta_rows * pl.beta_cols) : dbeta;
     tmm_view vdwp = bind(r, dwp, 0, pl.rows * pl.cols, &push.base_dwp);
     tmm_view vdbp = bind(r, dbp, 0, pl.beta_rows * pl.beta_cols, &push.base_dbp);
     const uint64_t blocks = (uint64_t)pl.nkb * g->G * pl.nslab * pl.nq; /* invocations or workgroups */
@@ -466,7 +453,7 @@ static tmm_status record_dw(tmm_recorder *r, const geom *g, tmm_view u, tmm_view
         TMM_TRY(tmm_record_dispatch(r, pipes[vec], args, 4, &push, g->tiled ? blocks : tmm_div_up(blocks, WG), 1,
                                     count));
     }
-    tmm_view sum_scratch = sub_floats(scratch, pl.at_sum, pl.n_sum);
+    tmm_view sum_scratch = tmm_op_sub(scratch, pl.at_sum, pl.n_sum);
     if (pl.rows > 1)
         TMM_TRY(tmm_op_sum_cols(r, dwp, (uint32_t)pl.rows, (uint32_t)pl.cols, sum_scratch, dw));
     if (pl.beta_rows > 1)

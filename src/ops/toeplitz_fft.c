@@ -218,12 +218,7 @@ static tmm_status bind(const tmm_recorder *r, const char *op, const char *name, 
                        uint64_t count, tmm_view *out, uint32_t *base)
 {
     const tmm_device *dev = tmm_recorder_device(r);
-    uint64_t align = dev->info.min_storage_buffer_offset_alignment;
-    if (align < sizeof(float))
-        align = sizeof(float);
-    uint64_t start = v.offset + first * sizeof(float), at = start / align * align;
-    *base = (uint32_t)((start - at) / sizeof(float));
-    tmm_view b = { v.buffer, at, start - at + count * sizeof(float) };
+    tmm_view b = tmm_op_bind(dev, v, first, count, base);
     if (b.size > dev->info.max_storage_buffer_range)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%llu bytes) exceeds the device's maxStorageBufferRange "
                         "(%llu bytes); use the direct implementation", op, name, (unsigned long long)b.size,

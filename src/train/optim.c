@@ -327,11 +327,6 @@ static tmm_status chunk_floats(const tmm_optim *o, uint64_t *out)
     return TMM_OK;
 }
 
-static tmm_view slice(tmm_view v, uint64_t first, uint64_t count, uint64_t elem)
-{
-    tmm_view s = { v.buffer, v.offset + first * elem, count * elem };
-    return s;
-}
 
 static tmm_view small_view(tmm_buffer *b, uint32_t index, uint64_t stride, uint64_t size)
 {
@@ -352,8 +347,8 @@ static tmm_status record_norm(tmm_optim *o, tmm_recorder *r, tmm_view grads)
         uint64_t groups = (n + SUMSQ_TILE - 1) / SUMSQ_TILE;
         uint64_t blocks = (n + (1ull << o->shift) - 1) >> o->shift;
         struct { uint32_t n, shift; } push = { (uint32_t)n, o->shift };
-        tmm_arg args[3] = { tmm_in(slice(grads, i, n, 4)), tmm_in(slice(mask, i >> o->shift, blocks, 4)),
-                            tmm_out(slice(part, i / SUMSQ_TILE * SUMSQ_LANES, groups * SUMSQ_LANES, 4)) };
+        tmm_arg args[3] = { tmm_in(tmm_op_sub(grads, i, n)), tmm_in(tmm_op_sub(mask, i >> o->shift, blocks)),
+                            tmm_out(tmm_op_sub(part, i / SUMSQ_TILE * SUMSQ_LANES, groups * SUMSQ_LANES)) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 3, &push, (uint32_t)groups, 1, 1));
     }
     tmm_view sumsq = small_view(o->dev_small, 1, o->small_stride, 4);
@@ -396,9 +391,9 @@ tmm_status tmm_optim_record(tmm_optim *o, tmm_recorder *r, tmm_view params, tmm_
         uint64_t n = o->arena_floats - i < chunk ? o->arena_floats - i : chunk;
         uint64_t blocks = (n + (1ull << o->shift) - 1) >> o->shift;
         struct { uint32_t n, shift; } push = { (uint32_t)n, o->shift };
-        tmm_arg args[6] = { tmm_inout(slice(params, i, n, 4)), tmm_in(slice(grads, i, n, 4)),
-                            tmm_inout(slice(m, i, n, 4)), tmm_inout(slice(v, i, n, 4)),
-                            tmm_in(slice(mask, i >> o->shift, blocks, 4)), tmm_in(coef) };
+        tmm_arg args[6] = { tmm_inout(tmm_op_sub(params, i, n)), tmm_in(tmm_op_sub(grads, i, n)),
+                            tmm_inout(tmm_op_sub(m, i, n)), tmm_inout(tmm_op_sub(v, i, n)),
+                            tmm_in(tmm_op_sub(mask, i >> o->shift, blocks)), tmm_in(coef) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 6, &push, tmm_div_up(n, TMM_WG_1D), 1, 1));
     }
     return TMM_OK;
