@@ -1,5 +1,6 @@
 /* Lazily created compute pipelines, keyed by (SPIR-V, layout, specialization). */
 #include "pipeline.h"
+#include "spirv_reflect.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,15 @@ static tmm_status validate_kernel(const tmm_device *device, const tmm_kernel *k)
     if (k->n_buffers > TMM_MAX_BINDINGS || k->n_spec > TMM_MAX_SPEC || k->push_size % 4)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel %s: too many buffers or spec constants, or a push "
                         "size that is not a multiple of 4", k->spirv->name);
+    /* the host side must match the shader's interface exactly */
+    tmm_spirv_iface iface;
+    TMM_TRY(tmm_spirv_reflect(k->spirv->code, k->spirv->size, k->spirv->name, &iface));
+    if (iface.push_size != k->push_size)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel %s: the host pushes %u bytes of constants, the shader's "
+                        "push block is %u bytes", k->spirv->name, k->push_size, iface.push_size);
+    if (iface.n_buffers != k->n_buffers || iface.binding_mask != (1u << k->n_buffers) - 1u)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel %s: the host binds %u storage buffers, the shader declares "
+                        "bindings 0x%x", k->spirv->name, k->n_buffers, iface.binding_mask);
     if (k->push_size > device->info.max_push_constants)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "kernel %s needs %u bytes of push constants; the device offers %u",
                         k->spirv->name, k->push_size, device->info.max_push_constants);

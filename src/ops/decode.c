@@ -31,7 +31,9 @@ tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tm
     for (uint64_t b0 = 0; b0 < B; b0 += per) {
         uint32_t nb = (uint32_t)(B - b0 < per ? B - b0 : per);
         nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d), bx = nn_rows(dev, x, b0, nb, d);
-        struct { uint32_t nseq, n, d, seq0, base_x, base_cache; } push = { nb, n, d, (uint32_t)b0, bx.base, bc.base };
+        struct { uint32_t nseq, n, d, seq0, base_x, base_cache; } push = { .nseq = nb, .n = n, .d = d,
+                                                                           .seq0 = (uint32_t)b0, .base_x = bx.base,
+                                                                           .base_cache = bc.base };
         /* the cache is read-write: the rows of other positions must survive */
         tmm_arg args[3] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 3, &push, tmm_div_up((uint64_t)nb * d, TMM_WG_1D), 1, 1));
@@ -64,8 +66,11 @@ tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32
     const uint32_t spec[2] = { vec && bx.base % 4 == 0, rows };
     tmm_pipeline *p;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_decode_linear, 4, 28, local_loop, spec, 2, &p));
-    struct { uint32_t in, out, has_bias, accumulate, base_x, base_w, base_y; } push = {
-        in, out, has_bias, accumulate, bx.base, 0, by.base };
+    struct { uint32_t in, out, has_bias, accumulate, base_x, base_w, base_y; } push = { .in = in, .out = out,
+                                                                                        .has_bias = has_bias,
+                                                                                        .accumulate = accumulate,
+                                                                                        .base_x = bx.base,
+                                                                                        .base_y = by.base };
     tmm_arg args[4] = { tmm_in(bx.view), tmm_in(w), tmm_in(has_bias ? bias : w),
                         { by.view, accumulate ? TMM_READ_WRITE : TMM_WRITE } };
     return tmm_record_dispatch(r, p, args, 4, &push, tmm_div_up(out, NN_WG_LOOP), 1, 1);
@@ -105,12 +110,15 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
         nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d);
         struct {
             uint32_t nseq, batch, n, d, group_channels, taps, chunk, seq0, base_cache;
-        } push = { nb, B, n, d, d / G, K, TMM_STEP_CHUNK, (uint32_t)b0, bc.base };
+        } push = { .nseq = nb, .batch = B, .n = n, .d = d, .group_channels = d / G, .taps = K,
+                   .chunk = TMM_STEP_CHUNK, .seq0 = (uint32_t)b0, .base_cache = bc.base };
         tmm_arg args[4] = { tmm_in(pos), tmm_in(bc.view), tmm_in(w), tmm_out(scratch) };
         TMM_TRY(tmm_record_dispatch(r, ps, args, 4, &push, tmm_div_up((uint64_t)nb * d * nch, NN_WG_LOOP), 1, 1));
     }
     nn_bind by = nn_rows(dev, y, 0, B, d);
-    struct { uint32_t batch, n, d, group_channels, nchunks, base_y; } push = { B, n, d, d / G, nch, by.base };
+    struct { uint32_t batch, n, d, group_channels, nchunks, base_y; } push = { .batch = B, .n = n, .d = d,
+                                                                               .group_channels = d / G,
+                                                                               .nchunks = nch, .base_y = by.base };
     tmm_arg args[4] = { tmm_in(pos), tmm_in(scratch), tmm_in(beta), tmm_out(by.view) };
     return tmm_record_dispatch(r, pf, args, 4, &push, tmm_div_up((uint64_t)B * d, TMM_WG_1D), 1, 1);
 }

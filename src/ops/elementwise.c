@@ -12,7 +12,7 @@ tmm_status tmm_op_fill(tmm_recorder *r, tmm_view x, uint32_t n, float value)
     uint64_t chunk = tmm_op_chunk_elems(tmm_recorder_device(r));
     for (uint64_t i = 0; i < n; i += chunk) {
         uint32_t m = (uint32_t)(n - i < chunk ? n - i : chunk);
-        struct { uint32_t n; float value; } push = { m, value };
+        struct { uint32_t n; float value; } push = { .n = m, .value = value };
         tmm_arg args[1] = { tmm_out(tmm_op_sub(x, i, m)) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 1, &push, tmm_div_up(m, TMM_WG_1D), 1, 1));
     }
@@ -43,7 +43,7 @@ tmm_status tmm_op_axpy(tmm_recorder *r, float a, tmm_view x, tmm_view y, uint32_
     uint64_t chunk = tmm_op_chunk_elems(tmm_recorder_device(r));
     for (uint64_t i = 0; i < n; i += chunk) {
         uint32_t m = (uint32_t)(n - i < chunk ? n - i : chunk);
-        struct { uint32_t n; float a; } push = { m, a };
+        struct { uint32_t n; float a; } push = { .n = m, .a = a };
         tmm_arg args[2] = { tmm_in(tmm_op_sub(x, i, m)), tmm_inout(tmm_op_sub(y, i, m)) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 2, &push, tmm_div_up(m, TMM_WG_1D), 1, 1));
     }

@@ -222,7 +222,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
                 flags |= VEC_B;
             if (vec4_ok(g.ldc, oc.stride, count, push.base_c))
                 flags |= VEC_C;
-            if (m >= REG_BIG_MIN_SIDE && n >= REG_BIG_MIN_SIDE && (double)(m * n) * (double)(k * count) >= (double)REG_BIG_MIN_WORK)
+            if (m >= REG_BIG_MIN_SIDE && n >= REG_BIG_MIN_SIDE &&
+                (double)(m * n) * (double)(k * count) >= (double)REG_BIG_MIN_WORK)
                 flags |= BIG_BLOCK;
         }
         tmm_pipeline *p = pipes[flags];
@@ -310,7 +311,8 @@ static tmm_status record_blocks(tmm_recorder *r, const tmm_matmul_desc *desc, tm
                 uint64_t b0 = desc->trans_b ? j0 * g.ldb + k0 : k0 * g.ldb + j0;
                 tmm_view no_bias = { NULL, 0, 0 };
                 tmm_view pb = bias.size && k0 == 0 ? tmm_op_sub(bias, j0, piece.n) : no_bias;
-                TMM_TRY(record_batches(r, &piece, variant, tmm_op_sub(a, a0, pg.span_a), tmm_op_sub(b, b0, pg.span_b), pb,
+                TMM_TRY(record_batches(r, &piece, variant, tmm_op_sub(a, a0, pg.span_a),
+                                       tmm_op_sub(b, b0, pg.span_b), pb,
                                        tmm_op_sub(c, i0 * g.ldc + j0, pg.span_c)));
             }
     return TMM_OK;

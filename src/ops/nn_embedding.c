@@ -120,7 +120,8 @@ tmm_status tmm_op_embedding_forward(tmm_recorder *r, tmm_view tokens, tmm_view E
             nn_bind be = nn_rows(dev, E, v0, nv, d);
             struct {
                 uint32_t n, d, v0, vcount, vocab, zero_oob, base_tok, base_e, base_h;
-            } push = { (uint32_t)(nr * d), d, (uint32_t)v0, (uint32_t)nv, vocab, v0 == 0, bt.base, be.base, bh.base };
+            } push = { .n = (uint32_t)(nr * d), .d = d, .v0 = (uint32_t)v0, .vcount = (uint32_t)nv, .vocab = vocab,
+                       .zero_oob = v0 == 0, .base_tok = bt.base, .base_e = be.base, .base_h = bh.base };
             tmm_arg args[3] = { tmm_in(bt.view), tmm_in(be.view), tmm_out(bh.view) };
             TMM_TRY(tmm_record_dispatch(r, p, args, 3, &push, tmm_div_up(nr * d, TMM_WG_1D), 1, 1));
         }

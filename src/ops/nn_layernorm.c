@@ -69,20 +69,23 @@ tmm_status tmm_op_layernorm_forward(tmm_recorder *r, tmm_view x, tmm_view gamma,
                 struct {
                     uint32_t rows, d, chunk, nchunk, base_x, base_p, base_m, base_r;
                     float eps;
-                } push = { nr, d, TMM_NN_LN_CHUNK, nc, bx.base, bp.base, bm.base, br.base, eps };
+                } push = { .rows = nr, .d = d, .chunk = TMM_NN_LN_CHUNK, .nchunk = nc, .base_x = bx.base,
+                           .base_p = bp.base, .base_m = bm.base, .base_r = br.base, .eps = eps };
                 tmm_arg args[4] = { tmm_in(bx.view), tmm_out(bp.view), tmm_out(bm.view), tmm_out(br.view) };
                 TMM_TRY(tmm_record_dispatch(r, ps, args, 4, &push, tmm_div_up((uint64_t)nr * nc, NN_WG_LOOP), 1, 1));
             } else if (phase == 1 && nc > 1) {
                 struct {
                     uint32_t rows, d, chunk, nchunk, base_p, base_m, base_r;
                     float eps;
-                } push = { nr, d, TMM_NN_LN_CHUNK, nc, bp.base, bm.base, br.base, eps };
+                } push = { .rows = nr, .d = d, .chunk = TMM_NN_LN_CHUNK, .nchunk = nc, .base_p = bp.base,
+                           .base_m = bm.base, .base_r = br.base, .eps = eps };
                 tmm_arg args[3] = { tmm_in(bp.view), tmm_out(bm.view), tmm_out(br.view) };
                 TMM_TRY(tmm_record_dispatch(r, pc, args, 3, &push, tmm_div_up(nr, NN_WG_LOOP), 1, 1));
             } else if (phase == 2) {
                 struct {
                     uint32_t n, d, base_x, base_m, base_r, base_y;
-                } push = { nr * d, d, bx.base, bm.base, br.base, by.base };
+                } push = { .n = nr * d, .d = d, .base_x = bx.base, .base_m = bm.base, .base_r = br.base,
+                           .base_y = by.base };
                 tmm_arg args[6] = { tmm_in(bx.view), tmm_in(gamma),   tmm_in(beta),
                                     tmm_in(bm.view), tmm_in(br.view), tmm_out(by.view) };
                 TMM_TRY(tmm_record_dispatch(r, pa, args, 6, &push, tmm_div_up((uint64_t)nr * d, TMM_WG_1D), 1, 1));
@@ -179,7 +182,8 @@ tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
             if (phase == 0) {
                 struct {
                     uint32_t rows, d, chunk, nchunk, base_x, base_dy, base_m, base_r, base_o;
-                } push = { nr, d, TMM_NN_LN_CHUNK, nc, bx.base, bdy.base, bm.base, br.base, bp.base };
+                } push = { .rows = nr, .d = d, .chunk = TMM_NN_LN_CHUNK, .nchunk = nc, .base_x = bx.base,
+                           .base_dy = bdy.base, .base_m = bm.base, .base_r = br.base, .base_o = bp.base };
                 tmm_arg args[6] = { tmm_in(bx.view), tmm_in(bdy.view), tmm_in(gamma),
                                     tmm_in(bm.view), tmm_in(br.view),  tmm_out(bp.view) };
                 TMM_TRY(tmm_record_dispatch(r, prow, args, 6, &push, tmm_div_up((uint64_t)nr * nc, NN_WG_LOOP), 1,
@@ -188,7 +192,9 @@ tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
                 uint32_t nseg = tmm_div_up(nr, TMM_NN_COL_SEG);
                 struct {
                     uint32_t rows, d, seg, nseg, seg0, direct, accumulate, base_x, base_dy, base_m, base_r;
-                } push = { nr, d, TMM_NN_COL_SEG, nseg, seg0, direct, accumulate, bx.base, bdy.base, bm.base, br.base };
+                } push = { .rows = nr, .d = d, .seg = TMM_NN_COL_SEG, .nseg = nseg, .seg0 = seg0, .direct = direct,
+                           .accumulate = accumulate, .base_x = bx.base, .base_dy = bdy.base, .base_m = bm.base,
+                           .base_r = br.base };
                 tmm_access acc = direct && accumulate ? TMM_READ_WRITE : TMM_WRITE;
                 tmm_arg args[6] = { tmm_in(bx.view), tmm_in(bdy.view), tmm_in(bm.view), tmm_in(br.view),
                                     { planes[0], acc }, { planes[1], acc } };
@@ -198,7 +204,8 @@ tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
             } else {
                 struct {
                     uint32_t n, d, base_x, base_dy, base_m, base_r, base_s, base_dx;
-                } push = { nr * d, d, bx.base, bdy.base, bm.base, br.base, bs.base, bdx.base };
+                } push = { .n = nr * d, .d = d, .base_x = bx.base, .base_dy = bdy.base, .base_m = bm.base,
+                           .base_r = br.base, .base_s = bs.base, .base_dx = bdx.base };
                 tmm_arg args[7] = { tmm_in(bx.view), tmm_in(bdy.view), tmm_in(gamma),   tmm_in(bm.view),
                                     tmm_in(br.view), tmm_in(bs.view),  tmm_out(bdx.view) };
                 TMM_TRY(tmm_record_dispatch(r, pdx, args, 7, &push, tmm_div_up((uint64_t)nr * d, TMM_WG_1D), 1, 1));

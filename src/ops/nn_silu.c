@@ -21,7 +21,8 @@ tmm_status tmm_op_bias_silu_forward(tmm_recorder *r, tmm_view x, tmm_view b, uin
     for (uint64_t r0 = 0; r0 < rows; r0 += per) {
         uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
         nn_bind bx = nn_rows(dev, x, r0, nr, d), by = nn_rows(dev, y, r0, nr, d);
-        struct { uint32_t n, d, base_x, base_y; } push = { nr * d, d, bx.base, by.base };
+        struct { uint32_t n, d, base_x, base_y; } push = { .n = nr * d, .d = d, .base_x = bx.base,
+                                                           .base_y = by.base };
         tmm_arg args[3] = { tmm_in(bx.view), tmm_in(b), tmm_out(by.view) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 3, &push, tmm_div_up((uint64_t)nr * d, TMM_WG_1D), 1, 1));
     }
@@ -77,14 +78,17 @@ tmm_status tmm_op_bias_silu_backward(tmm_recorder *r, tmm_view x, tmm_view b, tm
                 uint32_t ns = n_segments(nr);
                 struct {
                     uint32_t rows, d, seg, nseg, seg0, direct, accumulate, base_x, base_dy;
-                } push = { nr, d, TMM_NN_COL_SEG, ns, seg0, direct, accumulate, bx.base, bdy.base };
+                } push = { .rows = nr, .d = d, .seg = TMM_NN_COL_SEG, .nseg = ns, .seg0 = seg0, .direct = direct,
+                           .accumulate = accumulate, .base_x = bx.base, .base_dy = bdy.base };
                 tmm_arg args[4] = { tmm_in(bx.view), tmm_in(b), tmm_in(bdy.view),
                                     { plane, direct && accumulate ? TMM_READ_WRITE : TMM_WRITE } };
                 TMM_TRY(tmm_record_dispatch(r, pb, args, 4, &push, tmm_div_up((uint64_t)ns * d, NN_WG_LOOP), 1, 1));
                 seg0 += ns;
             } else {
                 nn_bind bda = nn_rows(dev, da, r0, nr, d);
-                struct { uint32_t n, d, base_x, base_dy, base_da; } push = { nr * d, d, bx.base, bdy.base, bda.base };
+                struct { uint32_t n, d, base_x, base_dy, base_da; } push = { .n = nr * d, .d = d, .base_x = bx.base,
+                                                                             .base_dy = bdy.base,
+                                                                             .base_da = bda.base };
                 tmm_arg args[4] = { tmm_in(bx.view), tmm_in(b), tmm_in(bdy.view), tmm_out(bda.view) };
                 TMM_TRY(tmm_record_dispatch(r, pe, args, 4, &push, tmm_div_up((uint64_t)nr * d, TMM_WG_1D), 1, 1));
             }

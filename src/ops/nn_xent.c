@@ -75,16 +75,20 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
             nn_bind bloss = has_loss ? nn_rows(dev, loss, r0, nr, 1) : bl;
             nn_bind ba = has_argmax ? nn_rows(dev, argmax, r0, nr, 1) : bl;
             if (phase == 0) {
-                struct { uint32_t rows, vocab, chunk, nchunk, base_x, base_p; } push = {
-                    nr, vocab, TMM_NN_XENT_CHUNK, nc, bx.base, bp.base };
+                struct { uint32_t rows, vocab, chunk, nchunk, base_x, base_p; } push = { .rows = nr, .vocab = vocab,
+                                                                                         .chunk = TMM_NN_XENT_CHUNK,
+                                                                                         .nchunk = nc,
+                                                                                         .base_x = bx.base,
+                                                                                         .base_p = bp.base };
                 tmm_arg args[2] = { tmm_in(bx.view), tmm_out(bp.view) };
                 TMM_TRY(tmm_record_dispatch(r, pp, args, 2, &push, tmm_div_up((uint64_t)nr * nc, NN_WG_LOOP), 1, 1));
             } else if (phase == 1) {
                 struct {
                     uint32_t rows, vocab, nchunk, has_targets, has_loss, has_argmax;
                     uint32_t base_x, base_p, base_t, base_l, base_lse, base_a;
-                } push = { nr,      vocab,   nc,      targets != NULL, has_loss, has_argmax,
-                           bx.base, bp.base, bt.base, bloss.base,      bl.base,  ba.base };
+                } push = { .rows = nr, .vocab = vocab, .nchunk = nc, .has_targets = targets != NULL,
+                           .has_loss = has_loss, .has_argmax = has_argmax, .base_x = bx.base, .base_p = bp.base,
+                           .base_t = bt.base, .base_l = bloss.base, .base_lse = bl.base, .base_a = ba.base };
                 tmm_arg args[6] = { tmm_in(bx.view),     tmm_in(bp.view),  tmm_in(bt.view),
                                     tmm_out(bloss.view), tmm_out(bl.view), tmm_out(ba.view) };
                 TMM_TRY(tmm_record_dispatch(r, pc, args, 6, &push, tmm_div_up(nr, NN_WG_LOOP), 1, 1));
@@ -92,7 +96,8 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
                 struct {
                     uint32_t n, vocab, base_x, base_t, base_lse;
                     float scale;
-                } push = { nr * vocab, vocab, bx.base, bt.base, bl.base, scale };
+                } push = { .n = nr * vocab, .vocab = vocab, .base_x = bx.base, .base_t = bt.base,
+                           .base_lse = bl.base, .scale = scale };
                 tmm_arg args[3] = { tmm_inout(bx.view), tmm_in(bt.view), tmm_in(bl.view) };
                 TMM_TRY(tmm_record_dispatch(r, pg, args, 3, &push, tmm_div_up((uint64_t)nr * vocab, TMM_WG_1D), 1,
                                             1));

@@ -48,7 +48,7 @@ static tmm_status sum_segments(tmm_recorder *r, tmm_view x, uint32_t rows, uint3
         const uint64_t per = f / cols; /* rows per binding */
         for (uint64_t r0 = 0; r0 < rows; r0 += per) {
             uint32_t rc = (uint32_t)(rows - r0 < per ? rows - r0 : per);
-            reduce_push push = { rc, cols, seg, nseg, 0, 0, 0 };
+            reduce_push push = { .rows = rc, .cols = cols, .seg = seg, .nseg = nseg };
             TMM_TRY(reduce_dispatch(r, &tmm_spv_sum_segments, local_1d, x, r0 * cols, (uint64_t)rc * cols, out,
                                     r0 * nseg, (uint64_t)rc * nseg, push,
                                     tmm_div_up((uint64_t)rc * nseg, TMM_WG_1D), 1));
@@ -60,7 +60,7 @@ static tmm_status sum_segments(tmm_recorder *r, tmm_view x, uint32_t rows, uint3
         for (uint64_t s0 = 0; s0 < nseg; s0 += per) {
             uint32_t ns = (uint32_t)(nseg - s0 < per ? nseg - s0 : per);
             uint64_t c0 = s0 * seg, cc = cols - c0 < (uint64_t)ns * seg ? cols - c0 : (uint64_t)ns * seg;
-            reduce_push push = { 1, (uint32_t)cc, seg, ns, 0, 0, 0 };
+            reduce_push push = { .rows = 1, .cols = (uint32_t)cc, .seg = seg, .nseg = ns };
             TMM_TRY(reduce_dispatch(r, &tmm_spv_sum_segments, local_1d, x, row * cols + c0, cc, out,
                                     row * nseg + s0, ns, push, tmm_div_up(ns, TMM_WG_1D), 1));
         }
@@ -147,7 +147,7 @@ static tmm_status sum_col_segments(tmm_recorder *r, tmm_view x, uint32_t rows, u
             uint32_t ns = (uint32_t)(nseg - s0 < step ? nseg - s0 : step);
             uint64_t r0 = s0 * seg, rc = rows - r0 < (uint64_t)ns * seg ? rows - r0 : (uint64_t)ns * seg;
             uint32_t cc = (uint32_t)(cols - c0 < width ? cols - c0 : width);
-            reduce_push push = { (uint32_t)rc, cc, seg, ns, 0, 0, cols };
+            reduce_push push = { .rows = (uint32_t)rc, .cols = cc, .seg = seg, .nseg = ns, .ld = cols };
             TMM_TRY(reduce_dispatch(r, &tmm_spv_sum_cols, local, x, r0 * cols + c0, (rc - 1) * cols + cc, out,
                                     s0 * cols + c0, (uint64_t)(ns - 1) * cols + cc, push, tmm_div_up(cc, local[0]),
                                     tmm_div_up(ns, local[1])));

@@ -267,7 +267,7 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
     const uint32_t nbg = tmm_div_up(g.dg, bk.tc), ncb = g.G * nbg, ntb = tmm_div_up(g.n, bk.tt);
     tmm_pipeline *pipes[4] = { 0 };
 
-    fwd_push push = { g.n, g.d, g.dg, nbg, ncb, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    fwd_push push = { .n = g.n, .d = g.d, .dg = g.dg, .nbg = nbg, .ncb = ncb };
     tmm_view vw = bind(r, w, 0, s[1].n, &push.base_w);
     tmm_view vbeta = bind(r, beta, 0, s[2].n, &push.base_beta);
     const uint64_t chunk = (uint64_t)bk.step * g.budget, end = (uint64_t)ntb * bk.tt;
@@ -383,7 +383,7 @@ static tmm_status record_du(tmm_recorder *r, const geom *g, tmm_view gy, tmm_vie
     const uint32_t nbg = tmm_div_up(g->dg, bk.tc), ncb = g->G * nbg, ntb = tmm_div_up(g->n, bk.tt);
     tmm_pipeline *pipes[4] = { 0 };
 
-    du_push push = { g->n, g->d, g->dg, nbg, ncb, 0, 0, 0, 0, 0, 0, 0, 0 };
+    du_push push = { .n = g->n, .d = g->d, .dg = g->dg, .nbg = nbg, .ncb = ncb };
     tmm_view vw = bind(r, w, 0, (uint64_t)g->G * g->K * g->n, &push.base_w);
     const uint64_t chunk = (uint64_t)bk.step * g->budget, end = (uint64_t)ntb * bk.tt;
     const uint32_t passes = (uint32_t)((end + chunk - 1) / chunk);
@@ -427,8 +427,8 @@ static tmm_status record_dw(tmm_recorder *r, const geom *g, tmm_view u, tmm_view
     const uint64_t seq = (uint64_t)g->n * g->d;
     tmm_pipeline *pipes[2] = { 0 };
 
-    dw_push push = { g->n, g->d, g->dg, pl.nbg, g->G, pl.nkb, pl.ns, pl.nslab, pl.ctb, pl.nq, pl.ntb, 0,
-                     0, 0, 0, 0 };
+    dw_push push = { .n = g->n, .d = g->d, .dg = g->dg, .nbg = pl.nbg, .groups = g->G, .nkb = pl.nkb, .ns = pl.ns,
+                     .nslab = pl.nslab, .ctb = pl.ctb, .nq = pl.nq, .ntb = pl.ntb };
     tmm_view dwp = pl.rows > 1 ? tmm_op_sub(scratch, pl.at_dw, pl.rows * pl.cols) : dw;
     tmm_view dbp = pl.beta_rows > 1 ? tmm_op_sub(scratch, pl.at_beta, pl.beta_rows * pl.beta_cols) : dbeta;
     tmm_view vdwp = bind(r, dwp, 0, pl.rows * pl.cols, &push.base_dwp);

@@ -293,8 +293,9 @@ static tmm_status pack_act(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c,
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_rows, NULL, 0, &pipe));
-    pack_push push = { p->N, p->n, p->hr, (int32_t)c->r0 - (int32_t)p->h, (uint32_t)p->bd, p->d, (uint32_t)c->b0,
-                       base_x, row0 };
+    pack_push push = { .N = p->N, .n = p->n, .rows = p->hr, .grow0 = (int32_t)c->r0 - (int32_t)p->h,
+                       .nrows = (uint32_t)p->bd, .d = p->d, .bbase = (uint32_t)c->b0, .base_x = base_x,
+                       .row0 = row0 };
     tmm_arg args[2] = { tmm_in(x), tmm_out(real_view(p, row0 + p->hr)) };
     return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->hr, local_rows[0]), tmm_div_up(p->N, TB), 1);
 }
@@ -304,7 +305,8 @@ static tmm_status pack_w(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view w, uint3
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_pack, 2, sizeof(pack_push), local_rows, NULL, 0, &pipe));
-    pack_push push = { p->N, p->n, (uint32_t)p->gk, 0, (uint32_t)p->gk, 1, 0, base_w, p->hr };
+    pack_push push = { .N = p->N, .n = p->n, .rows = (uint32_t)p->gk, .nrows = (uint32_t)p->gk, .d = 1,
+                       .base_x = base_w, .row0 = p->hr };
     tmm_arg args[2] = { tmm_in(w), tmm_out(real_view(p, p->hr + p->gk)) };
     return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->gk, local_rows[0]), tmm_div_up(p->N, TB), 1);
 }
@@ -316,8 +318,9 @@ static tmm_status unpack_act(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_rows, NULL, 0, &pipe));
-    unpack_push push = { p->N, p->n, (uint32_t)c->rows, (uint32_t)c->r0, p->d, 0, (uint32_t)c->b0, p->dg, beta != NULL,
-                         base_beta, c->base_y };
+    unpack_push push = { .N = p->N, .n = p->n, .rows = (uint32_t)c->rows, .grow0 = (uint32_t)c->r0, .d = p->d,
+                         .bbase = (uint32_t)c->b0, .dg = p->dg, .add_beta = beta != NULL, .base_beta = base_beta,
+                         .base_y = c->base_y };
     tmm_view src = real_view(p, p->cr);
     tmm_arg args[3] = { tmm_in(src), tmm_in(beta ? *beta : src), tmm_out(c->y) };
     return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(c->rows, local_rows[0]), tmm_div_up(p->n, TB), 1);
@@ -327,7 +330,7 @@ static tmm_status unpack_w(tmm_recorder *r, tmm_toeplitz_fft *p, tmm_view dst, u
 {
     tmm_pipeline *pipe;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_unpack, 3, sizeof(unpack_push), local_rows, NULL, 0, &pipe));
-    unpack_push push = { p->N, p->n, (uint32_t)p->gk, 0, 1, 0, 0, 1, 0, 0, base_dst };
+    unpack_push push = { .N = p->N, .n = p->n, .rows = (uint32_t)p->gk, .d = 1, .dg = 1, .base_y = base_dst };
     tmm_view src = real_view(p, p->gk);
     tmm_arg args[3] = { tmm_in(src), tmm_in(src), tmm_out(dst) };
     return tmm_record_dispatch(r, pipe, args, 3, &push, tmm_div_up(p->gk, local_rows[0]), tmm_div_up(p->n, TB), 1);
@@ -339,7 +342,8 @@ static tmm_status spectral_mul(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk
     tmm_pipeline *pipe;
     const uint32_t spec[2] = { p->K, conj };
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_fft_mul, 2, sizeof(mul_push), local_1d, spec, 2, &pipe));
-    mul_push push = { p->M, p->d, p->dg, (uint32_t)p->bd, (uint32_t)c->r0, 0, p->hr };
+    mul_push push = { .M = p->M, .d = p->d, .dg = p->dg, .nrows = (uint32_t)p->bd, .r0 = (uint32_t)c->r0,
+                      .wrow0 = p->hr };
     tmm_arg args[2] = { tmm_in(complex_view(p->C, p, c_rows)), tmm_out(complex_view(p->C2, p, p->cr)) };
     return tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->M, TMM_WG_1D), p->cr, 1);
 }
@@ -405,9 +409,9 @@ static tmm_status record_dbeta(tmm_recorder *r, tmm_toeplitz_fft *p, const char 
         TMM_TRY(bind(r, op, "gy", gy, b0 * seq, nb * seq, &bgy, &base_gy));
         for (uint64_t j0 = 0; j0 < terms; j0 += budget) {
             const uint32_t acc = b0 > 0 || j0 > 0;
-            dbeta_push push = { p->n, p->d, p->dg, (uint32_t)j0,
-                                (uint32_t)(j0 + budget < terms ? j0 + budget : terms), acc, base_gy,
-                                base_db };
+            dbeta_push push = { .n = p->n, .d = p->d, .dg = p->dg, .j0 = (uint32_t)j0,
+                                .j1 = (uint32_t)(j0 + budget < terms ? j0 + budget : terms), .accumulate = acc,
+                                .base_gy = base_gy, .base_o = base_db };
             tmm_arg args[2] = { tmm_in(bgy), acc ? tmm_inout(bdb) : tmm_out(bdb) };
             TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->n, TMM_WG_1D), p->G, 1));
         }
@@ -426,7 +430,8 @@ static tmm_status chunk_dw(tmm_recorder *r, tmm_toeplitz_fft *p, const chunk *c)
     for (uint64_t l0 = 0; l0 < c->rows; l0 += budget) {
         const uint32_t l1 = (uint32_t)(l0 + budget < c->rows ? l0 + budget : c->rows);
         const uint32_t acc = c->r0 > 0 || l0 > 0;
-        dw_push push = { p->M, p->d, p->dg, p->K, (uint32_t)c->r0, p->hr + (uint32_t)p->gk, 0, (uint32_t)l0, l1, acc };
+        dw_push push = { .M = p->M, .d = p->d, .dg = p->dg, .K = p->K, .r0 = (uint32_t)c->r0,
+                         .urow0 = p->hr + (uint32_t)p->gk, .l0 = (uint32_t)l0, .l1 = l1, .accumulate = acc };
         tmm_view o = complex_view(p->CW, p, p->gk);
         tmm_arg args[2] = { tmm_in(complex_view(p->C, p, two)), acc ? tmm_inout(o) : tmm_out(o) };
         TMM_TRY(tmm_record_dispatch(r, pipe, args, 2, &push, tmm_div_up(p->M, TMM_WG_1D), (uint32_t)p->gk, 1));

@@ -346,7 +346,7 @@ static tmm_status record_norm(tmm_optim *o, tmm_recorder *r, tmm_view grads)
         uint64_t n = o->arena_floats - i < chunk ? o->arena_floats - i : chunk;
         uint64_t groups = (n + SUMSQ_TILE - 1) / SUMSQ_TILE;
         uint64_t blocks = (n + (1ull << o->shift) - 1) >> o->shift;
-        struct { uint32_t n, shift; } push = { (uint32_t)n, o->shift };
+        struct { uint32_t n, shift; } push = { .n = (uint32_t)n, .shift = o->shift };
         tmm_arg args[3] = { tmm_in(tmm_op_sub(grads, i, n)), tmm_in(tmm_op_sub(mask, i >> o->shift, blocks)),
                             tmm_out(tmm_op_sub(part, i / SUMSQ_TILE * SUMSQ_LANES, groups * SUMSQ_LANES)) };
         TMM_TRY(tmm_record_dispatch(r, p, args, 3, &push, (uint32_t)groups, 1, 1));
@@ -390,7 +390,7 @@ tmm_status tmm_optim_record(tmm_optim *o, tmm_recorder *r, tmm_view params, tmm_
     for (uint64_t i = 0; i < o->arena_floats; i += chunk) {
         uint64_t n = o->arena_floats - i < chunk ? o->arena_floats - i : chunk;
         uint64_t blocks = (n + (1ull << o->shift) - 1) >> o->shift;
-        struct { uint32_t n, shift; } push = { (uint32_t)n, o->shift };
+        struct { uint32_t n, shift; } push = { .n = (uint32_t)n, .shift = o->shift };
         tmm_arg args[6] = { tmm_inout(tmm_op_sub(params, i, n)), tmm_in(tmm_op_sub(grads, i, n)),
                             tmm_inout(tmm_op_sub(m, i, n)), tmm_inout(tmm_op_sub(v, i, n)),
                             tmm_in(tmm_op_sub(mask, i >> o->shift, blocks)), tmm_in(coef) };
