@@ -9,8 +9,30 @@
 #include "ops/toeplitz_fft.h"
 #include "model/mixer_select.h"
 
+/* What the forward keeps of each layer for the backward, one line each:
+ * name, floats per row of the batch (d, 1 or e = expansion * d), and which
+ * models have it. This list alone drives the struct, allocation, release and
+ * the memory plan. */
+#define LAYER_ACTS(X)                                                                              \
+    X(h_in, D, ALL)       /* the block's input */                                                  \
+    X(mean1, ONE, ALL)    /* LayerNorm 1 statistics */                                             \
+    X(rstd1, ONE, ALL)                                                                             \
+    X(x1, D, ALL)         /* LN1(h) */                                                             \
+    X(f1, E, ALL)         /* W1 x1 + b1 */                                                         \
+    X(z, E, ALL)          /* silu(f1) */                                                           \
+    X(h_mid, D, ALL)      /* h after the MLP */                                                    \
+    X(mean2, ONE, ALL)    /* LayerNorm 2 statistics */                                             \
+    X(rstd2, ONE, ALL)                                                                             \
+    X(x2, D, ALL)         /* LN2(h_mid): the mixer's input */                                      \
+    X(v, D, HEADS)        /* x2 Winᵀ + bin */                                                      \
+    X(y1, D, ALL)         /* the (first) Toeplitz output */                                        \
+    X(q, D, EXPANDED)     /* silu(y1) */                                                           \
+    X(y2, D, EXPANDED)    /* the second Toeplitz output */
+
 typedef struct layer_acts {
-    tmm_buffer *h_in, *mean1, *rstd1, *x1, *f1, *z, *h_mid, *mean2, *rstd2, *x2, *v, *y1, *q, *y2;
+#define DECLARE_ACT(name, size, who) tmm_buffer *name;
+    LAYER_ACTS(DECLARE_ACT)
+#undef DECLARE_ACT
 } layer_acts;
 
 enum { MEM_ACT, MEM_WORK };
@@ -93,25 +115,15 @@ static tmm_status allocate(tmm_model *m)
         TMM_TRY(tmm_buffer_create(m->device, m->table.arena_floats * 4, TMM_MEMORY_DEVICE, &m->params));
         TMM_TRY(tmm_buffer_create(m->device, m->table.arena_floats * 4, TMM_MEMORY_DEVICE, &m->grads));
     }
+    const uint64_t D = d, ONE = 1, E = e;
+    const bool ALL = true, HEADS = c->heads != 0, EXPANDED = c->expanded;
     for (uint32_t l = 0; l < c->n_layers; l++) {
         layer_acts *a = &m->layers[l];
-        TMM_TRY(alloc(m, &a->h_in, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->mean1, N, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->rstd1, N, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->x1, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->f1, N * e, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->z, N * e, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->h_mid, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->mean2, N, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->rstd2, N, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->x2, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-        if (c->heads)
-            TMM_TRY(alloc(m, &a->v, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-        TMM_TRY(alloc(m, &a->y1, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-        if (c->expanded) {
-            TMM_TRY(alloc(m, &a->q, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-            TMM_TRY(alloc(m, &a->y2, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-        }
+#define ALLOC_ACT(name, size, who) \
+        if (who)                   \
+            TMM_TRY(alloc(m, &a->name, N * size, MEM_ACT, TMM_MEMORY_DEVICE));
+        LAYER_ACTS(ALLOC_ACT)
+#undef ALLOC_ACT
     }
     TMM_TRY(alloc(m, &m->h_out, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
     TMM_TRY(alloc(m, &m->logits, N * V, MEM_WORK, TMM_MEMORY_DEVICE));
@@ -177,10 +189,9 @@ void tmm_model_destroy(tmm_model *m)
     if (m->layers)
         for (uint32_t l = 0; l < m->table.config.n_layers; l++) {
             layer_acts *a = &m->layers[l];
-            tmm_buffer *all[] = { a->h_in, a->mean1, a->rstd1, a->x1, a->f1, a->z, a->h_mid,
-                                  a->mean2, a->rstd2, a->x2, a->v, a->y1, a->q, a->y2 };
-            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-                tmm_buffer_destroy(all[i]);
+#define FREE_ACT(name, size, who) tmm_buffer_destroy(a->name);
+            LAYER_ACTS(FREE_ACT)
+#undef FREE_ACT
         }
     for (uint32_t k = 0; k < TMM_MODEL_SLOTS; k++) {
         tmm_buffer *io[] = { m->loss[k], m->argmax[k], m->tokens[k], m->targets[k], m->index[k] };
