@@ -6,34 +6,7 @@
 #   tests/cli_test.sh PATH/TO/tmm [PATH/TO/examples/generate]
 set -u
 tmm="$1"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-passed=0
-failed=0
-
-check() { # name, then a command that must succeed
-  local name="$1"; shift
-  if "$@" > "$dir/out" 2>&1; then
-    cat "$dir/out" >> "$dir/all.log"
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name"; sed 's/^/    /' "$dir/out" | tail -20
-  fi
-}
-
-expect_fail() { # name, expected exit status, words the message must contain, command...
-  local name="$1" want="$2" words="$3"; shift 3
-  "$@" > "$dir/out" 2>&1
-  local rc=$?
-  cat "$dir/out" >> "$dir/all.log"
-  if [ "$rc" -eq "$want" ] && grep -q -- "$words" "$dir/out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name (exit $rc, want $want with '$words')"; sed 's/^/    /' "$dir/out" | tail -5
-  fi
-}
+. "$(dirname "$0")/lib.sh"
 
 small=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 2 --quiet)
 
@@ -152,5 +125,4 @@ else
   passed=$((passed + 1))
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

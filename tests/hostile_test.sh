@@ -5,28 +5,8 @@
 #   tests/hostile_test.sh PATH/TO/tmm
 set -u
 tmm="$1"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-passed=0
-failed=0
+. "$(dirname "$0")/lib.sh"
 
-# expect NAME STATUS WORDS COMMAND...: exits with STATUS within 60 s (no hang), prints WORDS, no crash
-expect() {
-  local name="$1" want="$2" words="$3"; shift 3
-  timeout 60 "$@" > "$dir/out" 2>&1
-  local rc=$?
-  if [ "$rc" -eq "$want" ] && grep -q -- "$words" "$dir/out"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name (exit $rc, want $want with '$words')"; sed 's/^/    /' "$dir/out" | tail -5
-  fi
-}
-check() { # NAME COMMAND...: must succeed
-  local name="$1"; shift
-  if "$@" > "$dir/out" 2>&1; then passed=$((passed + 1)); else
-    failed=$((failed + 1)); echo "FAIL: $name"; sed 's/^/    /' "$dir/out" | tail -5; fi
-}
 # mk FILE JSON: a safetensors file of that header and no data
 mk() { python3 -c "import struct,sys;h=sys.argv[2].encode();open(sys.argv[1],'wb').write(struct.pack('<Q',len(h))+h)" "$@"; }
 # edit MODEL PYTHON: rewrites a checkpoint's model file after running PYTHON on `meta` (its metadata) and
@@ -59,9 +39,9 @@ small=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 2 --target-ac
 
 # ---- the safetensors reader (before: SIGSEGV) ----
 mk "$dir/m.st" '{"__metadata__":{"a":"1","b":"2"},"__metadata__":{"c":"3","d":"4"}}'
-expect "two __metadata__" 1 "'__metadata__' twice" "$tmm" index -c "$dir/m.st"
+expect_fail "two __metadata__" 1 "'__metadata__' twice" "$tmm" index -c "$dir/m.st"
 mk "$dir/a.st" '{"__metadata__":["a"]}'
-expect "__metadata__ as a list" 1 "not a JSON object" "$tmm" index -c "$dir/a.st"
+expect_fail "__metadata__ as a list" 1 "not a JSON object" "$tmm" index -c "$dir/a.st"
 
 # ---- a trained run to take apart ----
 check "a run" "$tmm" train "${small[@]}" --steps 4 --eval-every 2 --run-dir "$dir/run"
@@ -70,26 +50,26 @@ check "a run" "$tmm" train "${small[@]}" --steps 4 --eval-every 2 --run-dir "$di
 cp -r "$dir/run" "$dir/accum0"
 edit "$(model_of "$dir/accum0")" '
 c = json.loads(meta["train_config"]); c["train"]["accum"] = 0; meta["train_config"] = json.dumps(c)'
-expect "checkpoint with accum 0: eval" 1 "train.accum" "$tmm" eval --checkpoint "$dir/accum0"
-expect "checkpoint with accum 0: resume" 1 "train.accum" "$tmm" train --resume "$dir/accum0" --steps 8
+expect_fail "checkpoint with accum 0: eval" 1 "train.accum" "$tmm" eval --checkpoint "$dir/accum0"
+expect_fail "checkpoint with accum 0: resume" 1 "train.accum" "$tmm" train --resume "$dir/accum0" --steps 8
 
 # ---- NaN in a weight (before: tmm index looped forever, eval and generate printed garbage) ----
 cp -r "$dir/run" "$dir/nan"
 edit "$(model_of "$dir/nan")" 'data[0:4] = struct.pack("<f", float("nan"))'
-expect "NaN weight: index" 1 "holds NaN" "$tmm" index -c "$dir/nan"
-expect "NaN weight: eval" 1 "holds NaN" "$tmm" eval --checkpoint "$dir/nan"
-expect "NaN weight: generate" 1 "holds NaN" "$tmm" generate --checkpoint "$dir/nan" --prompt 01 -n 4
-expect "NaN weight: resume" 1 "holds NaN" "$tmm" train --resume "$dir/nan" --steps 8
+expect_fail "NaN weight: index" 1 "holds NaN" "$tmm" index -c "$dir/nan"
+expect_fail "NaN weight: eval" 1 "holds NaN" "$tmm" eval --checkpoint "$dir/nan"
+expect_fail "NaN weight: generate" 1 "holds NaN" "$tmm" generate --checkpoint "$dir/nan" --prompt 01 -n 4
+expect_fail "NaN weight: resume" 1 "holds NaN" "$tmm" train --resume "$dir/nan" --steps 8
 cp -r "$dir/run" "$dir/nan2"
 edit "$(model_of "$dir/nan2")" 'data[:] = struct.pack("<f", float("nan")) * (len(data) // 4)'
-expect "all NaN, --allow-nonfinite: eval says so" 1 "not finite" \
+expect_fail "all NaN, --allow-nonfinite: eval says so" 1 "not finite" \
   "$tmm" eval --checkpoint "$dir/nan2" --allow-nonfinite
-expect "all NaN, --allow-nonfinite: generate says so" 1 "not finite" \
+expect_fail "all NaN, --allow-nonfinite: generate says so" 1 "not finite" \
   "$tmm" generate --checkpoint "$dir/nan2" --prompt 01 -n 4 --allow-nonfinite
 
 # ---- run directories ----
 before=$(sha256sum "$dir/run/metrics.jsonl" "$dir/run/checkpoints/latest")
-expect "a new run in a directory holding a run" 1 "holds another run" \
+expect_fail "a new run in a directory holding a run" 1 "holds another run" \
   "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/run"
 check "... changes nothing" bash -c '[ "$(sha256sum "$1/metrics.jsonl" "$1/checkpoints/latest")" = "$2" ]' _ \
   "$dir/run" "$before"
@@ -100,7 +80,7 @@ check "... with a fresh metrics.jsonl" test "$(grep -c '"step"' "$dir/run/metric
 "$tmm" train "${small[@]}" --steps 100000 --eval-every 0 --run-dir "$dir/busy" > "$dir/busy.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do [ -f "$dir/busy/metrics.jsonl" ] && break; sleep 0.1; done
-expect "a locked run directory (even with --force)" 1 "in use by another process (pid $pid" \
+expect_fail "a locked run directory (even with --force)" 1 "in use by another process (pid $pid" \
   "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/busy" --force
 kill -INT "$pid"; wait "$pid"
 
@@ -121,47 +101,47 @@ check "... the copy moved on" test "$(cat "$dir/copy/checkpoints/latest")" = ste
 check "... the original is untouched" bash -c '[ "$(cd "$1" && find . -type f | sort | xargs sha256sum)" = "$2" ]' _ \
   "$dir/run" "$before"
 mkdir -p "$dir/loose" && cp -r "$dir/copy/checkpoints/step-000009" "$dir/loose/"
-expect "resume a step directory outside any run" 1 "--run-dir" \
+expect_fail "resume a step directory outside any run" 1 "--run-dir" \
   "$tmm" train --resume "$dir/loose/step-000009" --steps 12
 
 # ---- configuration values (before: accepted, then failed or lied at the end) ----
 printf 'the quick brown fox jumps over the lazy dog. %.0s' $(seq 20) > "$dir/fox.txt"
-expect "val_fraction 0 with evaluations" 1 "no held-out text" \
+expect_fail "val_fraction 0 with evaluations" 1 "no held-out text" \
   "$tmm" train "${small[@]}" --data "$dir/fox.txt" --val-fraction 0 --run-dir "$dir/vf"
 check "... nothing was written" test ! -e "$dir/vf/checkpoints"
 echo '{"task": {"val_fraction": 0}}' > "$dir/vf.json"
-expect "val_fraction 0 from a config file" 1 "no held-out text" \
+expect_fail "val_fraction 0 from a config file" 1 "no held-out text" \
   "$tmm" train "${small[@]}" --data "$dir/fox.txt" --config "$dir/vf.json" --run-dir "$dir/vf"
-expect "--eval-batches 0" 2 "--eval-batches expects a whole number from 1" \
+expect_fail "--eval-batches 0" 2 "--eval-batches expects a whole number from 1" \
   "$tmm" train "${small[@]}" --eval-batches 0 --run-dir "$dir/eb"
 echo '{"train": {"eval_batches": 0}}' > "$dir/eb.json"
-expect "eval_batches 0 from a config file" 1 "train.eval_batches" "$tmm" train --config "$dir/eb.json"
-expect "tmm eval --batches 0" 2 "at least 1" "$tmm" eval --checkpoint "$dir/run" --batches 0
+expect_fail "eval_batches 0 from a config file" 1 "train.eval_batches" "$tmm" train --config "$dir/eb.json"
+expect_fail "tmm eval --batches 0" 2 "at least 1" "$tmm" eval --checkpoint "$dir/run" --batches 0
 echo '{"train": {"steps": 5}, "train": {"steps": 6}}' > "$dir/dup.json"
-expect "a key given twice" 1 "occurs twice" "$tmm" train --config "$dir/dup.json"
-expect "TMM_DEVICE garbage" 1 "TMM_DEVICE is 'first'" env TMM_DEVICE=first "$tmm" check
-expect "TMM_VALIDATE garbage" 1 "TMM_VALIDATE" env TMM_VALIDATE=yes "$tmm" check
+expect_fail "a key given twice" 1 "occurs twice" "$tmm" train --config "$dir/dup.json"
+expect_fail "TMM_DEVICE garbage" 1 "TMM_DEVICE is 'first'" env TMM_DEVICE=first "$tmm" check
+expect_fail "TMM_VALIDATE garbage" 1 "TMM_VALIDATE" env TMM_VALIDATE=yes "$tmm" check
 
 # ---- data files (before: cut silently at \u0000; a FIFO blocked forever; /dev/zero filled memory) ----
 printf '{"text": "fine"}\n{"text": "cut \\u0000 here"}\n' > "$dir/nul.jsonl"
-expect "JSONL with \\u0000" 1 "nul.jsonl:2: holds the escape" \
+expect_fail "JSONL with \\u0000" 1 "nul.jsonl:2: holds the escape" \
   "$tmm" train "${small[@]}" --data "$dir/nul.jsonl" --run-dir "$dir/nul"
 mkfifo "$dir/fifo"
-expect "a FIFO as --data" 1 "FIFO" "$tmm" train "${small[@]}" --data "$dir/fifo" --run-dir "$dir/f1"
-expect "a FIFO as --config" 1 "FIFO" "$tmm" train --config "$dir/fifo"
-expect "a FIFO as a prompt file" 1 "FIFO" "$tmm" generate --checkpoint "$dir/run" --prompt-file "$dir/fifo"
-expect "/dev/zero as --data" 1 "device" "$tmm" train "${small[@]}" --data /dev/zero --run-dir "$dir/f2"
-expect "/dev/zero as --config" 1 "device" "$tmm" train --config /dev/zero
-expect "/dev/zero as a prompt file" 1 "device" "$tmm" generate --checkpoint "$dir/run" --prompt-file /dev/zero
-expect "a directory as --config" 1 "directory" "$tmm" train --config "$dir"
+expect_fail "a FIFO as --data" 1 "FIFO" "$tmm" train "${small[@]}" --data "$dir/fifo" --run-dir "$dir/f1"
+expect_fail "a FIFO as --config" 1 "FIFO" "$tmm" train --config "$dir/fifo"
+expect_fail "a FIFO as a prompt file" 1 "FIFO" "$tmm" generate --checkpoint "$dir/run" --prompt-file "$dir/fifo"
+expect_fail "/dev/zero as --data" 1 "device" "$tmm" train "${small[@]}" --data /dev/zero --run-dir "$dir/f2"
+expect_fail "/dev/zero as --config" 1 "device" "$tmm" train --config /dev/zero
+expect_fail "/dev/zero as a prompt file" 1 "device" "$tmm" generate --checkpoint "$dir/run" --prompt-file /dev/zero
+expect_fail "a directory as --config" 1 "directory" "$tmm" train --config "$dir"
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$dir/big.json"
-expect "a config file over its limit" 1 "more than the 1.0 MiB" "$tmm" train --config "$dir/big.json"
+expect_fail "a config file over its limit" 1 "more than the 1.0 MiB" "$tmm" train --config "$dir/big.json"
 
 # ---- checkpoints of kernel-k models with heads from before windows stopped at head boundaries ----
 check "a kernel-3, 2-head run" "$tmm" train "${small[@]}" --heads 2 --kernel 3 --steps 2 --eval-every 0 \
   --run-dir "$dir/kh"
 edit "$(model_of "$dir/kh")" 'meta["format_version"] = "1"'
-expect "a version-1 kernel-k checkpoint with heads is refused" 1 "train it again" \
+expect_fail "a version-1 kernel-k checkpoint with heads is refused" 1 "train it again" \
   "$tmm" eval --checkpoint "$dir/kh"
 cp -r "$dir/run" "$dir/v1"
 edit "$(model_of "$dir/v1")" 'meta["format_version"] = "1"'
@@ -179,7 +159,7 @@ check "... to the same weights" bash -c 'cmp <(tail -c +9 "$1" | tr -d "\0" | gr
   <(tail -c +9 "$2" | tr -d "\0" | grep -ao "data_fnv1a64\":\"[0-9a-f]*")' _ \
   "$(model_of "$dir/seed1")" "$(model_of "$dir/seed2")"
 check "... and evaluates" "$tmm" eval --checkpoint "$dir/seed2"
-expect "a seed past 2^64" 2 "--seed expects a whole number" "$tmm" train --seed 18446744073709551616
+expect_fail "a seed past 2^64" 2 "--seed expects a whole number" "$tmm" train --seed 18446744073709551616
 
 # ---- processes sharing a cache directory (before: removed each other's temporary files; each measured
 # the mixer crossover on a loaded machine and the last writer won) ----
@@ -193,5 +173,4 @@ check "three trainings sharing a cache all finish" test "$(grep -l "done after 2
 check "... without a warning" bash -c '! grep -h "warning\|cannot" "$@"' _ "$dir"/race?.log
 check "... and one measured the crossover for all" test "$(cat "$dir"/race?.log | grep -c "measuring where")" -eq 1
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -7,21 +7,8 @@
 # EXTRA_CFLAGS: what the consumer needs besides (the sanitizer flags in that build).
 set -u
 build="$1" src="$2" in_tree="$3" extra="${4:-}"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/lib.sh"
 prefix="$dir/prefix"
-passed=0
-failed=0
-
-check() { # name, then a command that must succeed
-  local name="$1"; shift
-  if "$@" > "$dir/out" 2>&1; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $name"; sed 's/^/    /' "$dir/out" | tail -20
-  fi
-}
 
 check "cmake --install" cmake --install "$build" --prefix "$prefix"
 libdir=$(dirname "$(find "$prefix" -name 'libtmm.so' | head -1)")
@@ -61,5 +48,4 @@ check "example (find_package) runs" run_example "$dir/consumer/build/generate" "
 check "example (in tree) runs" run_example "$in_tree" "$dir/tree.txt"
 check "same output" bash -c 'cmp "$1/pc.txt" "$1/tree.txt" && cmp "$1/cmake.txt" "$1/tree.txt"' _ "$dir"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
