@@ -82,6 +82,30 @@ static tmm_status spot_check(const mm_setup *st, double *max_error)
     return s;
 }
 
+static tmm_status record_matmul(const mm_setup *st, const tmm_matmul_desc *desc, tmm_recorder *rec)
+{
+    TMM_TRY(tmm_recorder_begin(rec));
+    TMM_TRY(tmm_record_region_begin(rec, "matmul"));
+    TMM_TRY(tmm_op_matmul(rec, desc, tmm_whole(st->a), tmm_whole(st->b), (tmm_view){ 0 }, tmm_whole(st->c)));
+    TMM_TRY(tmm_record_region_end(rec));
+    return tmm_recorder_end(rec);
+}
+
+/* The warm-up run also pays for compiling the kernel (llvmpipe compiles at
+ * the first dispatch); without --repeat a second run sizes R. */
+static tmm_status repeat_count(const mm_setup *st, tmm_recorder *rec, mm_result *res, uint32_t *repeat)
+{
+    double warm;
+    TMM_TRY(timed_run(rec, &warm, &res->host_timed));
+    *repeat = (uint32_t)st->repeat;
+    if (!*repeat) {
+        TMM_TRY(timed_run(rec, &warm, &res->host_timed));
+        double want = warm > 0 ? ceil(TARGET_MS / warm) : MAX_AUTO_REPEAT;
+        *repeat = want < MIN_AUTO_REPEAT ? MIN_AUTO_REPEAT : want > MAX_AUTO_REPEAT ? MAX_AUTO_REPEAT : (uint32_t)want;
+    }
+    return TMM_OK;
+}
+
 static tmm_status bench_variant(const mm_setup *st, tmm_matmul_variant variant, mm_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -91,40 +115,132 @@ static tmm_status bench_variant(const mm_setup *st, tmm_matmul_variant variant, 
     tmm_recorder *rec;
     TMM_TRY(tmm_recorder_create(st->dev, &rec));
     double *times = NULL;
-    tmm_status s;
-    if ((s = tmm_recorder_begin(rec)) != TMM_OK ||
-        (s = tmm_record_region_begin(rec, "matmul")) != TMM_OK ||
-        (s = tmm_op_matmul(rec, &desc, tmm_whole(st->a), tmm_whole(st->b), (tmm_view){ 0 }, tmm_whole(st->c))) !=
-            TMM_OK ||
-        (s = tmm_record_region_end(rec)) != TMM_OK || (s = tmm_recorder_end(rec)) != TMM_OK)
-        goto done;
-    /* The warm-up run also pays for compiling the kernel (llvmpipe compiles
-     * at the first dispatch); without --repeat a second run sizes R. */
-    double warm;
-    if ((s = timed_run(rec, &warm, &res->host_timed)) != TMM_OK)
-        goto done;
-    uint32_t repeat = (uint32_t)st->repeat;
-    if (!repeat) {
-        if ((s = timed_run(rec, &warm, &res->host_timed)) != TMM_OK)
-            goto done;
-        double want = warm > 0 ? ceil(TARGET_MS / warm) : MAX_AUTO_REPEAT;
-        repeat = want < MIN_AUTO_REPEAT ? MIN_AUTO_REPEAT : want > MAX_AUTO_REPEAT ? MAX_AUTO_REPEAT : (uint32_t)want;
-    }
-    if (!(times = malloc(repeat * sizeof *times))) {
+    uint32_t repeat = 0;
+    tmm_status s = record_matmul(st, &desc, rec);
+    if (s == TMM_OK)
+        s = repeat_count(st, rec, res, &repeat);
+    if (s == TMM_OK && !(times = malloc(repeat * sizeof *times)))
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-        goto done;
-    }
     for (uint32_t i = 0; i < repeat && s == TMM_OK; i++)
         s = timed_run(rec, &times[i], &res->host_timed);
-    if (s != TMM_OK)
-        goto done;
-    res->repeat = repeat;
-    res->ms = cli_median(times, repeat);
-    s = spot_check(st, &res->max_error);
-done:
+    if (s == TMM_OK) {
+        res->repeat = repeat;
+        res->ms = cli_median(times, repeat);
+        s = spot_check(st, &res->max_error);
+    }
     free(times);
     tmm_recorder_destroy(rec);
     return s;
+}
+
+/* Random matrices in [-1, 1) from a fixed seed, on the host and the device. */
+static tmm_status setup_matrices(mm_setup *st)
+{
+    const uint64_t m = st->desc.m, n = st->desc.n, k = st->desc.k;
+    size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
+    st->ha = malloc(na * sizeof(float));
+    st->hb = malloc(nb * sizeof(float));
+    if (!st->ha || !st->hb)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory for %llu x %llu x %llu matrices",
+                        (unsigned long long)m, (unsigned long long)n, (unsigned long long)k);
+    uint64_t seed = 0x1234567u;
+    for (size_t i = 0; i < na; i++)
+        st->ha[i] = (float)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 40) * 0x1p-24f * 2 - 1;
+    for (size_t i = 0; i < nb; i++)
+        st->hb[i] = (float)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 40) * 0x1p-24f * 2 - 1;
+    TMM_TRY(tmm_buffer_create(st->dev, na * sizeof(float), TMM_MEMORY_DEVICE, &st->a));
+    TMM_TRY(tmm_buffer_create(st->dev, nb * sizeof(float), TMM_MEMORY_DEVICE, &st->b));
+    TMM_TRY(tmm_buffer_create(st->dev, nc * sizeof(float), TMM_MEMORY_DEVICE, &st->c));
+    TMM_TRY(tmm_buffer_write(st->a, 0, st->ha, na * sizeof(float)));
+    return tmm_buffer_write(st->b, 0, st->hb, nb * sizeof(float));
+}
+
+/* Times every variant and checks its result; false (after saying why) on failure. */
+static bool measure_variants(const mm_setup *st, const tmm_matmul_variant *variants, int n_variants,
+                             mm_result *results)
+{
+    const tmm_device_info *info = tmm_device_get_info(st->dev);
+    /* float32 rounding over k terms of size <= 1: far below this unless wrong */
+    const double tolerance = 1e-3 * sqrt((double)st->desc.k) + 1e-4;
+    for (int i = 0; i < n_variants; i++) {
+        tmm_status s = bench_variant(st, variants[i], &results[i]);
+        if (s != TMM_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "matmul (%s variant)", tmm_matmul_variant_name(variants[i]));
+            cli_error(what, s);
+            return false;
+        }
+        if (!(results[i].max_error <= tolerance)) {
+            cli_fail("matmul (%s variant) computed wrong results on %s: max |error| %.3g over "
+                     "spot-checked entries\n", tmm_matmul_variant_name(variants[i]), info->name,
+                     results[i].max_error);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Prints the results as a table or JSON; the exit code. */
+static int print_matmul(const mm_setup *st, const mm_result *results, int n_variants, bool json)
+{
+    const uint64_t m = st->desc.m, n = st->desc.n, k = st->desc.k;
+    const tmm_device_info *info = tmm_device_get_info(st->dev);
+    const char *trans = st->desc.trans_a ? (st->desc.trans_b ? "tt" : "tn") : (st->desc.trans_b ? "nt" : "nn");
+    int rc = 0;
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    if (json) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; i < n_variants && arr; i++) {
+            const mm_result *r = &results[i];
+            cJSON *o = cJSON_CreateObject();
+            if (!o)
+                break;
+            cJSON_AddItemToArray(arr, o);
+            cJSON_AddStringToObject(o, "bench", "matmul");
+            cJSON_AddStringToObject(o, "variant", tmm_matmul_variant_name(r->variant));
+            if (r->variant == TMM_MATMUL_AUTO)
+                cJSON_AddStringToObject(o, "resolved",
+                                        info->type == TMM_DEVICE_CPU ? "register" : "tiled");
+            cJSON_AddNumberToObject(o, "m", (double)m);
+            cJSON_AddNumberToObject(o, "n", (double)n);
+            cJSON_AddNumberToObject(o, "k", (double)k);
+            cJSON_AddBoolToObject(o, "trans_a", st->desc.trans_a);
+            cJSON_AddBoolToObject(o, "trans_b", st->desc.trans_b);
+            cJSON_AddNumberToObject(o, "repeat", r->repeat);
+            cJSON_AddNumberToObject(o, "ms", r->ms);
+            cJSON_AddNumberToObject(o, "gflops", r->ms > 0 ? flop / (r->ms * 1e6) : 0);
+            cJSON_AddStringToObject(o, "timing", r->host_timed ? "host" : "device");
+            cJSON_AddStringToObject(o, "device", info->name);
+        }
+        char *text = arr ? cJSON_Print(arr) : NULL;
+        if (!text) {
+            cli_fail("out of host memory writing JSON\n");
+            rc = 1;
+        } else {
+            printf("%s\n", text);
+        }
+        free(text);
+        cJSON_Delete(arr);
+    } else {
+        printf("matmul on %s (%s), float32, C = %sA * %sB\n", info->name, tmm_device_type_name(info->type),
+               st->desc.trans_a ? "transposed " : "", st->desc.trans_b ? "transposed " : "");
+        printf("%-10s %6s %6s %6s %5s %7s %10s %9s\n", "variant", "m", "n", "k", "trans", "repeat", "ms",
+               "GFLOP/s");
+        for (int i = 0; i < n_variants; i++) {
+            const mm_result *r = &results[i];
+            char name[32];
+            if (r->variant == TMM_MATMUL_AUTO)
+                snprintf(name, sizeof name, "auto:%s", info->type == TMM_DEVICE_CPU ? "register" : "tiled");
+            else
+                snprintf(name, sizeof name, "%s", tmm_matmul_variant_name(r->variant));
+            printf("%-10s %6llu %6llu %6llu %5s %7u %10.3f %9.2f\n", name, (unsigned long long)m,
+                   (unsigned long long)n, (unsigned long long)k, trans, r->repeat, r->ms,
+                   r->ms > 0 ? flop / (r->ms * 1e6) : 0.0);
+        }
+        if (results[0].host_timed)
+            printf("(the device has no timestamp queries: times are host wall-clock per submission)\n");
+    }
+    return rc;
 }
 
 static void matmul_usage(FILE *f)
@@ -256,109 +372,15 @@ static int bench_matmul(int argc, char **argv)
         return 2;
     }
 
-    const uint64_t m = st.desc.m, n = st.desc.n, k = st.desc.k;
-    size_t na = (size_t)(m * k), nb = (size_t)(k * n), nc = (size_t)(m * n);
     if (cli_open_device(index, &st.dev))
         return 1;
-    int rc = 0;
-    st.ha = malloc(na * sizeof(float));
-    st.hb = malloc(nb * sizeof(float));
-    tmm_status s = TMM_OK;
-    if (!st.ha || !st.hb) {
-        cli_fail("out of host memory for %llu x %llu x %llu matrices\n", (unsigned long long)m,
-                (unsigned long long)n, (unsigned long long)k);
-        rc = 1;
-        goto out;
-    }
-    uint64_t seed = 0x1234567u;
-    for (size_t i = 0; i < na; i++)
-        st.ha[i] = (float)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 40) * 0x1p-24f * 2 - 1;
-    for (size_t i = 0; i < nb; i++)
-        st.hb[i] = (float)((seed = seed * 6364136223846793005ull + 1442695040888963407ull) >> 40) * 0x1p-24f * 2 - 1;
-    if ((s = tmm_buffer_create(st.dev, na * sizeof(float), TMM_MEMORY_DEVICE, &st.a)) != TMM_OK ||
-        (s = tmm_buffer_create(st.dev, nb * sizeof(float), TMM_MEMORY_DEVICE, &st.b)) != TMM_OK ||
-        (s = tmm_buffer_create(st.dev, nc * sizeof(float), TMM_MEMORY_DEVICE, &st.c)) != TMM_OK ||
-        (s = tmm_buffer_write(st.a, 0, st.ha, na * sizeof(float))) != TMM_OK ||
-        (s = tmm_buffer_write(st.b, 0, st.hb, nb * sizeof(float))) != TMM_OK) {
-        rc = cli_error("cannot set up the matrices", s);
-        goto out;
-    }
-
-    const tmm_device_info *info = tmm_device_get_info(st.dev);
-    const char *trans = st.desc.trans_a ? (st.desc.trans_b ? "tt" : "tn") : (st.desc.trans_b ? "nt" : "nn");
-    /* float32 rounding over k terms of size <= 1: far below this unless wrong */
-    const double tolerance = 1e-3 * sqrt((double)k) + 1e-4;
+    int rc = 1;
     mm_result results[2];
-    for (int i = 0; i < n_variants; i++) {
-        if ((s = bench_variant(&st, variants[i], &results[i])) != TMM_OK) {
-            char what[64];
-            snprintf(what, sizeof what, "matmul (%s variant)", tmm_matmul_variant_name(variants[i]));
-            rc = cli_error(what, s);
-            goto out;
-        }
-        if (!(results[i].max_error <= tolerance)) {
-            cli_fail("matmul (%s variant) computed wrong results on %s: max |error| %.3g over "
-                            "spot-checked entries\n", tmm_matmul_variant_name(variants[i]), info->name,
-                    results[i].max_error);
-            rc = 1;
-            goto out;
-        }
-    }
-
-    const double flop = 2.0 * (double)m * (double)n * (double)k;
-    if (json) {
-        cJSON *arr = cJSON_CreateArray();
-        for (int i = 0; i < n_variants && arr; i++) {
-            const mm_result *r = &results[i];
-            cJSON *o = cJSON_CreateObject();
-            if (!o)
-                break;
-            cJSON_AddItemToArray(arr, o);
-            cJSON_AddStringToObject(o, "bench", "matmul");
-            cJSON_AddStringToObject(o, "variant", tmm_matmul_variant_name(r->variant));
-            if (r->variant == TMM_MATMUL_AUTO)
-                cJSON_AddStringToObject(o, "resolved",
-                                        info->type == TMM_DEVICE_CPU ? "register" : "tiled");
-            cJSON_AddNumberToObject(o, "m", (double)m);
-            cJSON_AddNumberToObject(o, "n", (double)n);
-            cJSON_AddNumberToObject(o, "k", (double)k);
-            cJSON_AddBoolToObject(o, "trans_a", st.desc.trans_a);
-            cJSON_AddBoolToObject(o, "trans_b", st.desc.trans_b);
-            cJSON_AddNumberToObject(o, "repeat", r->repeat);
-            cJSON_AddNumberToObject(o, "ms", r->ms);
-            cJSON_AddNumberToObject(o, "gflops", r->ms > 0 ? flop / (r->ms * 1e6) : 0);
-            cJSON_AddStringToObject(o, "timing", r->host_timed ? "host" : "device");
-            cJSON_AddStringToObject(o, "device", info->name);
-        }
-        char *text = arr ? cJSON_Print(arr) : NULL;
-        if (!text) {
-            cli_fail("out of host memory writing JSON\n");
-            rc = 1;
-        } else {
-            printf("%s\n", text);
-        }
-        free(text);
-        cJSON_Delete(arr);
-    } else {
-        printf("matmul on %s (%s), float32, C = %sA * %sB\n", info->name, tmm_device_type_name(info->type),
-               st.desc.trans_a ? "transposed " : "", st.desc.trans_b ? "transposed " : "");
-        printf("%-10s %6s %6s %6s %5s %7s %10s %9s\n", "variant", "m", "n", "k", "trans", "repeat", "ms",
-               "GFLOP/s");
-        for (int i = 0; i < n_variants; i++) {
-            const mm_result *r = &results[i];
-            char name[32];
-            if (r->variant == TMM_MATMUL_AUTO)
-                snprintf(name, sizeof name, "auto:%s", info->type == TMM_DEVICE_CPU ? "register" : "tiled");
-            else
-                snprintf(name, sizeof name, "%s", tmm_matmul_variant_name(r->variant));
-            printf("%-10s %6llu %6llu %6llu %5s %7u %10.3f %9.2f\n", name, (unsigned long long)m,
-                   (unsigned long long)n, (unsigned long long)k, trans, r->repeat, r->ms,
-                   r->ms > 0 ? flop / (r->ms * 1e6) : 0.0);
-        }
-        if (results[0].host_timed)
-            printf("(the device has no timestamp queries: times are host wall-clock per submission)\n");
-    }
-out:
+    tmm_status s = setup_matrices(&st);
+    if (s != TMM_OK)
+        cli_error("cannot set up the matrices", s);
+    else if (measure_variants(&st, variants, n_variants, results))
+        rc = print_matmul(&st, results, n_variants, json);
     tmm_buffer_destroy(st.a);
     tmm_buffer_destroy(st.b);
     tmm_buffer_destroy(st.c);

@@ -123,8 +123,8 @@ int bench_train(int argc, char **argv)
     bool timed = true;
     for (unsigned long step = 0; s == TMM_OK && step < steps + 2; step++) {
         double w0 = cli_now_ms() * 1e-3, c0 = cpu_s();
-        if ((s = tmm_optim_set_step(o, (uint32_t)step + 1, 1e-4)) != TMM_OK || (s = tmm_model_set_batch(m, tok, tgt)) ||
-            (s = tmm_recorder_run(r)) != TMM_OK)
+        if ((s = tmm_optim_set_step(o, (uint32_t)step + 1, 1e-4)) != TMM_OK ||
+            (s = tmm_model_set_batch(m, tok, tgt)) != TMM_OK || (s = tmm_recorder_run(r)) != TMM_OK)
             break;
         if (step < 2)
             continue; /* warm-up: lavapipe compiles shaders on first use */
