@@ -146,6 +146,15 @@ expect_fail "a version-1 kernel-k checkpoint with heads is refused" 1 "train it 
 cp -r "$dir/run" "$dir/v1"
 edit "$(model_of "$dir/v1")" 'meta["format_version"] = "1"'
 check "a version-1 flat checkpoint still loads" "$tmm" eval --checkpoint "$dir/v1"
+cp -r "$dir/run" "$dir/v2"
+edit "$(model_of "$dir/v2")" 'meta["format_version"] = "2"; del meta["arch"]; del meta["window"]'
+check "a version-2 checkpoint (no arch, window) loads as a TMM" "$tmm" eval --checkpoint "$dir/v2"
+cp -r "$dir/run" "$dir/v3"
+edit "$(model_of "$dir/v3")" 'del meta["arch"]'
+expect_fail "a version-3 checkpoint without its arch" 1 "metadata 'arch' is missing" "$tmm" eval --checkpoint "$dir/v3"
+cp -r "$dir/run" "$dir/ar"
+edit "$(model_of "$dir/ar")" 'meta["arch"] = "mamba9"'
+expect_fail "a checkpoint of an unknown arch" 1 "arch" "$tmm" eval --checkpoint "$dir/ar"
 
 # ---- 64-bit seeds survive the saved config (before: rounded through a double; resume failed or changed data) ----
 seeds=(--model-seed 18446744073709551615 --seed 9007199254740993)

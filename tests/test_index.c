@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/index.h"
+#include "mixer/toeplitz_mixer.h"
 #include "harness.h"
 
 #define PI 3.14159265358979323846
@@ -489,7 +490,7 @@ Test(index, model_entries_and_histogram)
     /* vector (layer l, w or w2 v, head g, tap a) = e_s, s = l + v + g + a: winding s */
     for (uint32_t l = 0; l < 2; l++)
         for (uint32_t v = 0; v < 2; v++) {
-            const tmm_param *p = &ck.table.params[v ? ck.table.blocks[l].w2 : ck.table.blocks[l].w];
+            const tmm_param *p = &ck.table.params[ck.table.blocks[l].mix[v ? TMM_TZ_W2 : TMM_TZ_W]];
             cr_assert(p->shape[0] == 2 && p->shape[1] == 2 && p->shape[2] == 12);
             for (uint32_t g = 0; g < 2; g++)
                 for (uint32_t a = 0; a < 2; a++)

@@ -8,7 +8,7 @@
 
 #include "files.h"
 #include "harness.h"
-#include "model/mixer_select.h"
+#include "mixer/mixer_select.h"
 
 /* A private cache directory for the test; the device's cache file in it. */
 static void fresh_cache(char *path, size_t size)

@@ -57,7 +57,7 @@ static void check_variant(const variant *v, tmm_mixer_impl impl)
     const tmm_model_config *c = &v->config;
     tmm_model *m;
     H_OK(tmm_model_create(h_dev, c, B, &m));
-    H_OK(tmm_model_set_toeplitz_impl(m, impl));
+    H_OK(tmm_model_set_mixer_impl(m, impl));
     const tmm_param_table *t = tmm_model_table(m);
     float *w = h_floats(t->arena_floats), *g = h_floats(t->arena_floats);
     double *wd = calloc(t->arena_floats, sizeof *wd), *gd = calloc(t->arena_floats, sizeof *gd);

@@ -21,17 +21,29 @@ extern "C" {
 #define TMM_MAX_EXPANSION 64u
 #define TMM_MAX_KERNEL 16u
 
+/* The sequence model: the TMM or one of the compared baselines
+ * (docs/model.md, docs/baselines.md). */
+typedef enum tmm_arch {
+    TMM_ARCH_TMM = 0,      /* Toeplitz MLP Mixer */
+    TMM_ARCH_TRANSFORMER,  /* Llama-style: RMSNorm, RoPE softmax attention, SwiGLU MLP */
+    TMM_ARCH_SWA,          /* the transformer with sliding-window attention */
+    TMM_ARCH_LINEAR,       /* the transformer block with causal linear attention */
+} tmm_arch;
+
 typedef struct tmm_model_config {
+    tmm_arch arch;
     uint32_t vocab;      /* V */
     uint32_t d_model;    /* d */
     uint32_t n_ctx;      /* n: context length, the length of every Toeplitz vector */
     uint32_t n_layers;   /* L */
-    uint32_t heads;      /* 0: flat mixing (one w, beta per layer, no projections);
-                            H >= 1: in-projection, H groups of d/H channels, out-projection */
+    uint32_t heads;      /* tmm: 0 flat mixing (one w, beta per layer, no projections), H >= 1
+                            in-projection, H groups of d/H channels, out-projection;
+                            attention: H >= 1 heads of d/H channels */
     uint32_t expansion;  /* e: MLP hidden width e*d */
     uint32_t kernel;     /* k taps per Toeplitz layer (1: plain) */
     bool expanded;       /* Toeplitz -> SiLU -> Toeplitz */
     bool frozen;         /* Toeplitz w and beta keep their initial values */
+    uint32_t window;     /* swa: keys per query (t - window < s <= t); 0 for the other models */
     uint64_t seed;       /* initialization */
 } tmm_model_config;
 
@@ -42,7 +54,10 @@ typedef enum tmm_mixer_impl {
     TMM_MIXER_FFT,       /* O(n log n) per channel */
 } tmm_mixer_impl;
 
-/* A small flat model: V 256, d 64, n 64, L 2, e 4, k 1, seed 1. */
+/* "tmm", "transformer", "swa", "linear"; NULL for a value outside the enum. */
+TMM_API const char *tmm_arch_name(tmm_arch arch);
+
+/* A small flat TMM: V 256, d 64, n 64, L 2, e 4, k 1, seed 1. */
 TMM_API tmm_model_config tmm_model_config_default(void);
 /* TMM_OK, or TMM_ERR_INVALID_ARGUMENT with a message naming the bad field. */
 TMM_API tmm_status tmm_model_config_check(const tmm_model_config *config);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/index.h"
+#include "mixer/toeplitz_mixer.h"
 #include "status.h"
 
 /* Counts the zeros of a against the unit circle from the companion matrix's
@@ -120,7 +121,7 @@ const float *tmm_index_vector(const tmm_checkpoint *ckpt, const tmm_index_entry 
 {
     const tmm_param_table *t = &ckpt->table;
     const tmm_block_params *b = &t->blocks[e->layer];
-    const tmm_param *p = &t->params[e->second ? b->w2 : b->w];
+    const tmm_param *p = &t->params[b->mix[e->second ? TMM_TZ_W2 : TMM_TZ_W]];
     const uint32_t taps = p->shape[1], n = p->shape[2];
     return ckpt->params + p->offset + ((size_t)e->head * taps + e->tap) * n;
 }
@@ -181,6 +182,9 @@ tmm_status tmm_index_model(const tmm_checkpoint *ckpt, const tmm_index_options *
 {
     memset(out, 0, sizeof *out);
     const tmm_model_config *c = &ckpt->table.config;
+    if (c->arch != TMM_ARCH_TMM)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the index is of Toeplitz vectors: this is a %s model, not a TMM",
+                        tmm_arch_name(c->arch));
     const uint32_t heads = c->heads ? c->heads : 1, taps = c->kernel, per = c->expanded ? 2 : 1;
     const uint64_t count = (uint64_t)c->n_layers * per * heads * taps;
     out->entries = calloc(count ? count : 1, sizeof *out->entries);

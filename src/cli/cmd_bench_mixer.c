@@ -12,7 +12,7 @@
 #include "ops/attention.h"
 #include "ops/toeplitz.h"
 #include "ops/toeplitz_fft.h"
-#include "model/mixer_select.h"
+#include "mixer/mixer_select.h"
 #include "tmm/model.h"
 
 enum { IMPL_DIRECT, IMPL_FFT, IMPL_AUTO, IMPL_ATTENTION, N_IMPLS };

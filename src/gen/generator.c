@@ -1,24 +1,27 @@
 /* tmm_generator: prefill through the model's forward pass, then cached
  * decoding with one recorded step (include/tmm/generate.h).
  *
- * The cache is the model's own activations: the forward leaves every layer's
- * Toeplitz inputs [B, n, d] in buffers (tmm_model_mixer_inputs), which is
- * exactly what decoding needs. A step writes the new position's inputs into
- * those rows and reads rows 0..t, so rows after a prompt (computed from
- * padding by the prefill) are always overwritten before they are read.
+ * The step is the model's frame for one position of every sequence
+ * (embedding, each block's two halves, final norm, LM head); each layer's
+ * mixer half goes through its mixer's decoder (src/mixer/mixer.h), which
+ * keeps what the mixer needs of the positions so far: the TMM's cache is the
+ * model's own activations (the Toeplitz inputs [B, n, d] the forward leaves),
+ * so a prefill fills it.
  *
  * Short prompts are prefilled by a model of a shorter context (the smallest
  * power of two from GEN_MIN_BUCKET that holds the longest prompt), made on
- * first use from the same weights with w and beta cropped (position t of a
- * causal model never sees w or beta past t), and its caches are copied into
- * the main ones: the time to first token follows the prompt's length. The
- * step is recorded once; per step the host writes the tokens and positions
- * (two small host-visible buffers), submits, and reads [B, V] logits. */
+ * first use from the same weights with the Toeplitz w and beta cropped
+ * (position t of a causal model never sees w or beta past t); the decoder's
+ * prefill then takes the state from it: the time to first token follows the
+ * prompt's length. The step is recorded once; per step the host writes the
+ * tokens and positions (two small host-visible buffers), submits, and reads
+ * [B, V] logits. */
 #include "gen/generator.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "ops/decode_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
@@ -28,10 +31,18 @@
 #define GEN_MIN_BUCKET 32u
 #define GEN_MAX_BUCKETS 26
 
+/* A model that prefills, and the recording that moves its state into the decoder. */
+typedef struct prefiller {
+    tmm_model *model;
+    tmm_recorder *prefill;
+} prefiller;
+
 struct tmm_generator {
     tmm_device *device;
     tmm_generator_info info;
+    const tmm_arch_desc *arch;
     tmm_model *model;
+    tmm_mixer_decoder *decoder;
     tmm_gen_tokenizer tokenizer;
     uint32_t *pos;            /* host copy of every sequence's position */
     bool prefilled;
@@ -39,83 +50,79 @@ struct tmm_generator {
     int32_t *ignore;          /* [B, n] targets, none scored */
 
     /* one position per sequence: [B, d] / [B, e] activations */
-    tmm_buffer *h, *x, *mean, *rstd, *f, *z, *u, *y1, *q, *y2, *zeros_d;
-    tmm_buffer *tokens, *positions, *logits;  /* host-visible */
-    tmm_buffer *ln_scratch, *step_scratch;
+    tmm_buffer *h, *x, *mean, *rstd, *f, *z;
+    tmm_buffer *tokens, *positions, *lengths, *logits;  /* host-visible */
+    tmm_buffer *ln_scratch;
     tmm_recorder *step;
 
     float *params;            /* host copy of the weights, to crop for buckets */
     tmm_mixer_impl mixer;
-    struct bucket {           /* bucket k: context GEN_MIN_BUCKET << k */
-        tmm_model *model;
-        tmm_recorder *copy;   /* its caches into the main ones */
-    } buckets[GEN_MAX_BUCKETS];
+    prefiller main;           /* the model itself */
+    prefiller buckets[GEN_MAX_BUCKETS];  /* bucket k: context GEN_MIN_BUCKET << k */
 };
 
 static const tmm_view none = { NULL, 0, 0 };
 
 static tmm_view param(tmm_generator *g, int idx)
 {
+    if (idx < 0)
+        return none;
     const tmm_param *p = &tmm_model_table(g->model)->params[idx];
     return tmm_sub(tmm_model_param_buffer(g->model), p->offset * 4, p->numel * 4);
 }
 
-/* The Toeplitz layers' shape for one step of every sequence. */
-static tmm_toeplitz_desc step_desc(const tmm_generator *g)
-{
-    const tmm_model_config *c = &g->info.config;
-    return (tmm_toeplitz_desc){ .batch = g->info.batch, .n = c->n_ctx, .d = c->d_model,
-                                .groups = c->heads ? c->heads : 1, .taps = c->kernel };
-}
-
 static tmm_view W(tmm_buffer *b) { return tmm_whole(b); }
 
+/* x = Norm(h) for the B rows of a step. */
+static tmm_status step_norm(tmm_generator *g, tmm_recorder *r, int w, int b)
+{
+    const uint32_t B = g->info.batch, d = g->info.config.d_model;
+    return tmm_op_layernorm_forward(r, W(g->h), param(g, w), param(g, b), B, d, TMM_NN_LAYERNORM_EPS,
+                                    W(g->ln_scratch), W(g->x), W(g->mean), W(g->rstd));
+}
+
+/* h += MLP(x) for the B rows of a step. */
+static tmm_status step_mlp(tmm_generator *g, tmm_recorder *r, const tmm_block_params *bp)
+{
+    const tmm_model_config *c = &g->info.config;
+    const uint32_t B = g->info.batch, d = c->d_model, e = c->expansion * d;
+    TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, e, param(g, bp->mlp_in_w), none, W(g->f), false));
+    TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
+    return tmm_op_linear_rows(r, W(g->z), B, e, d, param(g, bp->mlp_out_w), param(g, bp->mlp_out_b), W(g->h), true);
+}
+
 /* The step: embedding of the new tokens, every block for one position, the
- * LM head. Mirrors the model's forward (src/model/model.c record_forward). */
+ * LM head. Mirrors the model's forward (src/model/model.c record_forward);
+ * the residual stream h is only added to: no copies. */
 static tmm_status record_step(tmm_generator *g)
 {
     const tmm_model_config *c = &g->info.config;
     const tmm_param_table *t = tmm_model_table(g->model);
-    const uint32_t B = g->info.batch, d = c->d_model, e = c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = step_desc(g);
+    const uint32_t B = g->info.batch, d = c->d_model, V = c->vocab;
     tmm_recorder *r = g->step;
-    tmm_view pos = W(g->positions), lns = W(g->ln_scratch), sts = W(g->step_scratch);
+    const tmm_mixer_class *mc = tmm_model_mixer(g->model)->cls;
+    const tmm_rec rec = { r, false, none };
 
     TMM_TRY(tmm_recorder_begin(r));
     TMM_TRY(tmm_op_embedding_forward(r, W(g->tokens), param(g, t->embed), B, V, d, W(g->h)));
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &t->blocks[l];
-        tmm_view cache1, cache2;
-        TMM_TRY(tmm_model_mixer_inputs(g->model, l, &cache1, &cache2));
-        TMM_TRY(tmm_op_layernorm_forward(r, W(g->h), param(g, bp->ln1_w), param(g, bp->ln1_b), B, d,
-                                         TMM_NN_LAYERNORM_EPS, lns, W(g->x), W(g->mean), W(g->rstd)));
-        TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, e, param(g, bp->fc1_w), none, W(g->f), false));
-        TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->fc1_b), B, e, W(g->z)));
-        /* the residual stream h is only added to from here on: no copies */
-        TMM_TRY(tmm_op_linear_rows(r, W(g->z), B, e, d, param(g, bp->fc2_w), param(g, bp->fc2_b), W(g->h), true));
-        TMM_TRY(tmm_op_layernorm_forward(r, W(g->h), param(g, bp->ln2_w), param(g, bp->ln2_b), B, d,
-                                         TMM_NN_LAYERNORM_EPS, lns, W(g->x), W(g->mean), W(g->rstd)));
-        tmm_view u = W(g->x);
-        if (c->heads) {
-            TMM_TRY(tmm_op_linear_rows(r, u, B, d, d, param(g, bp->in_w), param(g, bp->in_b), W(g->u), false));
-            u = W(g->u);
+        for (int i = 0; i < 2; i++) {
+            if ((i == 0) == g->arch->mixer_first) {
+                TMM_TRY(step_norm(g, r, bp->mix_norm_w, bp->mix_norm_b));
+                TMM_TRY(mc->record_step(g->decoder, &rec, l, W(g->positions), W(g->x), W(g->h)));
+            } else {
+                TMM_TRY(step_norm(g, r, bp->mlp_norm_w, bp->mlp_norm_b));
+                TMM_TRY(step_mlp(g, r, bp));
+            }
         }
-        TMM_TRY(tmm_op_cache_write(r, &td, pos, u, cache1));
-        TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, cache1, param(g, bp->w), param(g, bp->beta), sts, W(g->y1)));
-        tmm_view mix = W(g->y1);
-        if (c->expanded) {
-            TMM_TRY(tmm_op_bias_silu_forward(r, W(g->y1), W(g->zeros_d), B, d, W(g->q)));
-            TMM_TRY(tmm_op_cache_write(r, &td, pos, W(g->q), cache2));
-            TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, cache2, param(g, bp->w2), param(g, bp->beta2), sts,
-                                         W(g->y2)));
-            mix = W(g->y2);
-        }
-        if (c->heads)
-            TMM_TRY(tmm_op_linear_rows(r, mix, B, d, d, param(g, bp->out_w), param(g, bp->out_b), W(g->h), true));
-        else
-            TMM_TRY(tmm_op_axpy(r, 1.0f, mix, W(g->h), (uint64_t)B * d));
     }
-    TMM_TRY(tmm_op_linear_rows(r, W(g->h), B, d, V, param(g, t->head), none, W(g->logits), false));
+    tmm_view head_in = W(g->h);
+    if (g->arch->final_norm) {
+        TMM_TRY(step_norm(g, r, t->final_norm_w, -1));
+        head_in = W(g->x);
+    }
+    TMM_TRY(tmm_op_linear_rows(r, head_in, B, d, V, param(g, t->head), none, W(g->logits), false));
     return tmm_recorder_end(r);
 }
 
@@ -123,27 +130,25 @@ static tmm_status allocate(tmm_generator *g)
 {
     const tmm_model_config *c = &g->info.config;
     const uint64_t B = g->info.batch, d = c->d_model, e = (uint64_t)c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = step_desc(g);
     struct { tmm_buffer **b; uint64_t floats; tmm_memory_kind kind; } all[] = {
         { &g->h, B * d, TMM_MEMORY_DEVICE },       { &g->x, B * d, TMM_MEMORY_DEVICE },
         { &g->mean, B, TMM_MEMORY_DEVICE },        { &g->rstd, B, TMM_MEMORY_DEVICE },
         { &g->f, B * e, TMM_MEMORY_DEVICE },       { &g->z, B * e, TMM_MEMORY_DEVICE },
-        { &g->u, B * d, TMM_MEMORY_DEVICE },
-        { &g->y1, B * d, TMM_MEMORY_DEVICE },      { &g->q, B * d, TMM_MEMORY_DEVICE },
-        { &g->y2, B * d, TMM_MEMORY_DEVICE },      { &g->zeros_d, d, TMM_MEMORY_DEVICE },
         { &g->tokens, B, TMM_MEMORY_HOST },        { &g->positions, B, TMM_MEMORY_HOST },
-        { &g->logits, B * V, TMM_MEMORY_HOST },
+        { &g->lengths, B, TMM_MEMORY_HOST },       { &g->logits, B * V, TMM_MEMORY_HOST },
         { &g->ln_scratch, tmm_op_layernorm_forward_scratch((uint32_t)B, (uint32_t)d), TMM_MEMORY_DEVICE },
-        { &g->step_scratch, tmm_op_toeplitz_step_scratch(&td), TMM_MEMORY_DEVICE },
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         TMM_TRY(tmm_buffer_create(g->device, (all[i].floats ? all[i].floats : 1) * 4, all[i].kind, all[i].b));
-    float *zeros = calloc(d, sizeof *zeros);
-    if (!zeros)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    tmm_status s = tmm_buffer_write(g->zeros_d, 0, zeros, d * 4);
-    free(zeros);
-    return s;
+    return TMM_OK;
+}
+
+static void prefiller_free(prefiller *p, bool own_model)
+{
+    tmm_recorder_destroy(p->prefill);
+    if (own_model)
+        tmm_model_destroy(p->model);
+    p->prefill = NULL, p->model = NULL;
 }
 
 void tmm_generator_destroy(tmm_generator *g)
@@ -151,17 +156,59 @@ void tmm_generator_destroy(tmm_generator *g)
     if (!g)
         return;
     tmm_recorder_destroy(g->step);
-    tmm_buffer *all[] = { g->h, g->x, g->mean, g->rstd, g->f, g->z, g->u, g->y1, g->q, g->y2, g->zeros_d,
-                          g->tokens, g->positions, g->logits, g->ln_scratch, g->step_scratch };
+    tmm_buffer *all[] = { g->h, g->x, g->mean, g->rstd, g->f, g->z, g->tokens, g->positions, g->lengths,
+                          g->logits, g->ln_scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
-    for (int k = 0; k < GEN_MAX_BUCKETS; k++) {
-        tmm_recorder_destroy(g->buckets[k].copy);
-        tmm_model_destroy(g->buckets[k].model);
-    }
+    for (int k = 0; k < GEN_MAX_BUCKETS; k++)
+        prefiller_free(&g->buckets[k], true);
+    prefiller_free(&g->main, false);
+    if (g->decoder)
+        tmm_model_mixer(g->model)->cls->decoder_destroy(g->decoder);
     tmm_model_destroy(g->model);
     free(g->pos), free(g->prompt_tokens), free(g->ignore), free(g->params);
     free(g);
+}
+
+/* The mixer inputs of every layer of `m`, as its forward leaves them. */
+static tmm_status mixer_inputs(tmm_model *m, tmm_view **out)
+{
+    const uint32_t L = tmm_model_table(m)->config.n_layers;
+    *out = malloc(L * sizeof **out);
+    if (!*out)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < L; l++)
+        (*out)[l] = tmm_model_mixer_input(m, l);
+    return TMM_OK;
+}
+
+/* The recording that moves a prefill of p->model into the decoder. */
+static tmm_status record_prefill(tmm_generator *g, prefiller *p)
+{
+    tmm_view *x;
+    TMM_TRY(mixer_inputs(p->model, &x));
+    tmm_mixer *mx = tmm_model_mixer(g->model);
+    tmm_status s = tmm_recorder_create(g->device, &p->prefill);
+    if (s == TMM_OK)
+        s = tmm_recorder_begin(p->prefill);
+    if (s == TMM_OK)
+        s = mx->cls->record_prefill(g->decoder, p->prefill, tmm_model_mixer(p->model), x, W(g->lengths));
+    if (s == TMM_OK)
+        s = tmm_recorder_end(p->prefill);
+    free(x);
+    return s;
+}
+
+/* The decoder over the main model's mixer, and its prefill from the main model. */
+static tmm_status make_decoder(tmm_generator *g)
+{
+    tmm_view *x;
+    TMM_TRY(mixer_inputs(g->model, &x));
+    tmm_mixer *mx = tmm_model_mixer(g->model);
+    tmm_status s = mx->cls->decoder_create(mx, x, &g->decoder);
+    free(x);
+    g->main.model = g->model;
+    return s == TMM_OK ? record_prefill(g, &g->main) : s;
 }
 
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
@@ -175,6 +222,7 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     g->device = device;
     g->mixer = mixer;
+    g->arch = tmm_arch_of(table->config.arch);
     g->info.config = table->config;
     g->info.batch = batch;
     g->tokenizer = tokenizer;
@@ -199,6 +247,8 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
         s = tmm_model_write_params(g->model, params);
     if (s == TMM_OK)
         s = allocate(g);
+    if (s == TMM_OK)
+        s = make_decoder(g);
     if (s == TMM_OK)
         s = tmm_recorder_create(device, &g->step);
     if (s == TMM_OK)
@@ -238,10 +288,10 @@ const tmm_generator_info *tmm_generator_get_info(const tmm_generator *g) { retur
 tmm_status tmm_generator_set_mixer(tmm_generator *g, tmm_mixer_impl impl)
 {
     g->mixer = impl;
-    TMM_TRY(tmm_model_set_toeplitz_impl(g->model, impl));
+    TMM_TRY(tmm_model_set_mixer_impl(g->model, impl));
     for (int k = 0; k < GEN_MAX_BUCKETS; k++)
         if (g->buckets[k].model)
-            TMM_TRY(tmm_model_set_toeplitz_impl(g->buckets[k].model, impl));
+            TMM_TRY(tmm_model_set_mixer_impl(g->buckets[k].model, impl));
     return TMM_OK;
 }
 
@@ -262,28 +312,10 @@ static void crop_params(const tmm_param_table *full, const float *src, const tmm
     }
 }
 
-/* Copies sequence b's rows [0, ns) of every cache of `from` into the main model's. */
-static tmm_status record_cache_copy(tmm_generator *g, tmm_model *from, uint32_t ns, tmm_recorder *r)
-{
-    const tmm_model_config *c = &g->info.config;
-    const uint64_t n = c->n_ctx, d = c->d_model, bytes = (uint64_t)ns * d * 4;
-    TMM_TRY(tmm_recorder_begin(r));
-    for (uint32_t l = 0; l < c->n_layers; l++) {
-        tmm_view src[2], dst[2];
-        TMM_TRY(tmm_model_mixer_inputs(from, l, &src[0], &src[1]));
-        TMM_TRY(tmm_model_mixer_inputs(g->model, l, &dst[0], &dst[1]));
-        for (int k = 0; k < (c->expanded ? 2 : 1); k++)
-            for (uint64_t b = 0; b < g->info.batch; b++)
-                TMM_TRY(tmm_record_copy(r, tmm_sub(src[k].buffer, src[k].offset + b * bytes, bytes),
-                                        tmm_sub(dst[k].buffer, dst[k].offset + b * n * d * 4, bytes)));
-    }
-    return tmm_recorder_end(r);
-}
-
 /* The model of bucket k, made on first use. */
-static tmm_status bucket_model(tmm_generator *g, int k, struct bucket **out)
+static tmm_status bucket_model(tmm_generator *g, int k, prefiller **out)
 {
-    struct bucket *bk = &g->buckets[k];
+    prefiller *bk = &g->buckets[k];
     *out = bk;
     if (bk->model)
         return TMM_OK;
@@ -300,16 +332,11 @@ static tmm_status bucket_model(tmm_generator *g, int k, struct bucket **out)
     if (s == TMM_OK)
         s = tmm_model_write_params(bk->model, cropped);
     if (s == TMM_OK)
-        s = tmm_recorder_create(g->device, &bk->copy);
-    if (s == TMM_OK)
-        s = record_cache_copy(g, bk->model, c.n_ctx, bk->copy);
+        s = record_prefill(g, bk);
     free(cropped);
     tmm_param_table_free(&part);
-    if (s != TMM_OK) {
-        tmm_recorder_destroy(bk->copy);
-        tmm_model_destroy(bk->model);
-        bk->copy = NULL, bk->model = NULL;
-    }
+    if (s != TMM_OK)
+        prefiller_free(bk, true);
     return s;
 }
 
@@ -332,20 +359,20 @@ tmm_status tmm_generator_prefill(tmm_generator *g, const uint32_t *const *prompt
     int k = 0;
     while ((GEN_MIN_BUCKET << k) < longest)
         k++;
-    struct bucket *bk = NULL;
+    prefiller *p = &g->main;
     g->prefilled = false;
     if ((GEN_MIN_BUCKET << k) < n)
-        TMM_TRY(bucket_model(g, k, &bk));
-    tmm_model *m = bk ? bk->model : g->model;
-    const uint32_t len = bk ? GEN_MIN_BUCKET << k : n;
+        TMM_TRY(bucket_model(g, k, &p));
+    tmm_model *m = p->model;
+    const uint32_t len = tmm_model_table(m)->config.n_ctx;
     for (uint32_t b = 0; b < B; b++) {
         memset(g->prompt_tokens + (size_t)b * len, 0, (size_t)len * sizeof *g->prompt_tokens);
         memcpy(g->prompt_tokens + (size_t)b * len, prompts[b], lengths[b] * sizeof *g->prompt_tokens);
     }
     TMM_TRY(tmm_model_set_batch(m, g->prompt_tokens, g->ignore));
     TMM_TRY(tmm_model_run(m, false));
-    if (bk)
-        TMM_TRY(tmm_recorder_run(bk->copy));
+    TMM_TRY(tmm_buffer_write(g->lengths, 0, lengths, (uint64_t)B * 4));
+    TMM_TRY(tmm_recorder_run(p->prefill));
     for (uint32_t b = 0; b < B; b++) {
         if (logits)
             TMM_TRY(tmm_model_logits_rows(m, (uint64_t)b * len + lengths[b] - 1, 1, logits + (size_t)b * V));

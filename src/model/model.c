@@ -1,33 +1,32 @@
-/* The TMM on a device: buffers, the recorded forward/backward graph, batches. */
+/* The model frame on a device (arch.h): buffers, the recorded forward and
+ * backward passes, batches. The mixer is a class (src/mixer/mixer.h). */
 #include "model/model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
-#include "ops/toeplitz_fft.h"
-#include "model/mixer_select.h"
 
-/* What the forward keeps of each layer for the backward, one line each:
- * name, floats per row of the batch (d, 1 or e = expansion * d), and which
- * models have it. This list alone drives the struct, allocation, release and
- * the memory plan. */
+/* What the frame keeps of each block for the backward, one line each: name,
+ * floats per row of the batch (D = d, ONE = 1, E = e·d, EA = the MLP's
+ * pre-activation width: e·d, or 2e·d for SwiGLU's gate and up), and which
+ * models have it. The halves of a block are "1" (first) and "2" (second);
+ * which of them is the mixer's depends on the architecture. This list alone
+ * drives the struct, allocation, release and the memory plan. The mixer keeps
+ * its own (src/mixer/). */
 #define LAYER_ACTS(X)                                                                              \
     X(h_in, D, ALL)       /* the block's input */                                                  \
-    X(mean1, ONE, ALL)    /* LayerNorm 1 statistics */                                             \
+    X(mean1, ONE, LN)     /* norm 1 statistics (mean: LayerNorm only) */                           \
     X(rstd1, ONE, ALL)                                                                             \
-    X(x1, D, ALL)         /* LN1(h) */                                                             \
-    X(f1, E, ALL)         /* W1 x1 + b1 */                                                         \
-    X(z, E, ALL)          /* silu(f1) */                                                           \
-    X(h_mid, D, ALL)      /* h after the MLP */                                                    \
-    X(mean2, ONE, ALL)    /* LayerNorm 2 statistics */                                             \
+    X(x1, D, ALL)         /* Norm1(h_in): the first half's input */                                \
+    X(h_mid, D, ALL)      /* h after the first half */                                             \
+    X(mean2, ONE, LN)                                                                              \
     X(rstd2, ONE, ALL)                                                                             \
-    X(x2, D, ALL)         /* LN2(h_mid): the mixer's input */                                      \
-    X(v, D, HEADS)        /* x2 Winᵀ + bin */                                                      \
-    X(y1, D, ALL)         /* the (first) Toeplitz output */                                        \
-    X(q, D, EXPANDED)     /* silu(y1) */                                                           \
-    X(y2, D, EXPANDED)    /* the second Toeplitz output */
+    X(x2, D, ALL)         /* Norm2(h_mid): the second half's input */                              \
+    X(mlp_a, EA, ALL)     /* the MLP's pre-activation: x W1ᵀ, or [x Wgateᵀ, x Wupᵀ] */             \
+    X(mlp_z, E, ALL)      /* silu(a + b1), or silu(gate) ⊙ up */
 
 typedef struct layer_acts {
 #define DECLARE_ACT(name, size, who) tmm_buffer *name;
@@ -35,23 +34,19 @@ typedef struct layer_acts {
 #undef DECLARE_ACT
 } layer_acts;
 
-enum { MEM_ACT, MEM_WORK };
-
 struct tmm_model {
     tmm_device *device;
     tmm_param_table table;
+    const tmm_arch_desc *arch;
     uint32_t batch, rows;
-    tmm_mixer_impl impl;
-    tmm_toeplitz_fft *fft;  /* the FFT plan, when impl is FFT */
+    tmm_mixer *mixer;
     bool profile;          /* wrap every op in a timestamp region */
-
-    /* dry run: only count the bytes each buffer would take */
-    bool dry;
-    tmm_model_memory plan;
+    tmm_allocation alloc;  /* alloc.dry: only count the bytes each buffer would take */
 
     tmm_buffer *params, *grads;
     layer_acts *layers;
-    tmm_buffer *h_out, *logits, *row_loss;
+    tmm_buffer *h_out, *hf, *fmean, *frstd;   /* the last block's output; the final norm's output and statistics */
+    tmm_buffer *logits, *row_loss;
     /* host-visible inputs and outputs, one set per slot (double buffering) */
     tmm_buffer *tokens[TMM_MODEL_SLOTS], *targets[TMM_MODEL_SLOTS], *index[TMM_MODEL_SLOTS];
     tmm_buffer *loss[TMM_MODEL_SLOTS], *argmax[TMM_MODEL_SLOTS];
@@ -59,7 +54,7 @@ struct tmm_model {
     uint32_t loss_denominator[TMM_MODEL_SLOTS];
     bool have_batch[TMM_MODEL_SLOTS];
     uint32_t slot;
-    tmm_buffer *dh, *g1, *g2, *ge, *zeros_d, *dummy_d, *scratch;
+    tmm_buffer *dh, *g1, *g2, *ge, *scratch;
 
     tmm_recorder *recorder;
     int recorded;          /* -1 none, 0 forward, 1 forward + backward */
@@ -67,81 +62,80 @@ struct tmm_model {
     int last_run;          /* like recorded, for what the buffers hold */
 };
 
-static tmm_status alloc(tmm_model *m, tmm_buffer **slot, uint64_t count, int category, tmm_memory_kind kind)
+tmm_status tmm_alloc(const tmm_allocation *a, tmm_buffer **out, uint64_t floats, tmm_mem_category category,
+                     tmm_memory_kind kind)
 {
-    uint64_t bytes = (count ? count : 1) * 4;
-    if (m->dry) {
-        *(category == MEM_ACT ? &m->plan.activations : &m->plan.workspace) += bytes;
+    uint64_t bytes = (floats ? floats : 1) * 4;
+    if (a->dry) {
+        *(category == TMM_MEM_ACTIVATIONS ? &a->dry->activations : &a->dry->workspace) += bytes;
         return TMM_OK;
     }
-    return tmm_buffer_create(m->device, bytes, kind, slot);
-}
-
-static tmm_toeplitz_desc toeplitz_desc(const tmm_model *m)
-{
-    const tmm_model_config *c = &m->table.config;
-    tmm_toeplitz_desc d = { m->batch, c->n_ctx, c->d_model, c->heads ? c->heads : 1, c->kernel, m->impl };
-    return d;
+    return tmm_buffer_create(a->device, bytes, kind, out);
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+static uint64_t mlp_width(const tmm_model *m) { return (uint64_t)m->table.config.expansion * m->table.config.d_model; }
+
 static uint64_t scratch_floats(const tmm_model *m)
 {
     const tmm_model_config *c = &m->table.config;
-    const uint32_t N = m->rows, d = c->d_model, e = c->expansion * d, V = c->vocab;
-    tmm_toeplitz_desc td = toeplitz_desc(m);
+    const uint32_t N = m->rows, d = c->d_model, e = (uint32_t)mlp_width(m), V = c->vocab;
     uint64_t s = tmm_op_layernorm_forward_scratch(N, d);
     s = max_u64(s, tmm_op_layernorm_backward_scratch(N, d));
     s = max_u64(s, tmm_op_bias_silu_backward_scratch(N, e));
-    s = max_u64(s, tmm_op_bias_silu_backward_scratch(N, d));
     s = max_u64(s, tmm_op_sum_cols_scratch(N, d));
     s = max_u64(s, tmm_op_sum_cols_scratch(N, e));
     s = max_u64(s, tmm_op_xent_scratch(N, V));
     s = max_u64(s, tmm_op_xent_mean_scratch(N));
     s = max_u64(s, tmm_op_embedding_backward_scratch(N, d));
-    s = max_u64(s, tmm_op_toeplitz_backward_scratch(m->device, &td, c->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0));
-    return s;
+    return max_u64(s, m->mixer->cls->scratch_floats(m->mixer));
 }
 
-/* Every buffer of the model, through alloc (so the dry run counts the same). */
+/* Every buffer of the model, through tmm_alloc (so the dry run counts the same). */
 static tmm_status allocate(tmm_model *m)
 {
     const tmm_model_config *c = &m->table.config;
-    const uint64_t N = m->rows, d = c->d_model, e = (uint64_t)c->expansion * d, V = c->vocab;
-    if (m->dry) {
-        m->plan.params = m->plan.grads = m->table.arena_floats * 4;
+    const tmm_allocation *al = &m->alloc;
+    const uint64_t N = m->rows, d = c->d_model, e = mlp_width(m), V = c->vocab;
+    if (al->dry) {
+        al->dry->params = al->dry->grads = m->table.arena_floats * 4;
     } else {
         TMM_TRY(tmm_buffer_create(m->device, m->table.arena_floats * 4, TMM_MEMORY_DEVICE, &m->params));
         TMM_TRY(tmm_buffer_create(m->device, m->table.arena_floats * 4, TMM_MEMORY_DEVICE, &m->grads));
     }
-    const uint64_t D = d, ONE = 1, E = e;
-    const bool ALL = true, HEADS = c->heads != 0, EXPANDED = c->expanded;
+    const uint64_t D = d, ONE = 1, E = e, EA = m->arch->mlp == TMM_MLP_SWIGLU ? 2 * e : e;
+    const bool ALL = true, LN = m->arch->norm == TMM_NORM_LAYER;
     for (uint32_t l = 0; l < c->n_layers; l++) {
         layer_acts *a = &m->layers[l];
 #define ALLOC_ACT(name, size, who) \
         if (who)                   \
-            TMM_TRY(alloc(m, &a->name, N * size, MEM_ACT, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc(al, &a->name, N * size, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
         LAYER_ACTS(ALLOC_ACT)
 #undef ALLOC_ACT
     }
-    TMM_TRY(alloc(m, &m->h_out, N * d, MEM_ACT, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->logits, N * V, MEM_WORK, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->row_loss, N, MEM_WORK, TMM_MEMORY_DEVICE));
-    for (uint32_t k = 0; k < TMM_MODEL_SLOTS; k++) {
-        TMM_TRY(alloc(m, &m->loss[k], 1, MEM_WORK, TMM_MEMORY_HOST));
-        TMM_TRY(alloc(m, &m->argmax[k], N, MEM_WORK, TMM_MEMORY_HOST));
-        TMM_TRY(alloc(m, &m->tokens[k], N, MEM_WORK, TMM_MEMORY_HOST));
-        TMM_TRY(alloc(m, &m->targets[k], N, MEM_WORK, TMM_MEMORY_HOST));
-        TMM_TRY(alloc(m, &m->index[k], tmm_nn_embedding_index_words((uint32_t)N), MEM_WORK, TMM_MEMORY_HOST));
+    TMM_TRY(tmm_alloc(al, &m->h_out, N * d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+    if (m->arch->final_norm) {
+        TMM_TRY(tmm_alloc(al, &m->hf, N * d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        if (LN)
+            TMM_TRY(tmm_alloc(al, &m->fmean, N, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        TMM_TRY(tmm_alloc(al, &m->frstd, N, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
     }
-    TMM_TRY(alloc(m, &m->dh, N * d, MEM_WORK, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->g1, N * d, MEM_WORK, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->g2, N * d, MEM_WORK, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->ge, N * e, MEM_WORK, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->zeros_d, d, MEM_WORK, TMM_MEMORY_DEVICE));
-    TMM_TRY(alloc(m, &m->dummy_d, d, MEM_WORK, TMM_MEMORY_DEVICE));
-    return alloc(m, &m->scratch, scratch_floats(m), MEM_WORK, TMM_MEMORY_DEVICE);
+    TMM_TRY(tmm_alloc(al, &m->logits, N * V, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->row_loss, N, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    for (uint32_t k = 0; k < TMM_MODEL_SLOTS; k++) {
+        TMM_TRY(tmm_alloc(al, &m->loss[k], 1, TMM_MEM_WORKSPACE, TMM_MEMORY_HOST));
+        TMM_TRY(tmm_alloc(al, &m->argmax[k], N, TMM_MEM_WORKSPACE, TMM_MEMORY_HOST));
+        TMM_TRY(tmm_alloc(al, &m->tokens[k], N, TMM_MEM_WORKSPACE, TMM_MEMORY_HOST));
+        TMM_TRY(tmm_alloc(al, &m->targets[k], N, TMM_MEM_WORKSPACE, TMM_MEMORY_HOST));
+        TMM_TRY(tmm_alloc(al, &m->index[k], tmm_nn_embedding_index_words((uint32_t)N), TMM_MEM_WORKSPACE,
+                          TMM_MEMORY_HOST));
+    }
+    TMM_TRY(tmm_alloc(al, &m->dh, N * d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->g1, N * d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->g2, N * d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->ge, N * EA, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    return TMM_OK;
 }
 
 static tmm_status check_size(const tmm_model_config *config, uint32_t batch)
@@ -150,42 +144,32 @@ static tmm_status check_size(const tmm_model_config *config, uint32_t batch)
     if (batch == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the batch size must be at least 1");
     uint64_t rows = (uint64_t)batch * config->n_ctx;
-    if (rows * config->vocab > UINT32_MAX || rows * config->expansion * config->d_model > UINT32_MAX)
+    if (rows * config->vocab > UINT32_MAX || rows * 2 * config->expansion * config->d_model > UINT32_MAX)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "batch %u x context %u is too large for one step; use a smaller batch",
                         batch, config->n_ctx);
     return TMM_OK;
 }
 
-tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_mixer_impl impl, tmm_model_memory *out)
+/* Builds everything but the parameter values: the table, the buffers (or in
+ * a dry run their bytes), the mixer. */
+static tmm_status build(tmm_model *m, const tmm_model_config *config, tmm_mixer_impl impl)
 {
-    memset(out, 0, sizeof *out);
-    TMM_TRY(check_size(config, batch));
-    if (impl == TMM_MIXER_FFT && !device)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the FFT path's memory depends on the device: pass one");
-    if (impl == TMM_MIXER_AUTO && device)
-        TMM_TRY(tmm_mixer_resolve(device, impl, config->n_ctx, (uint64_t)batch * config->d_model, &impl));
-    tmm_model m = { .batch = batch, .rows = batch * config->n_ctx, .dry = true };
-    TMM_TRY(tmm_param_table_build(config, &m.table));
-    m.layers = calloc(config->n_layers, sizeof *m.layers);
-    tmm_status s = m.layers ? allocate(&m) : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK && impl == TMM_MIXER_FFT) {
-        tmm_toeplitz_desc td = toeplitz_desc(&m);
-        m.plan.mixer = tmm_toeplitz_fft_planned_bytes(device, &td);
-    }
-    free(m.layers);
-    tmm_param_table_free(&m.table);
-    m.plan.total = m.plan.params + m.plan.grads + m.plan.activations + m.plan.workspace + m.plan.mixer;
-    *out = m.plan;
-    return s;
+    TMM_TRY(tmm_param_table_build(config, &m->table));
+    m->arch = tmm_arch_of(config->arch);
+    if (!(m->layers = calloc(config->n_layers, sizeof *m->layers)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    TMM_TRY(allocate(m));
+    tmm_mixer_setup ms = { .alloc = &m->alloc, .table = &m->table, .batch = m->batch, .impl = impl,
+                           .params = m->params, .grads = m->grads };
+    TMM_TRY(m->arch->mixer->create(&ms, &m->mixer));
+    return tmm_alloc(&m->alloc, &m->scratch, scratch_floats(m), TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE);
 }
 
-void tmm_model_destroy(tmm_model *m)
+static void release(tmm_model *m)
 {
-    if (!m)
-        return;
     tmm_recorder_destroy(m->recorder);
-    tmm_toeplitz_fft_destroy(m->fft);
+    if (m->mixer)
+        m->mixer->cls->destroy(m->mixer);
     if (m->layers)
         for (uint32_t l = 0; l < m->table.config.n_layers; l++) {
             layer_acts *a = &m->layers[l];
@@ -198,29 +182,34 @@ void tmm_model_destroy(tmm_model *m)
         for (size_t i = 0; i < sizeof io / sizeof io[0]; i++)
             tmm_buffer_destroy(io[i]);
     }
-    tmm_buffer *all[] = { m->params, m->grads, m->h_out, m->logits, m->row_loss, m->dh, m->g1, m->g2, m->ge,
-                          m->zeros_d, m->dummy_d, m->scratch };
+    tmm_buffer *all[] = { m->params, m->grads, m->h_out, m->hf, m->fmean, m->frstd, m->logits, m->row_loss,
+                          m->dh, m->g1, m->g2, m->ge, m->scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
     free(m->layers);
     tmm_param_table_free(&m->table);
-    free(m);
 }
 
-/* Resolves the implementation and makes or frees the FFT plan to match. */
-static tmm_status set_plan(tmm_model *m)
+tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
+                                 tmm_mixer_impl impl, tmm_model_memory *out)
 {
-    tmm_mixer_impl impl;
-    const tmm_model_config *c = &m->table.config;
-    TMM_TRY(tmm_mixer_resolve(m->device, m->impl, c->n_ctx, (uint64_t)m->batch * c->d_model, &impl));
-    if (impl == TMM_MIXER_FFT && !m->fft) {
-        tmm_toeplitz_desc td = toeplitz_desc(m);
-        TMM_TRY(tmm_toeplitz_fft_create(m->device, &td, &m->fft));
-    } else if (impl != TMM_MIXER_FFT && m->fft) {
-        tmm_toeplitz_fft_destroy(m->fft);
-        m->fft = NULL;
-    }
-    return TMM_OK;
+    memset(out, 0, sizeof *out);
+    TMM_TRY(check_size(config, batch));
+    if (impl == TMM_MIXER_FFT && !device)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the FFT path's memory depends on the device: pass one");
+    tmm_model m = { .batch = batch, .rows = batch * config->n_ctx, .alloc = { .device = device, .dry = out } };
+    tmm_status s = build(&m, config, impl);
+    release(&m);
+    out->total = out->params + out->grads + out->activations + out->workspace + out->mixer;
+    return s;
+}
+
+void tmm_model_destroy(tmm_model *m)
+{
+    if (!m)
+        return;
+    release(m);
+    free(m);
 }
 
 tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out)
@@ -239,17 +228,11 @@ tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *con
     m->device = device;
     m->batch = batch;
     m->rows = batch * config->n_ctx;
-    m->impl = impl;
+    m->alloc.device = device;
     m->recorded = m->last_run = -1;
-    tmm_status s = tmm_param_table_build(config, &m->table);
-    if (s == TMM_OK && !(m->layers = calloc(config->n_layers, sizeof *m->layers)))
-        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK)
-        s = allocate(m);
+    tmm_status s = build(m, config, impl);
     if (s == TMM_OK)
         s = tmm_recorder_create(device, &m->recorder);
-    if (s == TMM_OK)
-        s = set_plan(m);
     float *arena = NULL;
     if (s == TMM_OK && !(arena = malloc(m->table.arena_floats * sizeof *arena)))
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -260,10 +243,6 @@ tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *con
     if (s == TMM_OK) {
         memset(arena, 0, m->table.arena_floats * sizeof *arena); /* frozen gradients stay 0 */
         s = tmm_buffer_write(m->grads, 0, arena, m->table.arena_floats * 4);
-    }
-    if (s == TMM_OK) {
-        const uint32_t d = config->d_model;
-        s = tmm_buffer_write(m->zeros_d, 0, arena, d * 4);
     }
     free(arena);
     if (s != TMM_OK) {
@@ -276,6 +255,13 @@ tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *con
 
 const tmm_param_table *tmm_model_table(const tmm_model *m) { return &m->table; }
 uint32_t tmm_model_batch(const tmm_model *m) { return m->batch; }
+tmm_mixer *tmm_model_mixer(tmm_model *m) { return m->mixer; }
+
+tmm_view tmm_model_mixer_input(const tmm_model *m, uint32_t layer)
+{
+    const layer_acts *a = &m->layers[layer];
+    return tmm_whole(m->arch->mixer_first ? a->x1 : a->x2);
+}
 
 void tmm_model_set_profile(tmm_model *m, bool profile)
 {
@@ -283,11 +269,10 @@ void tmm_model_set_profile(tmm_model *m, bool profile)
     m->recorded = -1;
 }
 
-tmm_status tmm_model_set_toeplitz_impl(tmm_model *m, tmm_mixer_impl impl)
+tmm_status tmm_model_set_mixer_impl(tmm_model *m, tmm_mixer_impl impl)
 {
-    m->impl = impl;
     m->recorded = -1;
-    return set_plan(m);
+    return m->mixer->cls->set_impl ? m->mixer->cls->set_impl(m->mixer, impl) : TMM_OK;
 }
 
 tmm_status tmm_model_write_params(tmm_model *m, const float *arena)
@@ -331,178 +316,175 @@ tmm_status tmm_model_set_batch(tmm_model *m, const uint32_t *tokens, const int32
 
 static const tmm_view none = { NULL, 0, 0 };
 
-/* Records one op, inside a timestamp region named after it when profiling. */
-#define OP(label, call)                                              \
-    do {                                                             \
-        if (m->profile)                                              \
-            TMM_TRY(tmm_record_region_begin(r, label));              \
-        TMM_TRY(call);                                               \
-        if (m->profile)                                              \
-            TMM_TRY(tmm_record_region_end(r));                       \
-    } while (0)
-
 static tmm_view P(const tmm_model *m, int idx)
 {
+    if (idx < 0)
+        return none;
     const tmm_param *p = &m->table.params[idx];
     return tmm_sub(m->params, p->offset * 4, p->numel * 4);
 }
 
 static tmm_view G(const tmm_model *m, int idx)
 {
+    if (idx < 0)
+        return none;
     const tmm_param *p = &m->table.params[idx];
     return tmm_sub(m->grads, p->offset * 4, p->numel * 4);
 }
 
 static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
 
-/* y[rows, out] (+)= x[rows, in] · Wᵀ (+ bias) */
-static tmm_status linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
-                         tmm_view bias, tmm_view y, bool accumulate)
+/* A norm's parameters and saved statistics. */
+typedef struct norm_io {
+    int w, b;
+    tmm_buffer *mean, *rstd;
+} norm_io;
+
+/* y = Norm(h) over d, statistics saved for the backward. */
+static tmm_status norm_forward(const tmm_model *m, const tmm_rec *rec, const norm_io *n, tmm_view h, tmm_view y)
 {
-    tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };
-    return tmm_op_matmul(r, &d, x, w, bias, y);
+    const uint32_t N = m->rows, d = m->table.config.d_model;
+    TMM_REC_OP(rec, "layernorm", tmm_op_layernorm_forward(rec->r, h, P(m, n->w), P(m, n->b), N, d,
+                                                          TMM_NN_LAYERNORM_EPS, rec->scratch, y, A(n->mean),
+                                                          A(n->rstd)));
+    return TMM_OK;
 }
 
-/* dx[rows, in] = dy[rows, out] · W */
-static tmm_status linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
-                            tmm_view dx)
+/* dx (in place: it holds dL/dNorm(h) on entry) = dL/dh, and the norm's gradients. */
+static tmm_status norm_backward(const tmm_model *m, const tmm_rec *rec, const norm_io *n, tmm_view h, tmm_view dx)
 {
-    tmm_matmul_desc d = { .m = rows, .n = in, .k = out, .batch = 1 };
-    return tmm_op_matmul(r, &d, dy, w, none, dx);
+    const uint32_t N = m->rows, d = m->table.config.d_model;
+    TMM_REC_OP(rec, "layernorm bwd", tmm_op_layernorm_backward(rec->r, h, P(m, n->w), A(n->mean), A(n->rstd), dx,
+                                                               N, d, false, rec->scratch, dx, G(m, n->w),
+                                                               G(m, n->b)));
+    return TMM_OK;
 }
 
-/* dW[out, in] = dyᵀ · x */
-static tmm_status linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
-                            tmm_view dw)
+/* h += MLP(x). */
+static tmm_status mlp_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
 {
-    tmm_matmul_desc d = { .m = out, .n = in, .k = rows, .trans_a = true, .batch = 1 };
-    return tmm_op_matmul(r, &d, dy, x, none, dw);
+    const tmm_block_params *bp = &m->table.blocks[l];
+    const layer_acts *a = &m->layers[l];
+    const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
+    tmm_recorder *r = rec->r;
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, e, P(m, bp->mlp_in_w), none, A(a->mlp_a), false));
+    TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->mlp_z), N, e, d, P(m, bp->mlp_out_w), P(m, bp->mlp_out_b), h,
+                                            true));
+    return TMM_OK;
 }
 
-/* The Toeplitz layer through the chosen implementation. */
-static tmm_status toeplitz_fwd(tmm_model *m, tmm_recorder *r, const tmm_toeplitz_desc *td, tmm_view u, tmm_view w,
-                               tmm_view beta, tmm_view y)
+/* dx = dL/dx of the MLP given dh, into g1; the MLP's gradients. */
+static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view dh,
+                               tmm_view *dx)
 {
-    if (m->fft)
-        return tmm_toeplitz_fft_record_forward(r, m->fft, u, w, beta, y);
-    return tmm_op_toeplitz_forward(r, td, u, w, beta, y);
+    const tmm_block_params *bp = &m->table.blocks[l];
+    const layer_acts *a = &m->layers[l];
+    const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
+    tmm_recorder *r = rec->r;
+    tmm_view ge = A(m->ge);
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, P(m, bp->mlp_out_w), ge));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->mlp_z), N, e, d, G(m, bp->mlp_out_w)));
+    TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, bp->mlp_out_b)));
+    TMM_REC_OP(rec, "silu bwd", tmm_op_bias_silu_backward(r, A(a->mlp_a), P(m, bp->mlp_in_b), ge, N, e, false,
+                                                          rec->scratch, ge, G(m, bp->mlp_in_b)));
+    *dx = A(m->g1);
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, ge, N, d, e, P(m, bp->mlp_in_w), *dx));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, ge, x, N, d, e, G(m, bp->mlp_in_w)));
+    return TMM_OK;
 }
 
-static tmm_status toeplitz_bwd(tmm_model *m, tmm_recorder *r, const tmm_toeplitz_desc *td, uint32_t flags,
-                               tmm_view u, tmm_view w, tmm_view gy, tmm_view scratch, tmm_view du, tmm_view dw,
-                               tmm_view dbeta)
+/* A block's two halves in order: whether half i is the mixer, its norm, its input x and the residual h it reads. */
+typedef struct half {
+    bool mixer;
+    norm_io norm;
+    tmm_buffer *h, *x;
+} half;
+
+static void halves(const tmm_model *m, uint32_t l, half out[2])
 {
-    if (m->fft)
-        return tmm_toeplitz_fft_record_backward(r, m->fft, flags, u, w, gy, du, dw, dbeta);
-    return tmm_op_toeplitz_backward(r, td, flags, u, w, gy, scratch, du, dw, dbeta);
+    const tmm_block_params *bp = &m->table.blocks[l];
+    layer_acts *a = &m->layers[l];
+    const norm_io mix = { bp->mix_norm_w, bp->mix_norm_b, NULL, NULL }, mlp = { bp->mlp_norm_w, bp->mlp_norm_b, NULL, NULL };
+    const bool mf = m->arch->mixer_first;
+    out[0] = (half){ mf, mf ? mix : mlp, a->h_in, a->x1 };
+    out[1] = (half){ !mf, mf ? mlp : mix, a->h_mid, a->x2 };
+    out[0].norm.mean = a->mean1, out[0].norm.rstd = a->rstd1;
+    out[1].norm.mean = a->mean2, out[1].norm.rstd = a->rstd2;
 }
 
 static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
 {
     const tmm_model_config *c = &m->table.config;
-    const uint32_t N = m->rows, d = c->d_model, e = c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = toeplitz_desc(m);
-    tmm_view scratch = A(m->scratch);
+    const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
+    const tmm_rec rec = { r, m->profile, A(m->scratch) };
 
-    OP("embedding", tmm_op_embedding_forward(r, A(m->tokens[m->slot]), P(m, m->table.embed), N, V, d, A(m->layers[0].h_in)));
+    TMM_REC_OP(&rec, "embedding", tmm_op_embedding_forward(r, A(m->tokens[m->slot]), P(m, m->table.embed), N, V, d,
+                                                           A(m->layers[0].h_in)));
     for (uint32_t l = 0; l < c->n_layers; l++) {
-        const tmm_block_params *bp = &m->table.blocks[l];
-        layer_acts *a = &m->layers[l];
-        OP("layernorm", tmm_op_layernorm_forward(r, A(a->h_in), P(m, bp->ln1_w), P(m, bp->ln1_b), N, d, TMM_NN_LAYERNORM_EPS,
-                                         scratch, A(a->x1), A(a->mean1), A(a->rstd1)));
-        OP("matmul", linear(r, A(a->x1), N, d, e, P(m, bp->fc1_w), none, A(a->f1), false));
-        OP("silu", tmm_op_bias_silu_forward(r, A(a->f1), P(m, bp->fc1_b), N, e, A(a->z)));
-        OP("residual", tmm_op_copy(r, A(a->h_in), A(a->h_mid), N * d));
-        OP("matmul", linear(r, A(a->z), N, e, d, P(m, bp->fc2_w), P(m, bp->fc2_b), A(a->h_mid), true));
-
-        OP("layernorm", tmm_op_layernorm_forward(r, A(a->h_mid), P(m, bp->ln2_w), P(m, bp->ln2_b), N, d,
-                                         TMM_NN_LAYERNORM_EPS, scratch, A(a->x2), A(a->mean2), A(a->rstd2)));
-        tmm_view u = A(a->x2);
-        if (c->heads) {
-            OP("matmul", linear(r, u, N, d, d, P(m, bp->in_w), P(m, bp->in_b), A(a->v), false));
-            u = A(a->v);
+        half hv[2];
+        halves(m, l, hv);
+        tmm_buffer *next[2] = { m->layers[l].h_mid, l + 1 < c->n_layers ? m->layers[l + 1].h_in : m->h_out };
+        for (int i = 0; i < 2; i++) {
+            TMM_TRY(norm_forward(m, &rec, &hv[i].norm, A(hv[i].h), A(hv[i].x)));
+            TMM_REC_OP(&rec, "residual", tmm_op_copy(r, A(hv[i].h), A(next[i]), (uint64_t)N * d));
+            if (hv[i].mixer)
+                TMM_TRY(m->mixer->cls->forward(m->mixer, &rec, l, A(hv[i].x), A(next[i])));
+            else
+                TMM_TRY(mlp_forward(m, &rec, l, A(hv[i].x), A(next[i])));
         }
-        OP("toeplitz", toeplitz_fwd(m, r, &td, u, P(m, bp->w), P(m, bp->beta), A(a->y1)));
-        tmm_view mix = A(a->y1);
-        if (c->expanded) {
-            OP("silu", tmm_op_bias_silu_forward(r, A(a->y1), A(m->zeros_d), N, d, A(a->q)));
-            OP("toeplitz", toeplitz_fwd(m, r, &td, A(a->q), P(m, bp->w2), P(m, bp->beta2), A(a->y2)));
-            mix = A(a->y2);
-        }
-        tmm_view next = A(l + 1 < c->n_layers ? m->layers[l + 1].h_in : m->h_out);
-        OP("residual", tmm_op_copy(r, A(a->h_mid), next, N * d));
-        if (c->heads)
-            OP("matmul", linear(r, mix, N, d, d, P(m, bp->out_w), P(m, bp->out_b), next, true));
-        else
-            OP("residual", tmm_op_axpy(r, 1.0f, mix, next, N * d));
     }
-    OP("matmul", linear(r, A(m->h_out), N, d, V, P(m, m->table.head), none, A(m->logits), false));
+    tmm_view head_in = A(m->h_out);
+    if (m->arch->final_norm) {
+        const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
+        TMM_TRY(norm_forward(m, &rec, &fn, head_in, A(m->hf)));
+        head_in = A(m->hf);
+    }
+    TMM_REC_OP(&rec, "matmul", tmm_op_linear(r, head_in, N, d, V, P(m, m->table.head), none, A(m->logits), false));
     const uint32_t k = m->slot;
     /* with backward the same kernel also writes dlogits over the logits */
-    OP(backward ? "xent fwd+bwd" : "xent", tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->loss_denominator[k], backward,
-                               scratch, A(m->row_loss), A(m->argmax[k])));
-    OP("loss mean", tmm_op_xent_mean(r, A(m->row_loss), N, m->loss_denominator[k], scratch, A(m->loss[k])));
+    TMM_REC_OP(&rec, backward ? "xent fwd+bwd" : "xent",
+               tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->loss_denominator[k], backward, rec.scratch,
+                           A(m->row_loss), A(m->argmax[k])));
+    TMM_REC_OP(&rec, "loss mean", tmm_op_xent_mean(r, A(m->row_loss), N, m->loss_denominator[k], rec.scratch,
+                                                   A(m->loss[k])));
     return TMM_OK;
 }
 
 static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 {
     const tmm_model_config *c = &m->table.config;
-    const uint32_t N = m->rows, d = c->d_model, e = c->expansion * d, V = c->vocab;
-    const tmm_toeplitz_desc td = toeplitz_desc(m);
-    const uint32_t flags = c->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0;
-    tmm_view scratch = A(m->scratch), dh = A(m->dh), g1 = A(m->g1), g2 = A(m->g2), ge = A(m->ge);
+    const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
+    const tmm_rec rec = { r, m->profile, A(m->scratch) };
+    tmm_view dh = A(m->dh);
+    const tmm_view tmp[2] = { A(m->g1), A(m->g2) };
 
     /* the logits now hold dL/dlogits */
-    OP("matmul bwd", linear_dw(r, A(m->logits), A(m->h_out), N, d, V, G(m, m->table.head)));
-    OP("matmul bwd", linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh));
-    for (uint32_t l = c->n_layers; l-- > 0;) {
-        const tmm_block_params *bp = &m->table.blocks[l];
-        layer_acts *a = &m->layers[l];
-        tmm_view mix = A(c->expanded ? a->y2 : a->y1);
-        /* mixer branch: dh is dL/d(block output) and stays the residual gradient */
-        tmm_view dmix = dh;
-        if (c->heads) {
-            OP("matmul bwd", linear_dx(r, dh, N, d, d, P(m, bp->out_w), g1));
-            OP("matmul bwd", linear_dw(r, dh, mix, N, d, d, G(m, bp->out_w)));
-            OP("bias grad bwd", tmm_op_sum_cols(r, dh, N, d, scratch, G(m, bp->out_b)));
-            dmix = g1;
-        }
-        tmm_view dy1 = dmix;
-        if (c->expanded) {
-            OP("toeplitz bwd", toeplitz_bwd(m, r, &td, flags, A(a->q), P(m, bp->w2), dmix, scratch, g2,
-                                             c->frozen ? none : G(m, bp->w2), c->frozen ? none : G(m, bp->beta2)));
-            OP("silu bwd", tmm_op_bias_silu_backward(r, A(a->y1), A(m->zeros_d), g2, N, d, false, scratch, g2,
-                                              A(m->dummy_d)));
-            dy1 = g2;
-        }
-        tmm_view dv = dy1.buffer == m->g1 ? g2 : g1;
-        tmm_view u = A(c->heads ? a->v : a->x2);
-        OP("toeplitz bwd", toeplitz_bwd(m, r, &td, flags, u, P(m, bp->w), dy1, scratch, dv,
-                                         c->frozen ? none : G(m, bp->w), c->frozen ? none : G(m, bp->beta)));
-        tmm_view dx2 = dv;
-        if (c->heads) {
-            dx2 = dv.buffer == m->g1 ? g2 : g1;
-            OP("matmul bwd", linear_dx(r, dv, N, d, d, P(m, bp->in_w), dx2));
-            OP("matmul bwd", linear_dw(r, dv, A(a->x2), N, d, d, G(m, bp->in_w)));
-            OP("bias grad bwd", tmm_op_sum_cols(r, dv, N, d, scratch, G(m, bp->in_b)));
-        }
-        OP("layernorm bwd", tmm_op_layernorm_backward(r, A(a->h_mid), P(m, bp->ln2_w), A(a->mean2), A(a->rstd2), dx2, N, d,
-                                          false, scratch, dx2, G(m, bp->ln2_w), G(m, bp->ln2_b)));
-        OP("residual", tmm_op_axpy(r, 1.0f, dx2, dh, N * d));
-        /* MLP branch: dh is now dL/dh_mid */
-        OP("matmul bwd", linear_dx(r, dh, N, e, d, P(m, bp->fc2_w), ge));
-        OP("matmul bwd", linear_dw(r, dh, A(a->z), N, e, d, G(m, bp->fc2_w)));
-        OP("bias grad bwd", tmm_op_sum_cols(r, dh, N, d, scratch, G(m, bp->fc2_b)));
-        OP("silu bwd", tmm_op_bias_silu_backward(r, A(a->f1), P(m, bp->fc1_b), ge, N, e, false, scratch, ge,
-                                          G(m, bp->fc1_b)));
-        OP("matmul bwd", linear_dx(r, ge, N, d, e, P(m, bp->fc1_w), g1));
-        OP("matmul bwd", linear_dw(r, ge, A(a->x1), N, d, e, G(m, bp->fc1_w)));
-        OP("layernorm bwd", tmm_op_layernorm_backward(r, A(a->h_in), P(m, bp->ln1_w), A(a->mean1), A(a->rstd1), g1, N, d,
-                                          false, scratch, g1, G(m, bp->ln1_w), G(m, bp->ln1_b)));
-        OP("residual", tmm_op_axpy(r, 1.0f, g1, dh, N * d));
+    if (m->arch->final_norm) {
+        const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head)));
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh));
+        TMM_TRY(norm_backward(m, &rec, &fn, A(m->h_out), dh));
+    } else {
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->h_out), N, d, V, G(m, m->table.head)));
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh));
     }
-    OP("embedding bwd", tmm_op_embedding_backward(r, A(m->index[m->slot]), dh, N, V, d, false, scratch, G(m, m->table.embed)));
+    for (uint32_t l = c->n_layers; l-- > 0;) {
+        half hv[2];
+        halves(m, l, hv);
+        /* dh is dL/d(the half's output) and stays the residual's gradient */
+        for (int i = 1; i >= 0; i--) {
+            tmm_view dx;
+            if (hv[i].mixer)
+                TMM_TRY(m->mixer->cls->backward(m->mixer, &rec, l, A(hv[i].x), dh, tmp, &dx));
+            else
+                TMM_TRY(mlp_backward(m, &rec, l, A(hv[i].x), dh, &dx));
+            TMM_TRY(norm_backward(m, &rec, &hv[i].norm, A(hv[i].h), dx));
+            TMM_REC_OP(&rec, "residual", tmm_op_axpy(r, 1.0f, dx, dh, (uint64_t)N * d));
+        }
+    }
+    TMM_REC_OP(&rec, "embedding bwd", tmm_op_embedding_backward(r, A(m->index[m->slot]), dh, N, V, d, false,
+                                                                rec.scratch, G(m, m->table.embed)));
     return TMM_OK;
 }
 
@@ -566,17 +548,6 @@ tmm_status tmm_model_logits_rows(tmm_model *m, uint64_t row0, uint64_t count, fl
                         (unsigned long long)row0, (unsigned long long)count, m->rows);
     const uint64_t V = m->table.config.vocab;
     return tmm_buffer_read(m->logits, row0 * V * 4, logits, count * V * 4);
-}
-
-tmm_status tmm_model_mixer_inputs(tmm_model *m, uint32_t layer, tmm_view *u1, tmm_view *u2)
-{
-    const tmm_model_config *c = &m->table.config;
-    if (layer >= c->n_layers)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "layer %u of a %u-layer model", layer, c->n_layers);
-    const layer_acts *a = &m->layers[layer];
-    *u1 = tmm_whole(c->heads ? a->v : a->x2);
-    *u2 = c->expanded ? tmm_whole(a->q) : none;
-    return TMM_OK;
 }
 
 tmm_status tmm_model_logits(tmm_model *m, float *logits)

@@ -1,16 +1,15 @@
-/* The TMM on a device: parameters and gradients in two arenas of the same
- * layout (model/params.h), activations planned from the config and the batch
+/* A sequence model on a device: the frame of its architecture (arch.h) with
+ * parameters and gradients in two arenas of the same layout (params.h), the
+ * mixer's and the frame's activations planned from the config and the batch
  * size, and one recording of the forward (and backward) pass that is
  * replayed for every batch.
  *
- * Activations kept for the backward, per block (N = batch * n_ctx rows):
- *   h_in [N,d], LN1 mean/rstd [N], x1 = LN1(h_in) [N,d], f1 = x1 W1ᵀ [N,e],
- *   z = silu(f1 + b1) [N,e], h_mid [N,d], LN2 mean/rstd [N], x2 = LN2(h_mid) [N,d],
- *   v = x2 Winᵀ + bin [N,d] (heads), y1 = T(v) [N,d], q = silu(y1) and
- *   y2 = T2(q) [N,d] (expanded).
- * Plus the final hidden state, the logits [N,V] (replaced by their gradient in
- * the backward), gradient temporaries and one shared scratch buffer. All of
- * it grows linearly in n (tmm_model_memory_plan). */
+ * The frame keeps per block (N = batch * n_ctx rows) the block input, each
+ * half's norm statistics and normed input, the residual between the halves
+ * and the MLP's two activations; the mixer keeps its own (src/mixer/). Plus
+ * the final hidden state (and final norm), the logits [N,V] (replaced by
+ * their gradient in the backward), gradient temporaries and one shared
+ * scratch buffer. All of it grows linearly in n (tmm_model_memory_plan). */
 #ifndef TMM_MODEL_MODEL_H
 #define TMM_MODEL_MODEL_H
 
@@ -55,9 +54,10 @@ void tmm_model_destroy(tmm_model *model);
 
 const tmm_param_table *tmm_model_table(const tmm_model *model);
 uint32_t tmm_model_batch(const tmm_model *model);
-/* Chooses the Toeplitz implementation (default AUTO): makes (or frees) the
- * FFT plan now; recordings made before must be made again. */
-tmm_status tmm_model_set_toeplitz_impl(tmm_model *model, tmm_mixer_impl impl);
+/* Chooses how the Toeplitz layers are computed (default AUTO; other mixers
+ * ignore it): makes (or frees) the FFT plan now; recordings made before must
+ * be made again. */
+tmm_status tmm_model_set_mixer_impl(tmm_model *model, tmm_mixer_impl impl);
 
 /* Wrap every op in a timestamp region labelled by op ("matmul", "toeplitz bwd",
  * ...) for per-op device time (tmm_recorder_region_time); next record. */
@@ -110,10 +110,9 @@ tmm_status tmm_model_logits_rows(tmm_model *model, uint64_t row0, uint64_t count
 /* Predicted next token (argmax of the logits) at every position [batch, n_ctx]. */
 tmm_status tmm_model_argmax(tmm_model *model, uint32_t *argmax);
 
-/* The inputs of layer l's Toeplitz layers as the last forward left them,
- * [batch, n_ctx, d]: u1 of the first (LN2's output, or after the
- * in-projection with heads), u2 of the second (expanded only; else empty).
- * Cached decoding keeps them as its cache (src/gen/generator.c). */
-tmm_status tmm_model_mixer_inputs(tmm_model *model, uint32_t layer, tmm_view *u1, tmm_view *u2);
+/* The model's mixer (src/mixer/mixer.h), and the input of layer l's mixer
+ * [batch, n_ctx, d] as the last forward left it (the decoders read both). */
+struct tmm_mixer *tmm_model_mixer(tmm_model *model);
+tmm_view tmm_model_mixer_input(const tmm_model *model, uint32_t layer);
 
 #endif

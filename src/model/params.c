@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "model/rng.h"
 #include "status.h"
 
@@ -17,6 +18,10 @@ tmm_model_config tmm_model_config_default(void)
 
 tmm_status tmm_model_config_check(const tmm_model_config *c)
 {
+    if (!tmm_arch_name(c->arch))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "unknown architecture %d", (int)c->arch);
+    if (!tmm_arch_of(c->arch))
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "the %s architecture is not built yet", tmm_arch_name(c->arch));
     const struct { const char *name; uint32_t value, lo, hi; } fields[] = {
         { "vocab", c->vocab, 2, TMM_MAX_VOCAB },          { "d_model", c->d_model, 1, TMM_MAX_D_MODEL },
         { "n_ctx", c->n_ctx, 1, TMM_MAX_N_CTX },          { "n_layers", c->n_layers, 1, TMM_MAX_LAYERS },
@@ -33,6 +38,9 @@ tmm_status tmm_model_config_check(const tmm_model_config *c)
     if (c->heads && c->d_model % c->heads)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "d_model (%u) must be a multiple of heads (%u)", c->d_model,
                         c->heads);
+    if (c->arch == TMM_ARCH_TMM && c->window)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "window is for sliding-window attention (swa), not %s",
+                        tmm_arch_name(c->arch));
     uint64_t e = (uint64_t)c->expansion * c->d_model;
     if (e > (1u << 24) || (uint64_t)c->vocab * c->d_model > (1ull << 31) ||
         (uint64_t)c->n_ctx * c->kernel * (c->heads ? c->heads : 1) > (1ull << 31))
@@ -40,14 +48,13 @@ tmm_status tmm_model_config_check(const tmm_model_config *c)
     return TMM_OK;
 }
 
-typedef struct builder {
+struct tmm_param_builder {
     tmm_param_table *t;
     uint32_t cap;
     tmm_status status;
-} builder;
+};
 
-static int add(builder *b, const char *name, uint32_t ndim, const uint32_t *shape, tmm_init init,
-               uint32_t fan_in, tmm_param_kind kind, bool trainable)
+int tmm_param_add(tmm_param_builder *b, uint32_t layer, const char *what, tmm_param_spec spec)
 {
     tmm_param_table *t = b->t;
     if (b->status != TMM_OK)
@@ -64,28 +71,67 @@ static int add(builder *b, const char *name, uint32_t ndim, const uint32_t *shap
     }
     tmm_param *p = &t->params[t->count];
     memset(p, 0, sizeof *p);
-    snprintf(p->name, sizeof p->name, "%s", name);
-    p->ndim = ndim;
+    if (layer == UINT32_MAX)
+        snprintf(p->name, sizeof p->name, "%s", what);
+    else
+        snprintf(p->name, sizeof p->name, "blocks.%u.%s", layer, what);
+    p->ndim = spec.ndim;
     p->numel = 1;
-    for (uint32_t i = 0; i < ndim; i++) {
-        p->shape[i] = shape[i];
-        p->numel *= shape[i];
+    for (uint32_t i = 0; i < spec.ndim; i++) {
+        p->shape[i] = spec.shape[i];
+        p->numel *= spec.shape[i];
     }
     p->offset = t->arena_floats;
-    p->init = init;
-    p->fan_in = fan_in;
-    p->kind = kind;
-    p->trainable = trainable;
+    p->init = spec.init;
+    p->fan_in = spec.fan_in;
+    p->kind = spec.kind;
+    p->trainable = spec.trainable;
     t->arena_floats += (p->numel + TMM_PARAM_ALIGN - 1) / TMM_PARAM_ALIGN * TMM_PARAM_ALIGN;
     return (int)t->count++;
 }
 
-static int add_block(builder *b, uint32_t l, const char *what, uint32_t ndim, const uint32_t *shape, tmm_init init,
-                     uint32_t fan_in, tmm_param_kind kind, bool trainable)
+/* A norm's gain (and LayerNorm's bias) as blocks.<layer>.<name>.weight/.bias. */
+static void add_norm(tmm_param_builder *b, const tmm_arch_desc *a, uint32_t layer, const char *name, uint32_t d,
+                     int *w, int *bias)
 {
-    char name[TMM_PARAM_NAME_MAX];
-    snprintf(name, sizeof name, "blocks.%u.%s", l, what);
-    return add(b, name, ndim, shape, init, fan_in, kind, trainable);
+    char what[TMM_PARAM_NAME_MAX];
+    snprintf(what, sizeof what, "%s.weight", name);
+    *w = tmm_param_add(b, layer, what, (tmm_param_spec){ 1, { d }, TMM_INIT_ONE, 0, TMM_PARAM_LN_WEIGHT, true });
+    *bias = -1;
+    if (a->norm == TMM_NORM_LAYER) {
+        snprintf(what, sizeof what, "%s.bias", name);
+        *bias = tmm_param_add(b, layer, what, (tmm_param_spec){ 1, { d }, TMM_INIT_ZERO, 0, TMM_PARAM_LN_BIAS, true });
+    }
+}
+
+static tmm_param_spec linear_weight(const tmm_arch_desc *a, uint32_t out, uint32_t in)
+{
+    return (tmm_param_spec){ 2, { out, in }, a->linear_init, in, TMM_PARAM_LINEAR_WEIGHT, true };
+}
+
+static void add_mlp(tmm_param_builder *b, const tmm_arch_desc *a, uint32_t l, uint32_t d, uint32_t e,
+                    tmm_block_params *p)
+{
+    const tmm_param_spec bias_d = { 1, { d }, TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true };
+    const tmm_param_spec bias_e = { 1, { e }, TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true };
+    add_norm(b, a, l, a->mlp_norm_name, d, &p->mlp_norm_w, &p->mlp_norm_b);
+    if (a->mlp == TMM_MLP_SILU) {
+        p->mlp_in_w = tmm_param_add(b, l, "mlp.fc1.weight", linear_weight(a, e, d));
+        p->mlp_in_b = tmm_param_add(b, l, "mlp.fc1.bias", bias_e);
+        p->mlp_out_w = tmm_param_add(b, l, "mlp.fc2.weight", linear_weight(a, d, e));
+        p->mlp_out_b = tmm_param_add(b, l, "mlp.fc2.bias", bias_d);
+    } else {
+        p->mlp_in_w = tmm_param_add(b, l, "mlp.gate.weight", linear_weight(a, e, d));
+        p->mlp_up_w = tmm_param_add(b, l, "mlp.up.weight", linear_weight(a, e, d));
+        p->mlp_out_w = tmm_param_add(b, l, "mlp.down.weight", linear_weight(a, d, e));
+    }
+}
+
+static void add_mixer(tmm_param_builder *b, const tmm_arch_desc *a, const tmm_model_config *c, uint32_t l,
+                      tmm_block_params *p)
+{
+    add_norm(b, a, l, a->mix_norm_name, c->d_model, &p->mix_norm_w, &p->mix_norm_b);
+    a->mixer->declare(b, c, l, p->mix);
 }
 
 tmm_status tmm_param_table_build(const tmm_model_config *c, tmm_param_table *t)
@@ -96,47 +142,31 @@ tmm_status tmm_param_table_build(const tmm_model_config *c, tmm_param_table *t)
     t->blocks = calloc(c->n_layers, sizeof *t->blocks);
     if (!t->blocks)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    builder b = { t, 0, TMM_OK };
-    const uint32_t d = c->d_model, e = c->expansion * c->d_model, n = c->n_ctx, k = c->kernel;
-    const uint32_t g = c->heads ? c->heads : 1;
-    const bool tw = !c->frozen;
-    uint32_t s[3];
+    tmm_param_builder b = { t, 0, TMM_OK };
+    const tmm_arch_desc *a = tmm_arch_of(c->arch);
+    const uint32_t d = c->d_model, e = c->expansion * c->d_model;
 
-    t->embed = add(&b, "embed.weight", 2, (s[0] = c->vocab, s[1] = d, s), TMM_INIT_NORMAL, 0, TMM_PARAM_EMBED, true);
+    t->embed = tmm_param_add(&b, UINT32_MAX, "embed.weight",
+                             (tmm_param_spec){ 2, { c->vocab, d }, a->embed_init, 0, TMM_PARAM_EMBED, true });
     for (uint32_t l = 0; l < c->n_layers; l++) {
         tmm_block_params *p = &t->blocks[l];
-        p->in_w = p->in_b = p->w2 = p->beta2 = p->out_w = p->out_b = -1;
-        p->ln1_w = add_block(&b, l, "ln1.weight", 1, (s[0] = d, s), TMM_INIT_ONE, 0, TMM_PARAM_LN_WEIGHT, true);
-        p->ln1_b = add_block(&b, l, "ln1.bias", 1, (s[0] = d, s), TMM_INIT_ZERO, 0, TMM_PARAM_LN_BIAS, true);
-        p->fc1_w = add_block(&b, l, "mlp.fc1.weight", 2, (s[0] = e, s[1] = d, s), TMM_INIT_KAIMING, d,
-                             TMM_PARAM_LINEAR_WEIGHT, true);
-        p->fc1_b = add_block(&b, l, "mlp.fc1.bias", 1, (s[0] = e, s), TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true);
-        p->fc2_w = add_block(&b, l, "mlp.fc2.weight", 2, (s[0] = d, s[1] = e, s), TMM_INIT_KAIMING, e,
-                             TMM_PARAM_LINEAR_WEIGHT, true);
-        p->fc2_b = add_block(&b, l, "mlp.fc2.bias", 1, (s[0] = d, s), TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true);
-        p->ln2_w = add_block(&b, l, "ln2.weight", 1, (s[0] = d, s), TMM_INIT_ONE, 0, TMM_PARAM_LN_WEIGHT, true);
-        p->ln2_b = add_block(&b, l, "ln2.bias", 1, (s[0] = d, s), TMM_INIT_ZERO, 0, TMM_PARAM_LN_BIAS, true);
-        if (c->heads) {
-            p->in_w = add_block(&b, l, "mix.in.weight", 2, (s[0] = d, s[1] = d, s), TMM_INIT_KAIMING, d,
-                                TMM_PARAM_LINEAR_WEIGHT, true);
-            p->in_b = add_block(&b, l, "mix.in.bias", 1, (s[0] = d, s), TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true);
-        }
-        p->w = add_block(&b, l, "mix.w", 3, (s[0] = g, s[1] = k, s[2] = n, s), TMM_INIT_KAIMING, n,
-                         TMM_PARAM_TOEPLITZ_W, tw);
-        p->beta = add_block(&b, l, "mix.beta", 2, (s[0] = g, s[1] = n, s), TMM_INIT_ZERO, 0, TMM_PARAM_TOEPLITZ_BETA, tw);
-        if (c->expanded) {
-            p->w2 = add_block(&b, l, "mix.w2", 3, (s[0] = g, s[1] = k, s[2] = n, s), TMM_INIT_KAIMING, n,
-                              TMM_PARAM_TOEPLITZ_W, tw);
-            p->beta2 = add_block(&b, l, "mix.beta2", 2, (s[0] = g, s[1] = n, s), TMM_INIT_ZERO, 0,
-                                 TMM_PARAM_TOEPLITZ_BETA, tw);
-        }
-        if (c->heads) {
-            p->out_w = add_block(&b, l, "mix.out.weight", 2, (s[0] = d, s[1] = d, s), TMM_INIT_KAIMING, d,
-                                 TMM_PARAM_LINEAR_WEIGHT, true);
-            p->out_b = add_block(&b, l, "mix.out.bias", 1, (s[0] = d, s), TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true);
+        memset(p, -1, sizeof *p);  /* every index -1 until declared */
+        if (a->mixer_first) {
+            add_mixer(&b, a, c, l, p);
+            add_mlp(&b, a, l, d, e, p);
+        } else {
+            add_mlp(&b, a, l, d, e, p);
+            add_mixer(&b, a, c, l, p);
         }
     }
-    t->head = add(&b, "lm_head.weight", 2, (s[0] = c->vocab, s[1] = d, s), TMM_INIT_KAIMING, d, TMM_PARAM_HEAD, true);
+    t->final_norm_w = -1;
+    if (a->final_norm) {
+        int bias;
+        add_norm(&b, a, UINT32_MAX, "final_norm", d, &t->final_norm_w, &bias);
+    }
+    tmm_param_spec head = linear_weight(a, c->vocab, d);
+    head.kind = TMM_PARAM_HEAD;
+    t->head = tmm_param_add(&b, UINT32_MAX, "lm_head.weight", head);
     if (b.status != TMM_OK) {
         tmm_param_table_free(t);
         return b.status;
@@ -178,13 +208,14 @@ void tmm_param_init(const tmm_param_table *t, float *arena)
         const tmm_param *p = &t->params[i];
         float *x = arena + p->offset;
         uint64_t key = tmm_rng_key(t->config.seed, p->name);
-        double std = p->init == TMM_INIT_KAIMING ? sqrt(2.0 / p->fan_in) : 1.0;
+        double std = p->init == TMM_INIT_KAIMING ? sqrt(2.0 / p->fan_in) : p->init == TMM_INIT_SMALL ? 0.02 : 1.0;
         for (uint64_t j = 0; j < p->numel; j++) {
             switch (p->init) {
             case TMM_INIT_ZERO: x[j] = 0.0f; break;
             case TMM_INIT_ONE: x[j] = 1.0f; break;
             case TMM_INIT_NORMAL:
-            case TMM_INIT_KAIMING: x[j] = (float)(std * tmm_rng_normal(key, j)); break;
+            case TMM_INIT_KAIMING:
+            case TMM_INIT_SMALL: x[j] = (float)(std * tmm_rng_normal(key, j)); break;
             }
         }
     }

@@ -3,20 +3,9 @@
  * gradients in a second arena with the same layout, so an optimizer can run
  * over one flat buffer.
  *
- * Names (also the checkpoint's tensor names):
- *   embed.weight            [V, d]     N(0, 1)
- *   blocks.L.ln1.weight     [d]        1          blocks.L.ln1.bias   [d]      0
- *   blocks.L.mlp.fc1.weight [e*d, d]   Kaiming    blocks.L.mlp.fc1.bias [e*d] 0
- *   blocks.L.mlp.fc2.weight [d, e*d]   Kaiming    blocks.L.mlp.fc2.bias [d]   0
- *   blocks.L.ln2.weight     [d]        1          blocks.L.ln2.bias   [d]      0
- *   blocks.L.mix.in.weight  [d, d]     Kaiming    blocks.L.mix.in.bias [d]    0   (heads only)
- *   blocks.L.mix.w          [G, k, n]  Kaiming, fan_in n
- *   blocks.L.mix.beta       [G, n]     0
- *   blocks.L.mix.w2, blocks.L.mix.beta2                                          (expanded only)
- *   blocks.L.mix.out.weight [d, d]     Kaiming    blocks.L.mix.out.bias [d]   0   (heads only)
- *   lm_head.weight          [V, d]     Kaiming
- * G = H for multi-head mixing, 1 for flat. Linear weights are [out, in];
- * Kaiming is normal with std sqrt(2 / fan_in), fan_in = in. */
+ * The frame's tensors (src/model/arch.c) and each mixer's own (src/mixer/)
+ * are listed, with their names (also the checkpoint's tensor names), in
+ * docs/model.md (the TMM) and docs/baselines.md. Linear weights are [out, in]. */
 #ifndef TMM_PARAMS_H
 #define TMM_PARAMS_H
 
@@ -32,6 +21,7 @@ typedef enum tmm_init {
     TMM_INIT_ONE,
     TMM_INIT_NORMAL,   /* N(0, 1) */
     TMM_INIT_KAIMING,  /* N(0, 2 / fan_in) */
+    TMM_INIT_SMALL,    /* N(0, 0.02²): the baselines' Linear weights and embedding */
 } tmm_init;
 
 typedef enum tmm_param_kind {
@@ -51,10 +41,17 @@ typedef struct tmm_param {
     bool trainable;      /* false for frozen Toeplitz parameters */
 } tmm_param;
 
-/* Where a block's tensors are in the table (index, or -1 when absent). */
+#define TMM_MIXER_MAX_PARAMS 8
+
+/* Where a block's tensors are in the table (index, or -1 when absent). The
+ * mixer's are in the order its class declares them (src/mixer/). */
 typedef struct tmm_block_params {
-    int ln1_w, ln1_b, fc1_w, fc1_b, fc2_w, fc2_b, ln2_w, ln2_b;
-    int in_w, in_b, w, beta, w2, beta2, out_w, out_b;
+    int mlp_norm_w, mlp_norm_b;    /* the MLP's norm (bias: LayerNorm only) */
+    int mlp_in_w, mlp_in_b;        /* SiLU MLP: fc1; SwiGLU: the gate */
+    int mlp_up_w;                  /* SwiGLU: the up projection */
+    int mlp_out_w, mlp_out_b;      /* SiLU MLP: fc2; SwiGLU: the down projection */
+    int mix_norm_w, mix_norm_b;    /* the mixer's norm */
+    int mix[TMM_MIXER_MAX_PARAMS];
 } tmm_block_params;
 
 typedef struct tmm_param_table {
@@ -63,8 +60,24 @@ typedef struct tmm_param_table {
     uint32_t count;
     uint64_t arena_floats;   /* arena size including alignment padding */
     int embed, head;
+    int final_norm_w;        /* -1 without a final norm */
     tmm_block_params *blocks;
 } tmm_param_table;
+
+/* Adds tensors to a table under construction (the mixers declare theirs
+ * through it). */
+typedef struct tmm_param_builder tmm_param_builder;
+typedef struct tmm_param_spec {
+    uint32_t ndim;
+    uint32_t shape[3];
+    tmm_init init;
+    uint32_t fan_in;         /* Kaiming only */
+    tmm_param_kind kind;
+    bool trainable;
+} tmm_param_spec;
+/* Adds "blocks.<layer>.<what>" (or just <what> when layer is UINT32_MAX);
+ * returns its index, or -1 once an error has happened (the build reports it). */
+int tmm_param_add(tmm_param_builder *b, uint32_t layer, const char *what, tmm_param_spec spec);
 
 tmm_status tmm_param_table_build(const tmm_model_config *config, tmm_param_table *table);
 void tmm_param_table_free(tmm_param_table *table);

@@ -367,3 +367,24 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
                               tmm_op_sub(b, i * ob.stride, g.span_b), bias, tmm_op_sub(c, i * oc.stride, g.span_c), f));
     return TMM_OK;
 }
+
+tmm_status tmm_op_linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                         tmm_view bias, tmm_view y, bool accumulate)
+{
+    tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };
+    return tmm_op_matmul(r, &d, x, w, bias, y);
+}
+
+tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                            tmm_view dx)
+{
+    tmm_matmul_desc d = { .m = rows, .n = in, .k = out, .batch = 1 };
+    return tmm_op_matmul(r, &d, dy, w, (tmm_view){ 0 }, dx);
+}
+
+tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
+                            tmm_view dw)
+{
+    tmm_matmul_desc d = { .m = out, .n = in, .k = rows, .trans_a = true, .batch = 1 };
+    return tmm_op_matmul(r, &d, dy, x, (tmm_view){ 0 }, dw);
+}

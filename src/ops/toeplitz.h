@@ -38,7 +38,7 @@
 
 /* How the Toeplitz layers are computed: tmm_mixer_impl (include/tmm/model.h).
  * The ops here are DIRECT (AUTO counts as DIRECT; the model picks per shape
- * and device, model/mixer_select.h); FFT is a plan object (toeplitz_fft.h). */
+ * and device, mixer/mixer_select.h); FFT is a plan object (toeplitz_fft.h). */
 #include "tmm/model.h"
 
 /* Kernels of the DIRECT implementation (the same results up to rounding). */

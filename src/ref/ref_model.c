@@ -1,9 +1,13 @@
-/* Reference TMM forward and backward (double precision, straightforward loops). */
+/* Reference model forward and backward (double precision, straightforward
+ * loops): the frame of each architecture (model/arch.h) and its mixer. */
 #include "ref/ref_model.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mixer/toeplitz_mixer.h"
+#include "model/arch.h"
 
 #define LN_EPS 1e-5
 
@@ -138,38 +142,202 @@ void ref_toeplitz_bwd_d(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t
             }
 }
 
-/* Activations of one block, kept for backward. */
-typedef struct block_acts {
-    double *h_in;             /* block input [N, d] */
-    double *x1, *xhat1, *rstd1; /* LN1 */
-    double *a, *z;            /* fc1 pre-activation and silu [N, e] */
-    double *h_mid;            /* after the MLP residual */
-    double *x2, *xhat2, *rstd2; /* LN2 */
-    double *v;                /* mixer input (after the in-projection for heads) */
-    double *y1, *q;           /* first Toeplitz output; its silu (expanded) */
-    double *mix;              /* Toeplitz output before the out-projection */
-} block_acts;
+/* ---- the TMM's mixer -------------------------------------------------------- */
+
+typedef struct tz_saved {
+    double *x, *v, *y1, *q, *mix;  /* input; Toeplitz input; first output; its silu; before out-projection */
+} tz_saved;
 
 static const double *P(const tmm_param_table *t, const double *arena, int idx)
 {
     return idx < 0 ? NULL : arena + t->params[idx].offset;
 }
 
+/* The gradient of a tensor, NULL without gradients or for a frozen tensor. */
 static double *PG(const tmm_param_table *t, double *grads, int idx)
 {
-    return (idx < 0 || !grads) ? NULL : grads + t->params[idx].offset;
+    return (idx < 0 || !grads || !t->params[idx].trainable) ? NULL : grads + t->params[idx].offset;
 }
+
+static void *tz_forward(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, const double *x,
+                        double *y)
+{
+    const tmm_model_config *c = &t->config;
+    const int *ix = t->blocks[l].mix;
+    const uint32_t d = c->d_model, n = c->n_ctx, K = c->kernel, G = c->heads ? c->heads : 1;
+    const uint64_t N = (uint64_t)B * n;
+    tz_saved *S = calloc(1, sizeof *S);
+    if (!S)
+        abort();
+    S->x = zalloc(N * d), S->v = zalloc(N * d), S->y1 = zalloc(N * d), S->mix = zalloc(N * d);
+    memcpy(S->x, x, N * d * sizeof *x);
+    if (c->heads)
+        linear_fwd(N, d, d, x, P(t, params, ix[TMM_TZ_IN_W]), P(t, params, ix[TMM_TZ_IN_B]), S->v);
+    else
+        memcpy(S->v, x, N * d * sizeof *x);
+    ref_toeplitz_fwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W]), P(t, params, ix[TMM_TZ_BETA]), S->v, S->y1);
+    if (c->expanded) {
+        S->q = zalloc(N * d);
+        for (uint64_t i = 0; i < N * d; i++)
+            S->q[i] = S->y1[i] * sigmoid(S->y1[i]);
+        ref_toeplitz_fwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W2]), P(t, params, ix[TMM_TZ_BETA2]), S->q, S->mix);
+    } else {
+        memcpy(S->mix, S->y1, N * d * sizeof *x);
+    }
+    if (c->heads)
+        linear_fwd(N, d, d, S->mix, P(t, params, ix[TMM_TZ_OUT_W]), P(t, params, ix[TMM_TZ_OUT_B]), y);
+    else
+        memcpy(y, S->mix, N * d * sizeof *x);
+    return S;
+}
+
+static void tz_backward(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, void *saved,
+                        const double *dy, double *dx, double *grads)
+{
+    const tmm_model_config *c = &t->config;
+    const int *ix = t->blocks[l].mix;
+    const uint32_t d = c->d_model, n = c->n_ctx, K = c->kernel, G = c->heads ? c->heads : 1;
+    const uint64_t N = (uint64_t)B * n;
+    tz_saved *S = saved;
+    double *dmix = zalloc(N * d), *dy1 = zalloc(N * d), *dv = zalloc(N * d);
+    if (c->heads)
+        linear_bwd(N, d, d, S->mix, P(t, params, ix[TMM_TZ_OUT_W]), dy, dmix, PG(t, grads, ix[TMM_TZ_OUT_W]),
+                   PG(t, grads, ix[TMM_TZ_OUT_B]));
+    else
+        memcpy(dmix, dy, N * d * sizeof *dy);
+    if (c->expanded) {
+        double *dq = zalloc(N * d);
+        ref_toeplitz_bwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W2]), S->q, dmix, dq, PG(t, grads, ix[TMM_TZ_W2]),
+                           PG(t, grads, ix[TMM_TZ_BETA2]));
+        for (uint64_t i = 0; i < N * d; i++) {
+            double s = sigmoid(S->y1[i]);
+            dy1[i] = dq[i] * s * (1 + S->y1[i] * (1 - s));
+        }
+        free(dq);
+    } else {
+        memcpy(dy1, dmix, N * d * sizeof *dy);
+    }
+    ref_toeplitz_bwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W]), S->v, dy1, dv, PG(t, grads, ix[TMM_TZ_W]),
+                       PG(t, grads, ix[TMM_TZ_BETA]));
+    if (c->heads)
+        linear_bwd(N, d, d, S->x, P(t, params, ix[TMM_TZ_IN_W]), dv, dx, PG(t, grads, ix[TMM_TZ_IN_W]),
+                   PG(t, grads, ix[TMM_TZ_IN_B]));
+    else
+        for (uint64_t i = 0; i < N * d; i++)
+            dx[i] += dv[i];
+    free(dmix), free(dy1), free(dv);
+}
+
+static void tz_free(void *saved)
+{
+    tz_saved *S = saved;
+    free(S->x), free(S->v), free(S->y1), free(S->q), free(S->mix);
+    free(S);
+}
+
+/* ---- the frame -------------------------------------------------------------- */
+
+/* A mixer's reference: y = Mix_l(x) (returns what its backward needs);
+ * backward adds dL/dx into dx and the gradients into grads (when not NULL). */
+typedef struct ref_mixer {
+    void *(*forward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, const double *x,
+                     double *y);
+    void (*backward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, void *saved,
+                     const double *dy, double *dx, double *grads);
+    void (*free)(void *saved);
+} ref_mixer;
+
+static const ref_mixer *ref_mixer_of(tmm_arch arch)
+{
+    static const ref_mixer toeplitz = { tz_forward, tz_backward, tz_free };
+    switch (arch) {
+    case TMM_ARCH_TMM:
+        return &toeplitz;
+    default:
+        abort(); /* an architecture without a reference */
+    }
+}
+
+/* A norm: y = Norm(x); keeps xhat and rstd for the backward. */
+typedef struct norm_saved {
+    double *y, *xhat, *rstd;
+} norm_saved;
+
+static void norm_fwd(const tmm_param_table *t, const double *params, int w, int b, uint64_t N, const double *x,
+                     norm_saved *S)
+{
+    const uint32_t d = t->config.d_model;
+    S->y = zalloc(N * d), S->xhat = zalloc(N * d), S->rstd = zalloc(N);
+    layernorm_fwd(N, d, x, P(t, params, w), P(t, params, b), S->y, S->xhat, S->rstd);
+}
+
+/* dx += dL/dx of the norm given dy; its gradients. */
+static void norm_bwd(const tmm_param_table *t, const double *params, int w, int b, uint64_t N, const norm_saved *S,
+                     const double *dy, double *dx, double *grads)
+{
+    const uint32_t d = t->config.d_model;
+    double *dw = PG(t, grads, w), *db = PG(t, grads, b);
+    double *sink_w = dw ? NULL : zalloc(d), *sink_b = db ? NULL : zalloc(d);
+    layernorm_bwd(N, d, S->xhat, S->rstd, P(t, params, w), dy, dx, dw ? dw : sink_w, db ? db : sink_b);
+    free(sink_w), free(sink_b);
+}
+
+static void norm_free(norm_saved *S) { free(S->y), free(S->xhat), free(S->rstd); }
+
+typedef struct mlp_saved {
+    double *x, *a, *z;   /* input; fc1 pre-activation; silu */
+} mlp_saved;
+
+static void mlp_fwd(const tmm_param_table *t, const double *params, uint32_t l, uint64_t N, const double *x,
+                    double *y, mlp_saved *S)
+{
+    const tmm_block_params *bp = &t->blocks[l];
+    const uint32_t d = t->config.d_model, e = t->config.expansion * d;
+    S->x = zalloc(N * d), S->a = zalloc(N * e), S->z = zalloc(N * e);
+    memcpy(S->x, x, N * d * sizeof *x);
+    linear_fwd(N, d, e, x, P(t, params, bp->mlp_in_w), P(t, params, bp->mlp_in_b), S->a);
+    for (uint64_t i = 0; i < N * e; i++)
+        S->z[i] = S->a[i] * sigmoid(S->a[i]);
+    linear_fwd(N, e, d, S->z, P(t, params, bp->mlp_out_w), P(t, params, bp->mlp_out_b), y);
+}
+
+static void mlp_bwd(const tmm_param_table *t, const double *params, uint32_t l, uint64_t N, const mlp_saved *S,
+                    const double *dy, double *dx, double *grads)
+{
+    const tmm_block_params *bp = &t->blocks[l];
+    const uint32_t d = t->config.d_model, e = t->config.expansion * d;
+    double *dz = zalloc(N * e);
+    linear_bwd(N, e, d, S->z, P(t, params, bp->mlp_out_w), dy, dz, PG(t, grads, bp->mlp_out_w),
+               PG(t, grads, bp->mlp_out_b));
+    for (uint64_t i = 0; i < N * e; i++) {
+        double s = sigmoid(S->a[i]);
+        dz[i] *= s * (1 + S->a[i] * (1 - s));
+    }
+    linear_bwd(N, d, e, S->x, P(t, params, bp->mlp_in_w), dz, dx, PG(t, grads, bp->mlp_in_w),
+               PG(t, grads, bp->mlp_in_b));
+    free(dz);
+}
+
+static void mlp_free(mlp_saved *S) { free(S->x), free(S->a), free(S->z); }
+
+/* One half of a block: h += F(Norm(h)), F the mixer or the MLP. */
+typedef struct half_saved {
+    norm_saved norm;
+    mlp_saved mlp;
+    void *mixer;
+} half_saved;
 
 double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B, const uint32_t *tokens,
                      const int32_t *targets, double *logits_out, double *grads)
 {
     const tmm_model_config *c = &t->config;
-    const uint32_t d = c->d_model, e = c->expansion * d, n = c->n_ctx, V = c->vocab, K = c->kernel;
-    const uint32_t G = c->heads ? c->heads : 1;
+    const tmm_arch_desc *arch = tmm_arch_of(c->arch);
+    const ref_mixer *mixer = ref_mixer_of(c->arch);
+    const uint32_t d = c->d_model, n = c->n_ctx, V = c->vocab;
     const uint64_t N = (uint64_t)B * n;
 
-    block_acts *acts = calloc(c->n_layers, sizeof *acts);
-    double *h = zalloc(N * d);
+    half_saved *acts = calloc(2 * (size_t)c->n_layers, sizeof *acts);
+    double *h = zalloc(N * d), *f = zalloc(N * d);
     if (!acts)
         abort();
     const double *E = P(t, params, t->embed);
@@ -178,54 +346,29 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
 
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &t->blocks[l];
-        block_acts *A = &acts[l];
-        A->h_in = zalloc(N * d);
-        memcpy(A->h_in, h, N * d * sizeof *h);
-        A->x1 = zalloc(N * d), A->xhat1 = zalloc(N * d), A->rstd1 = zalloc(N);
-        layernorm_fwd(N, d, h, P(t, params, bp->ln1_w), P(t, params, bp->ln1_b), A->x1, A->xhat1, A->rstd1);
-        A->a = zalloc(N * e), A->z = zalloc(N * e);
-        linear_fwd(N, d, e, A->x1, P(t, params, bp->fc1_w), P(t, params, bp->fc1_b), A->a);
-        for (uint64_t i = 0; i < N * e; i++)
-            A->z[i] = A->a[i] * sigmoid(A->a[i]);
-        double *m = zalloc(N * d);
-        linear_fwd(N, e, d, A->z, P(t, params, bp->fc2_w), P(t, params, bp->fc2_b), m);
-        for (uint64_t i = 0; i < N * d; i++)
-            h[i] += m[i];
-        free(m);
-        A->h_mid = zalloc(N * d);
-        memcpy(A->h_mid, h, N * d * sizeof *h);
-
-        A->x2 = zalloc(N * d), A->xhat2 = zalloc(N * d), A->rstd2 = zalloc(N);
-        layernorm_fwd(N, d, h, P(t, params, bp->ln2_w), P(t, params, bp->ln2_b), A->x2, A->xhat2, A->rstd2);
-        A->v = zalloc(N * d);
-        if (c->heads)
-            linear_fwd(N, d, d, A->x2, P(t, params, bp->in_w), P(t, params, bp->in_b), A->v);
-        else
-            memcpy(A->v, A->x2, N * d * sizeof *h);
-        A->y1 = zalloc(N * d);
-        ref_toeplitz_fwd_d(B, n, d, G, K, P(t, params, bp->w), P(t, params, bp->beta), A->v, A->y1);
-        A->mix = zalloc(N * d);
-        if (c->expanded) {
-            A->q = zalloc(N * d);
-            for (uint64_t i = 0; i < N * d; i++)
-                A->q[i] = A->y1[i] * sigmoid(A->y1[i]);
-            ref_toeplitz_fwd_d(B, n, d, G, K, P(t, params, bp->w2), P(t, params, bp->beta2), A->q, A->mix);
-        } else {
-            memcpy(A->mix, A->y1, N * d * sizeof *h);
+        for (int i = 0; i < 2; i++) {
+            half_saved *S = &acts[2 * l + i];
+            bool is_mixer = (i == 0) == arch->mixer_first;
+            norm_fwd(t, params, is_mixer ? bp->mix_norm_w : bp->mlp_norm_w, is_mixer ? bp->mix_norm_b : bp->mlp_norm_b,
+                     N, h, &S->norm);
+            if (is_mixer)
+                S->mixer = mixer->forward(t, params, l, B, S->norm.y, f);
+            else
+                mlp_fwd(t, params, l, N, S->norm.y, f, &S->mlp);
+            for (uint64_t j = 0; j < N * d; j++)
+                h[j] += f[j];
         }
-        double *o = zalloc(N * d);
-        if (c->heads)
-            linear_fwd(N, d, d, A->mix, P(t, params, bp->out_w), P(t, params, bp->out_b), o);
-        else
-            memcpy(o, A->mix, N * d * sizeof *h);
-        for (uint64_t i = 0; i < N * d; i++)
-            h[i] += o[i];
-        free(o);
+    }
+    norm_saved fn = { 0 };
+    const double *head_in = h;
+    if (arch->final_norm) {
+        norm_fwd(t, params, t->final_norm_w, -1, N, h, &fn);
+        head_in = fn.y;
     }
 
     /* LM head and cross-entropy; dlogits is kept for backward */
     double *logits = zalloc(N * V);
-    linear_fwd(N, d, V, h, P(t, params, t->head), NULL, logits);
+    linear_fwd(N, d, V, head_in, P(t, params, t->head), NULL, logits);
     if (logits_out)
         memcpy(logits_out, logits, N * V * sizeof *logits);
     uint64_t scored = 0;
@@ -252,74 +395,49 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
 
     if (grads) {
         memset(grads, 0, t->arena_floats * sizeof *grads);
-        double *dh = zalloc(N * d);
-        linear_bwd(N, d, V, h, P(t, params, t->head), logits, dh, PG(t, grads, t->head), NULL);
+        double *dh = zalloc(N * d), *dx = zalloc(N * d);
+        if (arch->final_norm) {
+            double *dhf = zalloc(N * d);
+            linear_bwd(N, d, V, head_in, P(t, params, t->head), logits, dhf, PG(t, grads, t->head), NULL);
+            norm_bwd(t, params, t->final_norm_w, -1, N, &fn, dhf, dh, grads);
+            free(dhf);
+        } else {
+            linear_bwd(N, d, V, head_in, P(t, params, t->head), logits, dh, PG(t, grads, t->head), NULL);
+        }
         for (uint32_t l = c->n_layers; l-- > 0;) {
             const tmm_block_params *bp = &t->blocks[l];
-            block_acts *A = &acts[l];
-            /* mixer residual: h = h_mid + out(mix) */
-            double *dmix = zalloc(N * d);
-            if (c->heads)
-                linear_bwd(N, d, d, A->mix, P(t, params, bp->out_w), dh, dmix, PG(t, grads, bp->out_w),
-                           PG(t, grads, bp->out_b));
-            else
-                memcpy(dmix, dh, N * d * sizeof *dh);
-            bool train_mix = !c->frozen;
-            double *dy1 = zalloc(N * d);
-            if (c->expanded) {
-                double *dq = zalloc(N * d);
-                ref_toeplitz_bwd_d(B, n, d, G, K, P(t, params, bp->w2), A->q, dmix, dq,
-                                   train_mix ? PG(t, grads, bp->w2) : NULL,
-                                   train_mix ? PG(t, grads, bp->beta2) : NULL);
-                for (uint64_t i = 0; i < N * d; i++) {
-                    double s = sigmoid(A->y1[i]);
-                    dy1[i] = dq[i] * s * (1 + A->y1[i] * (1 - s));
-                }
-                free(dq);
-            } else {
-                memcpy(dy1, dmix, N * d * sizeof *dh);
+            for (int i = 1; i >= 0; i--) {
+                /* h_out = h_in + F(Norm(h_in)): dh_in = dh + Normᵀ(Fᵀ(dh)) */
+                half_saved *S = &acts[2 * l + i];
+                bool is_mixer = (i == 0) == arch->mixer_first;
+                memset(dx, 0, N * d * sizeof *dx);
+                if (is_mixer)
+                    mixer->backward(t, params, l, B, S->mixer, dh, dx, grads);
+                else
+                    mlp_bwd(t, params, l, N, &S->mlp, dh, dx, grads);
+                norm_bwd(t, params, is_mixer ? bp->mix_norm_w : bp->mlp_norm_w,
+                         is_mixer ? bp->mix_norm_b : bp->mlp_norm_b, N, &S->norm, dx, dh, grads);
             }
-            double *dv = zalloc(N * d);
-            ref_toeplitz_bwd_d(B, n, d, G, K, P(t, params, bp->w), A->v, dy1, dv,
-                               train_mix ? PG(t, grads, bp->w) : NULL, train_mix ? PG(t, grads, bp->beta) : NULL);
-            double *dx2 = zalloc(N * d);
-            if (c->heads)
-                linear_bwd(N, d, d, A->x2, P(t, params, bp->in_w), dv, dx2, PG(t, grads, bp->in_w),
-                           PG(t, grads, bp->in_b));
-            else
-                memcpy(dx2, dv, N * d * sizeof *dh);
-            /* dh (residual) + LN2 backward */
-            layernorm_bwd(N, d, A->xhat2, A->rstd2, P(t, params, bp->ln2_w), dx2, dh, PG(t, grads, bp->ln2_w),
-                          PG(t, grads, bp->ln2_b));
-            /* MLP residual: h_mid = h_in + fc2(silu(fc1(LN1(h_in)))) */
-            double *dz = zalloc(N * e);
-            linear_bwd(N, e, d, A->z, P(t, params, bp->fc2_w), dh, dz, PG(t, grads, bp->fc2_w),
-                       PG(t, grads, bp->fc2_b));
-            for (uint64_t i = 0; i < N * e; i++) {
-                double s = sigmoid(A->a[i]);
-                dz[i] *= s * (1 + A->a[i] * (1 - s));
-            }
-            double *dx1 = zalloc(N * d);
-            linear_bwd(N, d, e, A->x1, P(t, params, bp->fc1_w), dz, dx1, PG(t, grads, bp->fc1_w),
-                       PG(t, grads, bp->fc1_b));
-            layernorm_bwd(N, d, A->xhat1, A->rstd1, P(t, params, bp->ln1_w), dx1, dh, PG(t, grads, bp->ln1_w),
-                          PG(t, grads, bp->ln1_b));
-            free(dmix), free(dy1), free(dv), free(dx2), free(dz), free(dx1);
         }
         double *dE = PG(t, grads, t->embed);
         for (uint64_t r = 0; r < N; r++)
             for (uint32_t i = 0; i < d; i++)
                 dE[(uint64_t)(tokens[r] % V) * d + i] += dh[r * d + i];
-        free(dh);
+        free(dh), free(dx);
     }
 
-    for (uint32_t l = 0; l < c->n_layers; l++) {
-        block_acts *A = &acts[l];
-        free(A->h_in), free(A->x1), free(A->xhat1), free(A->rstd1), free(A->a), free(A->z), free(A->h_mid);
-        free(A->x2), free(A->xhat2), free(A->rstd2), free(A->v), free(A->y1), free(A->q), free(A->mix);
-    }
+    for (uint32_t l = 0; l < c->n_layers; l++)
+        for (int i = 0; i < 2; i++) {
+            half_saved *S = &acts[2 * l + i];
+            norm_free(&S->norm);
+            if ((i == 0) == arch->mixer_first)
+                mixer->free(S->mixer);
+            else
+                mlp_free(&S->mlp);
+        }
+    norm_free(&fn);
     free(acts);
-    free(h);
+    free(h), free(f);
     free(logits);
     return loss;
 }

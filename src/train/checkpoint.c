@@ -25,6 +25,7 @@
 #include "files.h"
 #include "io/limits.h"
 #include "status.h"
+#include "train/train_config.h"
 
 
 static const char *const MODEL_FORMAT = "tmm-model";
@@ -32,11 +33,35 @@ static const char *const STATE_FORMAT = "tmm-train-state";
 static const char *const MODEL_FILE = "model.safetensors";
 static const char *const STATE_FILE = "train_state.safetensors";
 
-/* keys of the model file that are not the caller's */
-static const char *const model_keys[] = { "format", "format_version", "vocab",  "d_model", "n_ctx",
-                                          "n_layers", "heads",        "expansion", "kernel", "expanded",
-                                          "frozen", "seed",           "step",   "data_fnv1a64", "meta_fnv1a64" };
-#define N_MODEL_KEYS (sizeof model_keys / sizeof model_keys[0])
+/* Keys of the model file besides the model config's, which are the "model"
+ * rows of the config table (tmm_config_fields): a field added there is
+ * written, read and compared here without another edit. */
+static const char *const file_keys[] = { "format", "format_version", "step", "data_fnv1a64", "meta_fnv1a64" };
+#define N_FILE_KEYS (sizeof file_keys / sizeof file_keys[0])
+/* Model fields that files before format version 3 do not have (their zero is right). */
+static const char *const since_v3[] = { "arch", "window" };
+
+static bool is_model_field(const tmm_config_field *f) { return strcmp(f->section, "model") == 0; }
+
+/* A model field's value as metadata text (booleans as 0 or 1). */
+static bool is_model_key(const char *key)
+{
+    for (size_t k = 0; k < N_FILE_KEYS; k++)
+        if (strcmp(key, file_keys[k]) == 0)
+            return true;
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+        if (is_model_field(f) && strcmp(key, f->key) == 0)
+            return true;
+    return false;
+}
+
+static void model_field_text(const tmm_model_config *c, const tmm_config_field *f, char *buf, size_t size)
+{
+    tmm_train_config tc = { .model = *c };
+    tmm_config_value_text(&tc, f, buf, size);
+    if (f->type == TMM_CONFIG_BOOL)
+        snprintf(buf, size, "%s", strcmp(buf, "true") == 0 ? "1" : "0");
+}
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -225,34 +250,25 @@ static tmm_status write_model(const char *path, uint64_t step, const tmm_param_t
     for (uint32_t i = 0; i < n_extra; i++) {
         if (!extra[i].key || !*extra[i].key || !extra[i].value)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "checkpoint: extra metadata %u has no key or no value", i);
-        for (size_t k = 0; k < N_MODEL_KEYS; k++)
-            if (strcmp(extra[i].key, model_keys[k]) == 0)
-                return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "checkpoint: extra metadata key '%s' is reserved",
-                                extra[i].key);
+        if (is_model_key(extra[i].key))
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "checkpoint: extra metadata key '%s' is reserved", extra[i].key);
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(extra[i].key, extra[j].key) == 0)
                 return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "checkpoint: extra metadata key '%s' given twice",
                                 extra[i].key);
     }
-    const tmm_model_config *c = &table->config;
-    char v[11][24];
-    snprintf(v[0], 24, "%d", TMM_CHECKPOINT_FORMAT_VERSION);
-    snprintf(v[1], 24, "%u", c->vocab);
-    snprintf(v[2], 24, "%u", c->d_model);
-    snprintf(v[3], 24, "%u", c->n_ctx);
-    snprintf(v[4], 24, "%u", c->n_layers);
-    snprintf(v[5], 24, "%u", c->heads);
-    snprintf(v[6], 24, "%u", c->expansion);
-    snprintf(v[7], 24, "%u", c->kernel);
-    snprintf(v[8], 24, "%" PRIu64, c->seed);
-    snprintf(v[9], 24, "%" PRIu64, step);
-    const tmm_st_meta fixed[] = { { "format", MODEL_FORMAT }, { "format_version", v[0] }, { "vocab", v[1] },
-                                  { "d_model", v[2] },        { "n_ctx", v[3] },          { "n_layers", v[4] },
-                                  { "heads", v[5] },          { "expansion", v[6] },      { "kernel", v[7] },
-                                  { "expanded", c->expanded ? "1" : "0" },
-                                  { "frozen", c->frozen ? "1" : "0" },
-                                  { "seed", v[8] },           { "step", v[9] } };
-    const uint32_t n_fixed = sizeof fixed / sizeof fixed[0];
+    enum { MAX_FIXED = 40 };
+    char version[24], step_text[24], values[MAX_FIXED][48];
+    snprintf(version, sizeof version, "%d", TMM_CHECKPOINT_FORMAT_VERSION);
+    snprintf(step_text, sizeof step_text, "%" PRIu64, step);
+    tmm_st_meta fixed[MAX_FIXED] = { { "format", MODEL_FORMAT }, { "format_version", version }, { "step", step_text } };
+    uint32_t n_fixed = 3;
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+        if (is_model_field(f) && n_fixed < MAX_FIXED) {
+            model_field_text(&table->config, f, values[n_fixed], sizeof values[n_fixed]);
+            fixed[n_fixed] = (tmm_st_meta){ f->key, values[n_fixed] };
+            n_fixed++;
+        }
     tmm_st_meta *meta = malloc((n_fixed + n_extra + 2) * sizeof *meta);
     tmm_st_tensor *ts = malloc(table->count * sizeof *ts);
     if (!meta || !ts) {
@@ -260,7 +276,7 @@ static tmm_status write_model(const char *path, uint64_t step, const tmm_param_t
         free(ts);
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
-    memcpy(meta, fixed, sizeof fixed);
+    memcpy(meta, fixed, n_fixed * sizeof *fixed);
     if (n_extra)
         memcpy(meta + n_fixed, extra, n_extra * sizeof *extra);
     uint64_t h = TMM_FNV1A64_BASIS;
@@ -633,29 +649,25 @@ static tmm_status meta_u64(const tmm_safetensors *st, const char *path, const ch
     return TMM_OK;
 }
 
-static tmm_status meta_bool(const tmm_safetensors *st, const char *path, const char *key, bool *out)
+static tmm_status read_config(const tmm_safetensors *st, const char *path, uint64_t version, tmm_model_config *c,
+                              uint64_t *step)
 {
-    const char *v = tmm_safetensors_meta(st, key);
-    if (!v || (strcmp(v, "0") != 0 && strcmp(v, "1") != 0))
-        return tmm_fail(TMM_ERR_IO, "%s: metadata '%s' is %s%.32s%s", path, key, v ? "not 0 or 1 ('" : "missing",
-                        v ? v : "", v ? "')" : "");
-    *out = v[0] == '1';
-    return TMM_OK;
-}
-
-static tmm_status read_config(const tmm_safetensors *st, const char *path, tmm_model_config *c, uint64_t *step)
-{
-    const char *keys[] = { "vocab", "d_model", "n_ctx", "n_layers", "heads", "expansion", "kernel" };
-    uint32_t *fields[] = { &c->vocab, &c->d_model, &c->n_ctx, &c->n_layers, &c->heads, &c->expansion, &c->kernel };
-    for (int i = 0; i < 7; i++) {
-        uint64_t v;
-        TMM_TRY(meta_u64(st, path, keys[i], UINT32_MAX, &v));
-        *fields[i] = (uint32_t)v;
+    tmm_train_config tc = { 0 };
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
+        if (!is_model_field(f))
+            continue;
+        const char *v = tmm_safetensors_meta(st, f->key);
+        bool newer = false;
+        for (size_t i = 0; i < sizeof since_v3 / sizeof since_v3[0]; i++)
+            newer = newer || strcmp(f->key, since_v3[i]) == 0;
+        if (!v && version < 3 && newer)
+            continue;
+        if (!v)
+            return tmm_fail(TMM_ERR_IO, "%s: metadata '%s' is missing", path, f->key);
+        TMM_TRY(tmm_config_set_text_from(&tc, f, v, path));
     }
-    TMM_TRY(meta_bool(st, path, "expanded", &c->expanded));
-    TMM_TRY(meta_bool(st, path, "frozen", &c->frozen));
-    TMM_TRY(meta_u64(st, path, "seed", UINT64_MAX, &c->seed));
     TMM_TRY(meta_u64(st, path, "step", UINT64_MAX, step));
+    *c = tc.model;
     if (tmm_model_config_check(c) != TMM_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tmm_last_error());
@@ -666,50 +678,16 @@ static tmm_status read_config(const tmm_safetensors *st, const char *path, tmm_m
 
 const char *tmm_checkpoint_config_diff(const tmm_model_config *a, const tmm_model_config *b)
 {
-    if (a->vocab != b->vocab)
-        return "vocab";
-    if (a->d_model != b->d_model)
-        return "d_model";
-    if (a->n_ctx != b->n_ctx)
-        return "n_ctx";
-    if (a->n_layers != b->n_layers)
-        return "n_layers";
-    if (a->heads != b->heads)
-        return "heads";
-    if (a->expansion != b->expansion)
-        return "expansion";
-    if (a->kernel != b->kernel)
-        return "kernel";
-    if (a->expanded != b->expanded)
-        return "expanded";
-    if (a->frozen != b->frozen)
-        return "frozen";
-    if (a->seed != b->seed)
-        return "seed";
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
+        char va[48], vb[48];
+        if (!is_model_field(f))
+            continue;
+        model_field_text(a, f, va, sizeof va);
+        model_field_text(b, f, vb, sizeof vb);
+        if (strcmp(va, vb) != 0)
+            return f->key;
+    }
     return NULL;
-}
-
-static uint64_t config_field(const tmm_model_config *c, const char *field)
-{
-    if (strcmp(field, "vocab") == 0)
-        return c->vocab;
-    if (strcmp(field, "d_model") == 0)
-        return c->d_model;
-    if (strcmp(field, "n_ctx") == 0)
-        return c->n_ctx;
-    if (strcmp(field, "n_layers") == 0)
-        return c->n_layers;
-    if (strcmp(field, "heads") == 0)
-        return c->heads;
-    if (strcmp(field, "expansion") == 0)
-        return c->expansion;
-    if (strcmp(field, "kernel") == 0)
-        return c->kernel;
-    if (strcmp(field, "expanded") == 0)
-        return c->expanded;
-    if (strcmp(field, "frozen") == 0)
-        return c->frozen;
-    return c->seed;
 }
 
 /* Copies the tensors named prefix + parameter name into a zeroed arena,
@@ -776,14 +754,6 @@ static tmm_status read_arena(const tmm_safetensors *st, const char *path, const 
     return TMM_OK;
 }
 
-static bool is_model_key(const char *key)
-{
-    for (size_t k = 0; k < N_MODEL_KEYS; k++)
-        if (strcmp(key, model_keys[k]) == 0)
-            return true;
-    return false;
-}
-
 static tmm_status load_model(const char *path, const tmm_model_config *expect, bool nonfinite_ok,
                              tmm_checkpoint *out, uint64_t *data_hash)
 {
@@ -794,16 +764,22 @@ static tmm_status load_model(const char *path, const tmm_model_config *expect, b
     uint64_t version = 0;
     tmm_status s = check_file(st, path, MODEL_FORMAT, data_hash, &version);
     if (s == TMM_OK)
-        s = read_config(st, path, &c, &out->step);
+        s = read_config(st, path, version, &c, &out->step);
     /* version 1 let a kernel-k window reach into the previous head: another function */
     if (s == TMM_OK && version < 2 && c.kernel > 1 && c.heads > 1)
         s = tmm_fail(TMM_ERR_IO, "%s: a kernel-%u model with %u heads from format version 1, when a channel's "
                      "window could reach into the previous head; kernel windows now stay inside their head, so "
                      "these weights compute another function: train it again", path, c.kernel, c.heads);
     const char *field = s == TMM_OK && expect ? tmm_checkpoint_config_diff(&c, expect) : NULL;
-    if (field)
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: the checkpoint's %s is %" PRIu64 ", expected %" PRIu64, path,
-                     field, config_field(&c, field), config_field(expect, field));
+    if (field) {
+        char got[48], want[48];
+        for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+            if (is_model_field(f) && strcmp(f->key, field) == 0) {
+                model_field_text(&c, f, got, sizeof got);
+                model_field_text(expect, f, want, sizeof want);
+            }
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: the checkpoint's %s is %s, expected %s", path, field, got, want);
+    }
     if (s == TMM_OK)
         s = tmm_param_table_build(&c, &out->table);
     if (s == TMM_OK) {

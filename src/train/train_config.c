@@ -67,8 +67,10 @@ static const char *const task_names[] = { "copy", "text", NULL };         /* tmm
 static const char *const mode_names[] = { "windows", "documents", NULL }; /* tmm_text_mode */
 static const char *const lr_names[] = { "linear", "cosine", "constant", NULL };  /* tmm_lr_kind */
 static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_mixer_impl */
+extern const char *const tmm_arch_names[];                                       /* tmm_arch */
 _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
-               sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_mixer_impl) == sizeof(int),
+               sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_mixer_impl) == sizeof(int) &&
+               sizeof(tmm_arch) == sizeof(int),
                "enum fields are stored as int");
 
 #define AT(member) offsetof(tmm_train_config, member)
@@ -84,6 +86,8 @@ _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == 
     { sec, key, flag, arg, TMM_CONFIG_ENUM, AT(member), 0, 0, 0, 0, names, help }
 
 const tmm_config_field tmm_config_fields[] = {
+    ENUM("model", "arch", "arch", "ARCH", model.arch, tmm_arch_names,
+         "the sequence model: tmm, or a baseline (docs/baselines.md)"),
     U32("model", "vocab", "vocab", model.vocab, 0, TMM_MAX_VOCAB, "vocabulary size (0: the task's)"),
     U32("model", "d_model", "d-model", model.d_model, 1, TMM_MAX_D_MODEL, "model width d"),
     U32("model", "n_ctx", "n-ctx", model.n_ctx, 1, TMM_MAX_N_CTX, "context length n (every Toeplitz vector's length)"),
@@ -93,6 +97,7 @@ const tmm_config_field tmm_config_fields[] = {
     U32("model", "kernel", "kernel", model.kernel, 1, TMM_MAX_KERNEL, "channels mixed per Toeplitz tap window"),
     BOOL("model", "expanded", "expanded", model.expanded, "Toeplitz -> SiLU -> Toeplitz mixing"),
     BOOL("model", "frozen", "frozen", model.frozen, "Toeplitz weights keep their initial values (ablation)"),
+    U32("model", "window", "window", model.window, 0, TMM_MAX_N_CTX, "swa: keys each query attends to (0: others)"),
     U64("model", "seed", "model-seed", model.seed, 0, UINT64_MAX, "initialization seed"),
     F64("optimizer", "lr", "lr", schedule.peak_lr, 0, 10, "peak learning rate"),
     F64("optimizer", "beta1", "beta1", optim.beta1, 0, 1, "AdamW beta1, in [0, 1)"),
@@ -250,6 +255,12 @@ static tmm_status set_from_text(tmm_train_config *c, const tmm_config_field *f, 
         return add_file(c, f, source, text);
     }
     return bad_value(f, source, text);
+}
+
+tmm_status tmm_config_set_text_from(tmm_train_config *c, const tmm_config_field *f, const char *text,
+                                    const char *source)
+{
+    return set_from_text(c, f, text, source);
 }
 
 tmm_status tmm_config_set_text(tmm_train_config *c, const tmm_config_field *f, const char *text, bool first)

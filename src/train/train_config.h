@@ -70,6 +70,9 @@ const tmm_config_field *tmm_config_field_by_flag(const char *flag);
  * FILES, first clears the list when `first` is set, then appends. */
 tmm_status tmm_config_set_text(tmm_train_config *config, const tmm_config_field *field, const char *text,
                                bool first);
+/* Sets a field from text with the same checks, naming `source` (a file) in errors. */
+tmm_status tmm_config_set_text_from(tmm_train_config *config, const tmm_config_field *field, const char *text,
+                                    const char *source);
 /* The current value as text (for help and docs) into buf. */
 void tmm_config_value_text(const tmm_train_config *config, const tmm_config_field *field, char *buf, size_t size);
 

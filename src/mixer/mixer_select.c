@@ -1,5 +1,5 @@
 /* The fft/direct crossover per device and work size (mixer_select.h). */
-#include "model/mixer_select.h"
+#include "mixer/mixer_select.h"
 
 #include <math.h>
 #include <stdio.h>

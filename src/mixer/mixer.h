@@ -1,0 +1,112 @@
+/* A sequence mixer: the token-mixing half of a block. Every architecture's
+ * mixer implements this interface (one file each in src/mixer/); the model
+ * frame (src/model/model.c), the generator (src/gen/generator.c) and the
+ * memory plan use nothing else, so none of them knows which mixer it holds.
+ *
+ * Training shapes: rows = batch * n_ctx, position-major [batch, n, d].
+ * A mixer's forward ADDS its output to the residual stream:
+ *     h += Mix_l(x)        x: the block's normed input [rows, d]
+ * and its backward, given dh = dL/dh, writes dL/dx and the gradients of its
+ * own tensors. The frame keeps x until the backward; the mixer keeps what else
+ * it needs (its activations) itself.
+ *
+ * Decoding: a decoder holds, per layer, what the mixer needs of the positions
+ * so far (a cache of inputs, keys and values, or a constant-size state) for
+ * `batch` sequences, each at its own position. */
+#ifndef TMM_MIXER_MIXER_H
+#define TMM_MIXER_MIXER_H
+
+#include "model/model.h"
+#include "model/params.h"
+#include "recorder.h"
+
+typedef struct tmm_mixer tmm_mixer;
+typedef struct tmm_mixer_decoder tmm_mixer_decoder;
+typedef struct tmm_mixer_class tmm_mixer_class;
+
+/* Where a buffer's bytes are counted in the memory plan. */
+typedef enum tmm_mem_category { TMM_MEM_ACTIVATIONS, TMM_MEM_WORKSPACE } tmm_mem_category;
+
+/* Allocates every buffer of a model: counts it instead when the model is a
+ * dry run (tmm_model_memory_plan), so the plan and the model cannot differ. */
+typedef struct tmm_allocation {
+    tmm_device *device;          /* NULL only for a dry run without a device */
+    tmm_model_memory *dry;       /* non-NULL: count into it, allocate nothing */
+} tmm_allocation;
+tmm_status tmm_alloc(const tmm_allocation *a, tmm_buffer **out, uint64_t floats, tmm_mem_category category,
+                     tmm_memory_kind kind);
+
+/* A recording in progress: ops wrapped in timestamp regions when profiling. */
+typedef struct tmm_rec {
+    tmm_recorder *r;
+    bool profile;
+    tmm_view scratch;            /* shared scratch of at least scratch_floats */
+} tmm_rec;
+
+/* Records `call` (a tmm_status expression), in a region named `label` when profiling. */
+#define TMM_REC_OP(rec, label, call)                                    \
+    do {                                                                \
+        if ((rec)->profile)                                             \
+            TMM_TRY(tmm_record_region_begin((rec)->r, label));          \
+        TMM_TRY(call);                                                  \
+        if ((rec)->profile)                                             \
+            TMM_TRY(tmm_record_region_end((rec)->r));                   \
+    } while (0)
+
+/* What a model gives its mixer. */
+typedef struct tmm_mixer_setup {
+    const tmm_allocation *alloc;
+    const tmm_param_table *table;   /* the config, and blocks[l].mix: the mixer's tensors */
+    uint32_t batch;
+    tmm_mixer_impl impl;            /* how Toeplitz layers are computed (others ignore it) */
+    tmm_buffer *params, *grads;     /* the arenas (NULL in a dry run) */
+} tmm_mixer_setup;
+
+/* The part every mixer begins with. */
+struct tmm_mixer {
+    const tmm_mixer_class *cls;
+    tmm_mixer_setup s;
+    uint32_t rows;
+};
+
+struct tmm_mixer_class {
+    /* Declares block `layer`'s tensors, storing their indices in idx (at most
+     * TMM_MIXER_MAX_PARAMS). `prefix` names them: blocks.<layer>.<prefix>.* */
+    void (*declare)(tmm_param_builder *b, const tmm_model_config *c, uint32_t layer, int *idx);
+    /* The mixer of a model: its activations for every layer, its workspace
+     * (and for a dry run, their bytes and any plan's in dry->mixer). */
+    tmm_status (*create)(const tmm_mixer_setup *s, tmm_mixer **out);
+    void (*destroy)(tmm_mixer *m);
+    /* Floats of the model's shared scratch that forward and backward use. */
+    uint64_t (*scratch_floats)(const tmm_mixer *m);
+    /* h [rows, d] += Mix_l(x [rows, d]). */
+    tmm_status (*forward)(tmm_mixer *m, const tmm_rec *rec, uint32_t layer, tmm_view x, tmm_view h);
+    /* dx = dL/dx given dh = dL/dh (dh is not changed), in one of tmp[0..1]
+     * ([rows, d] each, free to use) or in the mixer's own workspace; the
+     * gradients of the layer's tensors are written (frozen ones: untouched). */
+    tmm_status (*backward)(tmm_mixer *m, const tmm_rec *rec, uint32_t layer, tmm_view x, tmm_view dh,
+                           const tmm_view tmp[2], tmm_view *dx);
+    /* How Toeplitz layers are computed (NULL: nothing to choose). */
+    tmm_status (*set_impl)(tmm_mixer *m, tmm_mixer_impl impl);
+
+    /* Decoding state for the model `m` is made for (its batch), `x` the
+     * mixer inputs of every layer as m's forward leaves them ([batch, n, d]). */
+    tmm_status (*decoder_create)(tmm_mixer *m, const tmm_view *x, tmm_mixer_decoder **out);
+    void (*decoder_destroy)(tmm_mixer_decoder *d);
+    /* Records what makes the state hold positions < len[b] of sequence b after
+     * a forward of `src` over the prompts: src is m itself or a model of a
+     * shorter context (the same weights), src_x its mixer inputs. */
+    tmm_status (*record_prefill)(tmm_mixer_decoder *d, tmm_recorder *r, tmm_mixer *src, const tmm_view *src_x,
+                                 tmm_view len);
+    /* One position of every sequence: h [batch, d] += Mix_l(x [batch, d]) at
+     * position pos[b] (uint32 [batch]), the state updated with it. */
+    tmm_status (*record_step)(tmm_mixer_decoder *d, const tmm_rec *rec, uint32_t layer, tmm_view pos,
+                              tmm_view x, tmm_view h);
+};
+
+/* The mixer class of an architecture. */
+const tmm_mixer_class *tmm_mixer_class_of(tmm_arch arch);
+
+extern const tmm_mixer_class tmm_toeplitz_mixer;
+
+#endif

@@ -1,0 +1,418 @@
+/* The TMM's mixer (toeplitz_mixer.h, docs/model.md):
+ *
+ *     u  = x                      (flat)   or  x · Winᵀ + bin   (heads)
+ *     y1 = T(u)                   causal Toeplitz, G groups, k taps, + beta
+ *     y  = y1                     or  T2(silu(y1))              (expanded)
+ *     h += y                      (flat)   or  y · Woutᵀ + bout (heads)
+ *
+ * Activations kept per layer: v = u (heads), y1, q = silu(y1) and y2
+ * (expanded). The Toeplitz layers run direct or through an FFT plan
+ * (mixer_select.h picks by the device's measured crossover). Decoding keeps
+ * every layer's Toeplitz inputs [B, n, d] as its cache: they are exactly the
+ * forward's activations (u1 = x or v, u2 = q), so a prefill fills it. */
+#include "mixer/toeplitz_mixer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mixer/mixer_select.h"
+#include "ops/decode_ops.h"
+#include "ops/nn_ops.h"
+#include "ops/ops.h"
+#include "ops/toeplitz_fft.h"
+
+typedef struct tz_layer {
+    tmm_buffer *v, *y1, *q, *y2;
+} tz_layer;
+
+typedef struct tz_mixer {
+    tmm_mixer base;
+    tz_layer *layers;
+    tmm_toeplitz_fft *fft;   /* the plan, when the FFT path is chosen */
+    tmm_buffer *zeros_d;     /* the bias of silu(y1) (expanded) */
+    tmm_buffer *dummy_d;     /* its gradient, not used */
+} tz_mixer;
+
+static const tmm_view none = { 0 };
+
+static void declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l, int *idx)
+{
+    const uint32_t d = c->d_model, n = c->n_ctx, k = c->kernel, g = c->heads ? c->heads : 1;
+    const bool tw = !c->frozen;
+    const tmm_param_spec lin = { 2, { d, d }, TMM_INIT_KAIMING, d, TMM_PARAM_LINEAR_WEIGHT, true };
+    const tmm_param_spec bias = { 1, { d }, TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true };
+    const tmm_param_spec w = { 3, { g, k, n }, TMM_INIT_KAIMING, n, TMM_PARAM_TOEPLITZ_W, tw };
+    const tmm_param_spec beta = { 2, { g, n }, TMM_INIT_ZERO, 0, TMM_PARAM_TOEPLITZ_BETA, tw };
+    if (c->heads) {
+        idx[TMM_TZ_IN_W] = tmm_param_add(b, l, "mix.in.weight", lin);
+        idx[TMM_TZ_IN_B] = tmm_param_add(b, l, "mix.in.bias", bias);
+    }
+    idx[TMM_TZ_W] = tmm_param_add(b, l, "mix.w", w);
+    idx[TMM_TZ_BETA] = tmm_param_add(b, l, "mix.beta", beta);
+    if (c->expanded) {
+        idx[TMM_TZ_W2] = tmm_param_add(b, l, "mix.w2", w);
+        idx[TMM_TZ_BETA2] = tmm_param_add(b, l, "mix.beta2", beta);
+    }
+    if (c->heads) {
+        idx[TMM_TZ_OUT_W] = tmm_param_add(b, l, "mix.out.weight", lin);
+        idx[TMM_TZ_OUT_B] = tmm_param_add(b, l, "mix.out.bias", bias);
+    }
+}
+
+static const tmm_model_config *config_of(const tz_mixer *m) { return &m->base.s.table->config; }
+
+static tmm_toeplitz_desc desc_of(const tz_mixer *m, tmm_mixer_impl impl)
+{
+    const tmm_model_config *c = config_of(m);
+    return (tmm_toeplitz_desc){ .batch = m->base.s.batch, .n = c->n_ctx, .d = c->d_model,
+                                .groups = c->heads ? c->heads : 1, .taps = c->kernel, .impl = impl };
+}
+
+/* Resolves the implementation and makes or frees the FFT plan to match. */
+static tmm_status set_plan(tz_mixer *m, tmm_mixer_impl impl)
+{
+    const tmm_model_config *c = config_of(m);
+    tmm_device *dev = m->base.s.alloc->device;
+    m->base.s.impl = impl;
+    TMM_TRY(tmm_mixer_resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
+    if (impl == TMM_MIXER_FFT && !m->fft) {
+        tmm_toeplitz_desc td = desc_of(m, impl);
+        TMM_TRY(tmm_toeplitz_fft_create(dev, &td, &m->fft));
+    } else if (impl != TMM_MIXER_FFT && m->fft) {
+        tmm_toeplitz_fft_destroy(m->fft);
+        m->fft = NULL;
+    }
+    return TMM_OK;
+}
+
+static tmm_status set_impl(tmm_mixer *base, tmm_mixer_impl impl) { return set_plan((tz_mixer *)base, impl); }
+
+static void destroy(tmm_mixer *base)
+{
+    tz_mixer *m = (tz_mixer *)base;
+    if (!m)
+        return;
+    tmm_toeplitz_fft_destroy(m->fft);
+    if (m->layers)
+        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+            tz_layer *a = &m->layers[l];
+            tmm_buffer_destroy(a->v), tmm_buffer_destroy(a->y1), tmm_buffer_destroy(a->q);
+            tmm_buffer_destroy(a->y2);
+        }
+    tmm_buffer_destroy(m->zeros_d);
+    tmm_buffer_destroy(m->dummy_d);
+    free(m->layers);
+    free(m);
+}
+
+/* Activations and the zero bias, through the model's allocation (so a dry run counts them). */
+static tmm_status allocate(tz_mixer *m)
+{
+    const tmm_model_config *c = config_of(m);
+    const tmm_allocation *al = m->base.s.alloc;
+    const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        tz_layer *a = &m->layers[l];
+        if (c->heads)
+            TMM_TRY(tmm_alloc(al, &a->v, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        TMM_TRY(tmm_alloc(al, &a->y1, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        if (c->expanded) {
+            TMM_TRY(tmm_alloc(al, &a->q, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc(al, &a->y2, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        }
+    }
+    if (!c->expanded)
+        return TMM_OK;
+    TMM_TRY(tmm_alloc(al, &m->zeros_d, c->d_model, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->dummy_d, c->d_model, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    if (al->dry)
+        return TMM_OK;
+    float *zeros = calloc(c->d_model, sizeof *zeros);
+    if (!zeros)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_status s = tmm_buffer_write(m->zeros_d, 0, zeros, (uint64_t)c->d_model * 4);
+    free(zeros);
+    return s;
+}
+
+static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
+{
+    *out = NULL;
+    tz_mixer *m = calloc(1, sizeof *m);
+    if (!m)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    m->base = (tmm_mixer){ .cls = &tmm_toeplitz_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
+    tmm_status st = TMM_OK;
+    if (!(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (st == TMM_OK)
+        st = allocate(m);
+    if (st == TMM_OK && s->alloc->dry) {
+        tmm_mixer_impl impl = s->impl;
+        const tmm_model_config *c = &s->table->config;
+        if (impl == TMM_MIXER_AUTO && s->alloc->device)
+            st = tmm_mixer_resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
+        tmm_toeplitz_desc td = desc_of(m, impl);
+        if (st == TMM_OK && impl == TMM_MIXER_FFT)
+            s->alloc->dry->mixer += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
+    } else if (st == TMM_OK) {
+        st = set_plan(m, s->impl);
+    }
+    if (st != TMM_OK) {
+        destroy(&m->base);
+        return st;
+    }
+    *out = &m->base;
+    return TMM_OK;
+}
+
+static uint64_t scratch_floats(const tmm_mixer *base)
+{
+    const tz_mixer *m = (const tz_mixer *)base;
+    /* the direct path's, whatever the choice now: set_impl may switch to it */
+    tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
+    return tmm_op_toeplitz_backward_scratch(base->s.alloc->device, &td,
+                                            config_of(m)->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0);
+}
+
+static tmm_view P(const tz_mixer *m, uint32_t l, int which)
+{
+    const tmm_param_table *t = m->base.s.table;
+    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
+    return tmm_sub(m->base.s.params, p->offset * 4, p->numel * 4);
+}
+
+/* The gradient of a tensor; none for frozen ones (their gradient stays 0). */
+static tmm_view G(const tz_mixer *m, uint32_t l, int which)
+{
+    const tmm_param_table *t = m->base.s.table;
+    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
+    return p->trainable ? tmm_sub(m->base.s.grads, p->offset * 4, p->numel * 4) : none;
+}
+
+static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
+
+static tmm_status toeplitz_fwd(tz_mixer *m, tmm_recorder *r, tmm_view u, tmm_view w, tmm_view beta, tmm_view y)
+{
+    if (m->fft)
+        return tmm_toeplitz_fft_record_forward(r, m->fft, u, w, beta, y);
+    tmm_toeplitz_desc td = desc_of(m, m->base.s.impl);
+    return tmm_op_toeplitz_forward(r, &td, u, w, beta, y);
+}
+
+static tmm_status toeplitz_bwd(tz_mixer *m, tmm_recorder *r, tmm_view scratch, tmm_view u, tmm_view w,
+                               tmm_view gy, tmm_view du, tmm_view dw, tmm_view dbeta)
+{
+    const uint32_t flags = config_of(m)->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0;
+    if (m->fft)
+        return tmm_toeplitz_fft_record_backward(r, m->fft, flags, u, w, gy, du, dw, dbeta);
+    tmm_toeplitz_desc td = desc_of(m, m->base.s.impl);
+    return tmm_op_toeplitz_backward(r, &td, flags, u, w, gy, scratch, du, dw, dbeta);
+}
+
+static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
+{
+    tz_mixer *m = (tz_mixer *)base;
+    const tmm_model_config *c = config_of(m);
+    const uint32_t N = base->rows, d = c->d_model;
+    tmm_recorder *r = rec->r;
+    tz_layer *a = &m->layers[l];
+    tmm_view u = x;
+    if (c->heads) {
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, u, N, d, d, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(a->v),
+                                                false));
+        u = A(a->v);
+    }
+    TMM_REC_OP(rec, "toeplitz", toeplitz_fwd(m, r, u, P(m, l, TMM_TZ_W), P(m, l, TMM_TZ_BETA), A(a->y1)));
+    tmm_view mix = A(a->y1);
+    if (c->expanded) {
+        TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->y1), A(m->zeros_d), N, d, A(a->q)));
+        TMM_REC_OP(rec, "toeplitz", toeplitz_fwd(m, r, A(a->q), P(m, l, TMM_TZ_W2), P(m, l, TMM_TZ_BETA2), A(a->y2)));
+        mix = A(a->y2);
+    }
+    if (c->heads)
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, mix, N, d, d, P(m, l, TMM_TZ_OUT_W), P(m, l, TMM_TZ_OUT_B), h,
+                                                true));
+    else
+        TMM_REC_OP(rec, "residual", tmm_op_axpy(r, 1.0f, mix, h, (uint64_t)N * d));
+    return TMM_OK;
+}
+
+static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view dh,
+                           const tmm_view tmp[2], tmm_view *dx)
+{
+    tz_mixer *m = (tz_mixer *)base;
+    const tmm_model_config *c = config_of(m);
+    const uint32_t N = base->rows, d = c->d_model;
+    tmm_recorder *r = rec->r;
+    tz_layer *a = &m->layers[l];
+    tmm_view mix = A(c->expanded ? a->y2 : a->y1);
+    tmm_view dmix = dh;
+    if (c->heads) {
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, P(m, l, TMM_TZ_OUT_W), tmp[0]));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, mix, N, d, d, G(m, l, TMM_TZ_OUT_W)));
+        TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, l, TMM_TZ_OUT_B)));
+        dmix = tmp[0];
+    }
+    tmm_view dy1 = dmix;
+    if (c->expanded) {
+        tmm_view dq = c->heads ? tmp[1] : tmp[0];
+        TMM_REC_OP(rec, "toeplitz bwd", toeplitz_bwd(m, r, rec->scratch, A(a->q), P(m, l, TMM_TZ_W2), dmix, dq,
+                                                     G(m, l, TMM_TZ_W2), G(m, l, TMM_TZ_BETA2)));
+        TMM_REC_OP(rec, "silu bwd", tmm_op_bias_silu_backward(r, A(a->y1), A(m->zeros_d), dq, N, d, false,
+                                                              rec->scratch, dq, A(m->dummy_d)));
+        dy1 = dq;
+    }
+    /* the Toeplitz layer's du goes into the tmp that dy1 is not */
+    tmm_view du = dy1.buffer == tmp[0].buffer ? tmp[1] : tmp[0];
+    tmm_view u = c->heads ? A(a->v) : x;
+    TMM_REC_OP(rec, "toeplitz bwd", toeplitz_bwd(m, r, rec->scratch, u, P(m, l, TMM_TZ_W), dy1, du,
+                                                 G(m, l, TMM_TZ_W), G(m, l, TMM_TZ_BETA)));
+    *dx = du;
+    if (c->heads) {
+        *dx = du.buffer == tmp[0].buffer ? tmp[1] : tmp[0];
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, P(m, l, TMM_TZ_IN_W), *dx));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, du, x, N, d, d, G(m, l, TMM_TZ_IN_W)));
+        TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, du, N, d, rec->scratch, G(m, l, TMM_TZ_IN_B)));
+    }
+    return TMM_OK;
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+typedef struct tz_decoder {
+    tz_mixer *m;
+    tmm_view *cache1, *cache2;   /* per layer: the Toeplitz inputs [B, n, d] */
+    tmm_buffer *u, *y1, *q, *y2, *scratch;  /* one position: [B, d] */
+} tz_decoder;
+
+static void decoder_destroy(tmm_mixer_decoder *dd)
+{
+    tz_decoder *dec = (tz_decoder *)dd;
+    if (!dec)
+        return;
+    tmm_buffer *all[] = { dec->u, dec->y1, dec->q, dec->y2, dec->scratch };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(dec->cache1), free(dec->cache2);
+    free(dec);
+}
+
+static tmm_toeplitz_desc step_desc(const tz_mixer *m)
+{
+    tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
+    return td;
+}
+
+/* The cache of each layer: its Toeplitz inputs as the forward leaves them. */
+static void caches_of(const tz_mixer *m, const tmm_view *x, tmm_view *c1, tmm_view *c2)
+{
+    const tmm_model_config *c = config_of(m);
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        c1[l] = c->heads ? A(m->layers[l].v) : x[l];
+        c2[l] = c->expanded ? A(m->layers[l].q) : none;
+    }
+}
+
+static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_decoder **out)
+{
+    *out = NULL;
+    tz_mixer *m = (tz_mixer *)base;
+    const tmm_model_config *c = config_of(m);
+    tz_decoder *dec = calloc(1, sizeof *dec);
+    if (!dec)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    dec->m = m;
+    dec->cache1 = calloc(c->n_layers, sizeof *dec->cache1);
+    dec->cache2 = calloc(c->n_layers, sizeof *dec->cache2);
+    tmm_status s = dec->cache1 && dec->cache2 ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_device *dev = base->s.alloc->device;
+    const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
+    const tmm_toeplitz_desc td = step_desc(m);
+    if (s == TMM_OK) {
+        caches_of(m, x, dec->cache1, dec->cache2);
+        struct { tmm_buffer **b; uint64_t floats; } all[] = {
+            { &dec->u, Bd }, { &dec->y1, Bd }, { &dec->q, Bd }, { &dec->y2, Bd },
+            { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
+        };
+        for (size_t i = 0; i < sizeof all / sizeof all[0] && s == TMM_OK; i++)
+            s = tmm_buffer_create(dev, (all[i].floats ? all[i].floats : 1) * 4, TMM_MEMORY_DEVICE, all[i].b);
+    }
+    if (s != TMM_OK) {
+        decoder_destroy((tmm_mixer_decoder *)dec);
+        return s;
+    }
+    *out = (tmm_mixer_decoder *)dec;
+    return TMM_OK;
+}
+
+/* The caches are the main model's activations: after a forward of a shorter
+ * model, its rows [0, ns) of each sequence are copied in. */
+static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mixer *src_base, const tmm_view *src_x,
+                                 tmm_view len)
+{
+    (void)len;
+    tz_decoder *dec = (tz_decoder *)dd;
+    tz_mixer *src = (tz_mixer *)src_base;
+    if (src == dec->m)
+        return TMM_OK;
+    const tmm_model_config *c = config_of(dec->m);
+    const uint64_t n = c->n_ctx, d = c->d_model, ns = config_of(src)->n_ctx, bytes = ns * d * 4;
+    tmm_view *s1 = calloc(c->n_layers, sizeof *s1), *s2 = calloc(c->n_layers, sizeof *s2);
+    tmm_status s = s1 && s2 ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK)
+        caches_of(src, src_x, s1, s2);
+    for (uint32_t l = 0; l < c->n_layers && s == TMM_OK; l++) {
+        const tmm_view from[2] = { s1[l], s2[l] }, to[2] = { dec->cache1[l], dec->cache2[l] };
+        for (int k = 0; k < (c->expanded ? 2 : 1) && s == TMM_OK; k++)
+            for (uint64_t b = 0; b < src->base.s.batch && s == TMM_OK; b++)
+                s = tmm_record_copy(r, tmm_sub(from[k].buffer, from[k].offset + b * bytes, bytes),
+                                    tmm_sub(to[k].buffer, to[k].offset + b * n * d * 4, bytes));
+    }
+    free(s1), free(s2);
+    return s;
+}
+
+static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
+                              tmm_view h)
+{
+    tz_decoder *dec = (tz_decoder *)dd;
+    tz_mixer *m = dec->m;
+    const tmm_model_config *c = config_of(m);
+    const uint32_t B = m->base.s.batch, d = c->d_model;
+    const tmm_toeplitz_desc td = step_desc(m);
+    tmm_recorder *r = rec->r;
+    tmm_view u = x, sts = A(dec->scratch);
+    if (c->heads) {
+        TMM_TRY(tmm_op_linear_rows(r, u, B, d, d, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(dec->u), false));
+        u = A(dec->u);
+    }
+    TMM_TRY(tmm_op_cache_write(r, &td, pos, u, dec->cache1[l]));
+    TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, dec->cache1[l], P(m, l, TMM_TZ_W), P(m, l, TMM_TZ_BETA), sts,
+                                 A(dec->y1)));
+    tmm_view mix = A(dec->y1);
+    if (c->expanded) {
+        TMM_TRY(tmm_op_bias_silu_forward(r, A(dec->y1), A(m->zeros_d), B, d, A(dec->q)));
+        TMM_TRY(tmm_op_cache_write(r, &td, pos, A(dec->q), dec->cache2[l]));
+        TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, dec->cache2[l], P(m, l, TMM_TZ_W2), P(m, l, TMM_TZ_BETA2), sts,
+                                     A(dec->y2)));
+        mix = A(dec->y2);
+    }
+    if (c->heads)
+        return tmm_op_linear_rows(r, mix, B, d, d, P(m, l, TMM_TZ_OUT_W), P(m, l, TMM_TZ_OUT_B), h, true);
+    return tmm_op_axpy(r, 1.0f, mix, h, (uint64_t)B * d);
+}
+
+const tmm_mixer_class tmm_toeplitz_mixer = {
+    .declare = declare,
+    .create = create,
+    .destroy = destroy,
+    .scratch_floats = scratch_floats,
+    .forward = forward,
+    .backward = backward,
+    .set_impl = set_impl,
+    .decoder_create = decoder_create,
+    .decoder_destroy = decoder_destroy,
+    .record_prefill = record_prefill,
+    .record_step = record_step,
+};

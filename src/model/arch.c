@@ -1,0 +1,26 @@
+/* The architectures' frames (arch.h): one row each. */
+#include "model/arch.h"
+
+#include <string.h>
+
+/* The config values, indexed by tmm_arch (NULL-terminated for the config table). */
+const char *const tmm_arch_names[] = { "tmm", "transformer", "swa", "linear", NULL };
+
+static const tmm_arch_desc archs[] = {
+    { .arch = TMM_ARCH_TMM, .norm = TMM_NORM_LAYER, .mlp = TMM_MLP_SILU, .mixer_first = false,
+      .final_norm = false, .linear_init = TMM_INIT_KAIMING, .embed_init = TMM_INIT_NORMAL,
+      .mlp_norm_name = "ln1", .mix_norm_name = "ln2", .default_lr = 5e-4, .mixer = &tmm_toeplitz_mixer },
+};
+
+const tmm_arch_desc *tmm_arch_of(tmm_arch arch)
+{
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (archs[i].arch == arch)
+            return &archs[i];
+    return NULL;
+}
+
+const char *tmm_arch_name(tmm_arch arch)
+{
+    return (unsigned)arch < sizeof tmm_arch_names / sizeof tmm_arch_names[0] - 1 ? tmm_arch_names[arch] : NULL;
+}
