@@ -425,10 +425,12 @@ static tmm_buffer *row_buffer(const float *data, size_t n, size_t off)
 }
 
 /* Every op forward and backward on fixed inputs placed `off` floats into
- * their buffers; returns all outputs concatenated. Run with the device's
- * limits at offset 0 and with a lowered range (several bindings per tensor)
- * at offset 3 (12 bytes), the outputs must have identical bits. */
-static float *run_all_ops(size_t off, size_t *n_out)
+ * their buffers; returns all outputs concatenated and the number of
+ * dispatches. Run with the device's limits at offset 0 and with a lowered
+ * range (several bindings per tensor) at offset 3 (12 bytes), the outputs
+ * must have identical bits. wide_range (0: unchanged) is the range for the
+ * RMSNorm of rows of 5000 floats. */
+static float *run_all_ops(size_t off, uint64_t wide_range, size_t *n_out, uint32_t *dispatches)
 {
     enum { R_ROWS = 3000, R_D = 3, W_ROWS = 7, W_D = 5000, S_ROWS = 3000, S_F = 5, P_B = 3, P_N = 1000, P_H = 3,
            P_DH = 4, P_D = P_H * P_DH, P_ROWS = P_B * P_N };
@@ -457,8 +459,12 @@ static float *run_all_ops(size_t off, size_t *n_out)
                                 V(by, R_ROWS * R_D), V(brs, R_ROWS)));
     H_OK(tmm_op_rmsnorm_backward(r, V(bx, R_ROWS * R_D), tmm_whole(bg), V(brs, R_ROWS), V(bdy, R_ROWS * R_D), R_ROWS,
                                  R_D, false, tmm_whole(rsc), V(bdx, R_ROWS * R_D), tmm_whole(bdg)));
+    const uint64_t range = h_dev->info.max_storage_buffer_range;
+    if (wide_range)
+        h_dev->info.max_storage_buffer_range = wide_range;
     H_OK(tmm_op_rmsnorm_forward(r, V(bxw, W_ROWS * W_D), tmm_whole(bg), W_ROWS, W_D, TMM_RMSNORM_EPS, tmm_whole(wsc),
                                 V(byw, W_ROWS * W_D), V(brw, W_ROWS)));
+    h_dev->info.max_storage_buffer_range = range;
     /* SwiGLU */
     float *gu = h_floats(2 * S_ROWS * S_F), *sdy = h_floats(S_ROWS * S_F);
     h_rand(gu, 2 * S_ROWS * S_F, 5, -4, 4);
@@ -485,6 +491,7 @@ static float *run_all_ops(size_t off, size_t *n_out)
                      P_N, false, V(bpq, P_ROWS * P_D)));
     H_OK(tmm_op_rope(r, TMM_ROPE_SEQUENCE, V(bpx, P_ROWS * P_D), tmm_whole(btab), (tmm_view){ 0 }, P_ROWS, P_D, P_H,
                      P_N, true, V(bpx, P_ROWS * P_D)));
+    *dispatches = tmm_recorder_dispatches(r);
     h_run(r);
 #undef ROWS_BUF
 #undef V
@@ -509,17 +516,20 @@ static float *run_all_ops(size_t off, size_t *n_out)
 H_TEST(llama, bindings_split_to_fit_a_small_range_give_the_same_bits)
 {
     size_t n1, n2;
-    float *whole = run_all_ops(0, &n1);
+    uint32_t k1, k2;
+    float *whole = run_all_ops(0, 0, &n1, &k1);
     tmm_device_info saved = h_dev->info;
     printf("  device: maxStorageBufferRange %llu, minStorageBufferOffsetAlignment %llu\n",
            (unsigned long long)saved.max_storage_buffer_range,
            (unsigned long long)saved.min_storage_buffer_offset_alignment);
-    /* 16384 floats: RMSNorm's 3000 rows of 3 in 2 bindings, the rows of 5000 three to a binding, SwiGLU's gu
-     * in 2, RoPE's x in 3 */
-    h_dev->info.max_storage_buffer_range = 65536;
+    /* 4096 floats per binding: RMSNorm's 3000 rows of 3 in 3 bindings, SwiGLU's gu in 8, RoPE's x in 9; rows
+     * of 5000 floats three to a binding of 16384 */
+    h_dev->info.max_storage_buffer_range = 16384;
     h_dev->info.min_storage_buffer_offset_alignment = 256;
-    float *split = run_all_ops(3, &n2);
+    float *split = run_all_ops(3, 65536, &n2, &k2);
     h_dev->info = saved;
+    printf("  %u dispatches with whole bindings, %u split\n", k1, k2);
+    cr_assert(k2 > k1 + 20, "the lowered range should split bindings into more dispatches");
     cr_assert_eq(n1, n2);
     cr_assert(memcmp(whole, split, n1 * sizeof *whole) == 0, "outputs differ when bindings are split");
     printf("  %-40s n=%-8zu identical bits\n", "all ops, split at byte 12 vs whole", n1);

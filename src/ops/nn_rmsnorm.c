@@ -70,6 +70,7 @@ tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint3
     tmm_op_span s[] = { { "x", x, n }, { "g", g, d }, { "y", y, n }, { "rstd", rstd, rows },
                         { "scratch", scratch, nsc } };
     TMM_TRY(check_outputs(op, s, 5, 2, 2, 0));
+    g = tmm_op_sub(g, 0, d); /* bound: only the floats used */
 
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
@@ -149,6 +150,7 @@ tmm_status tmm_op_rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_
     TMM_TRY(check_width(op, d));
     tmm_device *dev = tmm_recorder_device(r);
     TMM_TRY(tmm_op_need_bound(dev, op, "dg", dg, d));
+    dg = tmm_op_sub(dg, 0, d); /* bound: only the floats used */
     if (rows == 0)
         return accumulate ? TMM_OK : tmm_op_fill(r, dg, d, 0.0f);
     const uint64_t n = (uint64_t)rows * d;
@@ -163,6 +165,7 @@ tmm_status tmm_op_rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_
     tmm_op_span s[] = { { "x", x, n },   { "g", g, d },   { "rstd", rstd, rows },       { "dy", dy, n },
                         { "dx", dx, n }, { "dg", dg, d }, { "scratch", scratch, lay.total } };
     TMM_TRY(check_outputs(op, s, 7, 4, 4, 3));
+    g = tmm_op_sub(g, 0, d);
 
     uint64_t per = rows;
     TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
