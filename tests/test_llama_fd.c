@@ -242,3 +242,24 @@ Test(llama_fd, rope_definition)
                              2 * sin(t1) + 4 * cos(t1) };
     assert_close("rope by hand", y, want, 4, 1e-15);
 }
+
+/* <rope(q, t), rope(k, s)> depends on t - s only, head by head. */
+Test(llama_fd, rope_relative_positions)
+{
+    const size_t H = 3, dh = 10, d = H * dh;
+    static const uint32_t ts[][2] = { { 3, 0 }, { 10, 7 }, { 1000, 997 }, { 70003, 70000 } };
+    rng_state = 14;
+    double *q = drand_array(d, -1, 1), *k = drand_array(d, -1, 1), rq[30], rk[30], first[3] = { 0 };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        ref_rope_d(q, 1, d, H, 1, &ts[i][0], 10000.0, false, rq);
+        ref_rope_d(k, 1, d, H, 1, &ts[i][1], 10000.0, false, rk);
+        for (size_t h = 0; h < H; h++) {
+            double dot_h = dot(rq + h * dh, rk + h * dh, dh);
+            if (i == 0)
+                first[h] = dot_h;
+            cr_assert(fabs(dot_h - first[h]) < 1e-10, "head %zu: (%u, %u) gives %.17g, (3, 0) %.17g", h, ts[i][0],
+                      ts[i][1], dot_h, first[h]);
+        }
+    }
+    free(q), free(k);
+}

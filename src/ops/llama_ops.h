@@ -1,6 +1,5 @@
-/* Ops of the Llama-style transformer baseline (docs/baselines.md section 1,
- * /work/shared/baselines-spec.md): RMSNorm, SwiGLU and RoPE, forward and
- * backward. Their meaning is the double-precision C reference in
+/* Ops of the Llama-style transformer baseline (docs/baselines.md section 1):
+ * RMSNorm, SwiGLU and RoPE, forward and backward. Their meaning is the double-precision C reference in
  * src/ref/ref_llama.h.
  *
  * Conventions (as src/ops/nn_ops.h):
@@ -38,7 +37,8 @@
  * uses TMM_RMSNORM_EPS = 1e-6, Mamba 2 1e-5). Rows longer than
  * TMM_RMSNORM_CHUNK are summed in chunks whose sums a second pass adds in
  * chunk order; d up to TMM_RMSNORM_CHUNK * TMM_MAX_LOOP (8388608), else
- * TMM_ERR_UNSUPPORTED. y may be the same view as x. Scratch:
+ * TMM_ERR_UNSUPPORTED. y may be the same view as x. rows = 0 records nothing.
+ * Scratch:
  * tmm_op_rmsnorm_forward_scratch (0 when d <= TMM_RMSNORM_CHUNK).
  *
  * Backward, with xhat = x * rstd (rstd as the forward saved it):
@@ -90,8 +90,9 @@ tmm_status tmm_op_swiglu_backward(tmm_recorder *r, tmm_view gu, tmm_view dy, uin
  * with table[2 (t (dh/2) + i)] = cos(theta(t, i)) and
  * table[2 (t (dh/2) + i) + 1] = sin(theta(t, i)), rounded to float;
  * tmm_rope_table_floats(n, dh) = n * dh floats. The same table serves every
- * layer and both modes. It is bound whole (n * dh * 4 bytes must fit a
- * binding: TMM_ERR_UNSUPPORTED otherwise).
+ * layer and both modes, and a table of more positions serves a smaller n
+ * (its first n positions are the same). Its first n * dh floats are bound
+ * (n * dh * 4 bytes must fit a binding: TMM_ERR_UNSUPPORTED otherwise).
  *
  * Positions (mode):
  *   TMM_ROPE_SEQUENCE  rows are [B, n, d] position-major: row r is at
