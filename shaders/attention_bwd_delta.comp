@@ -9,9 +9,9 @@ layout(std430, binding = 1) readonly buffer Gb { float dout[]; };
 layout(std430, binding = 2) writeonly buffer Db { float delta[]; };
 layout(push_constant) uniform Push {
     uint n, d, H;         // length, channels, heads
-    uint lo, hi;          // positions of this pass (the loop variable)
+    uint lo, hi;          // this pass: positions [lo, hi), or with a window offsets [lo, hi) into it
     uint row0, nrows;     // rows (positions) this dispatch computes
-    uint accumulate;      // 0: write; 1: add to / continue from the previous pass
+    uint window;          // W (1 <= W < n): keys t-W < s <= t; 0: full causal attention
     uint pbase;           // element offset of P in the saved binding (naive)
     float scale;          // 1/sqrt(dh)
 } p;

@@ -1,9 +1,12 @@
 #version 450
 // Causal attention backward, MEMORY_EFFICIENT, dk and dv (src/ops/attention.h):
-// one invocation per (b, s, h) key row with s < hi, x = (s - row0) * H + h,
-// y = b; recomputes P[t,s] and dS[t,s] for t in [max(lo, s), hi) and adds
-// dv += P dout_t, dk += scale dS q_t. The pass that contains s writes, later
-// passes add. hi - lo <= TMM_MAX_LOOP; fixed order: deterministic.
+// one invocation per (b, s, h) key row with queries in this pass,
+// x = (s - row0) * H + h, y = b; recomputes P[t,s] and dS[t,s] for the queries
+// of the pass and adds dv += P dout_t, dk += scale dS q_t. Full: t in
+// [max(lo, s), min(hi, n)), the pass that contains s writes, later ones add.
+// Window W: the queries whose window holds s are t = s + j, j < W; the pass
+// covers j in [lo, hi) (t < n), the first pass writes. hi - lo <=
+// TMM_MAX_LOOP; fixed order: deterministic.
 #extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(constant_id = 3) const uint DH = 1u; // channels per head (dh = d/H)
@@ -17,9 +20,9 @@ layout(std430, binding = 6) buffer DKb { float dk[]; };
 layout(std430, binding = 7) buffer DVb { float dv[]; };
 layout(push_constant) uniform Push {
     uint n, d, H;         // length, channels, heads
-    uint lo, hi;          // positions of this pass (the loop variable)
+    uint lo, hi;          // this pass: positions [lo, hi), or with a window offsets [lo, hi) into it
     uint row0, nrows;     // rows (positions) this dispatch computes
-    uint accumulate;      // 0: write; 1: add to / continue from the previous pass
+    uint window;          // W (1 <= W < n): keys t-W < s <= t; 0: full causal attention
     uint pbase;           // element offset of P in the saved binding (naive)
     float scale;          // 1/sqrt(dh)
 } p;
@@ -39,8 +42,15 @@ void main()
         av[c] = 0.0;
     }
     const uint qbase = b * p.n * p.d + h * DH, lbase = (b * p.H + h) * p.n;
-    const uint tend = min(p.hi, p.n);
-    for (uint t = max(p.lo, s); t < tend; t++) {
+    // queries of this pass [tbeg, tend); add: earlier passes held queries of this row
+    uint tbeg = max(p.lo, s), tend = min(p.hi, p.n);
+    bool add = s < p.lo;
+    if (p.window != 0u) {
+        tbeg = s + p.lo;
+        tend = min(s + p.hi, p.n);
+        add = p.lo > 0u;
+    }
+    for (uint t = tbeg; t < tend; t++) {
         const uint row = qbase + t * p.d;
         float sc = 0.0, dp = 0.0;
         [[unroll]] for (uint c = 0; c < DH; c++) {
@@ -54,7 +64,6 @@ void main()
             ak[c] = fma(ds, q[row + c], ak[c]);
         }
     }
-    const bool add = s < p.lo;
     [[unroll]] for (uint c = 0; c < DH; c++) {
         dk[krow + c] = (add ? dk[krow + c] : 0.0) + p.scale * ak[c];
         dv[krow + c] = (add ? dv[krow + c] : 0.0) + av[c];

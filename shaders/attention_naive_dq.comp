@@ -11,7 +11,7 @@ layout(push_constant) uniform Push {
     uint n, d, H;         // length, channels, heads
     uint lo, hi;          // unused by the naive kernels
     uint row0, nrows;     // unused by the naive kernels
-    uint accumulate;      // unused by the naive kernels
+    uint window;          // W (1 <= W < n): keys t-W < s <= t; 0: full causal attention
     uint pbase;           // element offset of P in the saved binding
     float scale;          // 1/sqrt(dh)
 } p;

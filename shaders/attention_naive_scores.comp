@@ -1,7 +1,8 @@
 #version 450
 // Causal attention, NAIVE (src/ops/attention.h), checking implementation:
-// S[b,h,t,s] = scale q_t . k_s for s <= t, 0 above the diagonal, written to
-// P's place in saved ([B, H, n, n] at pbase). x = s, y = t, z = b * H + h.
+// S[b,h,t,s] = scale q_t . k_s for s <= t (and s > t - W with a window), 0
+// elsewhere, written to P's place in saved ([B, H, n, n] at pbase). x = s,
+// y = t, z = b * H + h.
 #extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(constant_id = 3) const uint DH = 1u; // channels per head (dh = d/H)
@@ -12,7 +13,7 @@ layout(push_constant) uniform Push {
     uint n, d, H;         // length, channels, heads
     uint lo, hi;          // unused by the naive kernels
     uint row0, nrows;     // unused by the naive kernels
-    uint accumulate;      // unused by the naive kernels
+    uint window;          // W (1 <= W < n): keys t-W < s <= t; 0: full causal attention
     uint pbase;           // element offset of P in the saved binding
     float scale;          // 1/sqrt(dh)
 } p;
@@ -24,7 +25,7 @@ void main()
         return;
     const uint b = bh / p.H, h = bh % p.H;
     float acc = 0.0;
-    if (s <= t) {
+    if (s <= t && (p.window == 0u || s + p.window > t)) {
         const uint qrow = (b * p.n + t) * p.d + h * DH, krow = (b * p.n + s) * p.d + h * DH;
         [[unroll]] for (uint c = 0; c < DH; c++)
             acc = fma(q[qrow + c], k[krow + c], acc);

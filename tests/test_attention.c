@@ -33,11 +33,12 @@
 
 typedef struct shape {
     uint32_t B, n, d, H;
+    uint32_t W; /* window; 0: full */
 } shape;
 
 static tmm_attention_desc desc_of(shape s, tmm_attention_impl impl)
 {
-    tmm_attention_desc d = { s.B, s.n, s.d, s.H, impl };
+    tmm_attention_desc d = { s.B, s.n, s.d, s.H, impl, s.W };
     return d;
 }
 
@@ -101,14 +102,14 @@ static void fd_check(shape s, uint64_t seed)
 
 Test(attention_ref, backward_matches_finite_differences)
 {
-    fd_check((shape){ 2, 7, 12, 4 }, 11);
-    fd_check((shape){ 1, 6, 5, 1 }, 21);
-    fd_check((shape){ 2, 1, 4, 2 }, 31);
+    fd_check((shape){ 2, 7, 12, 4, 0 }, 11);
+    fd_check((shape){ 1, 6, 5, 1, 0 }, 21);
+    fd_check((shape){ 2, 1, 4, 2, 0 }, 31);
 }
 
 Test(attention_ref, one_position_returns_v)
 {
-    shape s = { 2, 1, 6, 2 };
+    shape s = { 2, 1, 6, 2, 0 };
     tmm_attention_desc desc = desc_of(s, TMM_ATTENTION_NAIVE);
     float q[12], k[12], v[12], o[12], lse[4];
     h_rand(q, 12, 1, -1, 1);
@@ -222,7 +223,7 @@ static void sweep(tmm_attention_impl impl)
     for (uint32_t B = 1; B <= 2; B++)
         for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
             for (uint32_t H = 1; H <= 4; H += 3) {
-                shape s = { B, ns[i], H == 1 ? 5u : 12u, H };
+                shape s = { B, ns[i], H == 1 ? 5u : 12u, H, 0 };
                 result r = check_shape(s, impl, seed += 10);
                 free_result(&r);
             }
@@ -240,11 +241,11 @@ H_TEST(attention, memory_efficient_multi_pass)
     worst_seen = 0;
     for (size_t i = 0; i < 2; i++) {
         h_dev->tuning.loop_budget = budgets[i];
-        result a = check_shape((shape){ 2, 100, 12, 4 }, TMM_ATTENTION_MEMORY_EFFICIENT, 500);
+        result a = check_shape((shape){ 2, 100, 12, 4, 0 }, TMM_ATTENTION_MEMORY_EFFICIENT, 500);
         free_result(&a);
-        result b = check_shape((shape){ 1, 64, 5, 1 }, TMM_ATTENTION_MEMORY_EFFICIENT, 600);
+        result b = check_shape((shape){ 1, 64, 5, 1, 0 }, TMM_ATTENTION_MEMORY_EFFICIENT, 600);
         free_result(&b);
-        result c = check_shape((shape){ 1, 7, 12, 4 }, TMM_ATTENTION_MEMORY_EFFICIENT, 700);
+        result c = check_shape((shape){ 1, 7, 12, 4, 0 }, TMM_ATTENTION_MEMORY_EFFICIENT, 700);
         free_result(&c);
     }
     h_dev->tuning.loop_budget = 0;
@@ -253,7 +254,7 @@ H_TEST(attention, memory_efficient_multi_pass)
 
 H_TEST(attention, reruns_are_bit_identical)
 {
-    shape s = { 2, 64, 12, 4 };
+    shape s = { 2, 64, 12, 4, 0 };
     size_t na = (size_t)s.B * s.n * s.d, nl = (size_t)s.B * s.H * s.n;
     for (int impl = TMM_ATTENTION_NAIVE; impl <= TMM_ATTENTION_MEMORY_EFFICIENT; impl++) {
         result a = check_shape(s, (tmm_attention_impl)impl, 900);
@@ -270,18 +271,18 @@ H_TEST(attention, reruns_are_bit_identical)
 
 H_TEST(attention, errors)
 {
-    tmm_attention_desc bad_heads = { 1, 8, 10, 4, TMM_ATTENTION_MEMORY_EFFICIENT };
+    tmm_attention_desc bad_heads = { 1, 8, 10, 4, TMM_ATTENTION_MEMORY_EFFICIENT, 0 };
     cr_assert_eq(tmm_attention_check(NULL, &bad_heads), TMM_ERR_INVALID_ARGUMENT);
-    tmm_attention_desc long_naive = { 1, TMM_ATTENTION_NAIVE_MAX_N + 1, 4, 1, TMM_ATTENTION_NAIVE };
+    tmm_attention_desc long_naive = { 1, TMM_ATTENTION_NAIVE_MAX_N + 1, 4, 1, TMM_ATTENTION_NAIVE, 0 };
     cr_assert_eq(tmm_attention_check(NULL, &long_naive), TMM_ERR_UNSUPPORTED);
-    tmm_attention_desc wide = { 1, 8, 2 * TMM_ATTENTION_MAX_HEAD_DIM, 1, TMM_ATTENTION_MEMORY_EFFICIENT };
+    tmm_attention_desc wide = { 1, 8, 2 * TMM_ATTENTION_MAX_HEAD_DIM, 1, TMM_ATTENTION_MEMORY_EFFICIENT, 0 };
     cr_assert_eq(tmm_attention_check(NULL, &wide), TMM_ERR_UNSUPPORTED);
-    tmm_attention_desc unknown = { 1, 8, 4, 1, (tmm_attention_impl)42 };
+    tmm_attention_desc unknown = { 1, 8, 4, 1, (tmm_attention_impl)42, 0 };
     cr_assert_eq(tmm_attention_check(NULL, &unknown), TMM_ERR_INVALID_ARGUMENT);
-    tmm_attention_desc empty = { 1, 0, 4, 1, TMM_ATTENTION_AUTO };
+    tmm_attention_desc empty = { 1, 0, 4, 1, TMM_ATTENTION_AUTO, 0 };
     cr_assert_eq(tmm_attention_check(NULL, &empty), TMM_ERR_INVALID_ARGUMENT);
 
-    tmm_attention_desc ok = { 1, 8, 4, 2, TMM_ATTENTION_AUTO };
+    tmm_attention_desc ok = { 1, 8, 4, 2, TMM_ATTENTION_AUTO, 0 };
     size_t na = 32;
     tmm_buffer *b = h_buffer(NULL, 4096);
     tmm_view x = tmm_sub(b, 0, na * 4), small = tmm_sub(b, 0, na * 4 - 4), saved = tmm_sub(b, 1024, 64 * 4);
@@ -305,7 +306,7 @@ H_TEST(attention, errors)
  * cut short would drop thousands of keys from the last rows. */
 H_TEST(attention, memory_efficient_beyond_loop_cap)
 {
-    shape s = { 1, 66000, 1, 1 };
+    shape s = { 1, 66000, 1, 1, 0 };
     tmm_attention_desc desc = desc_of(s, TMM_ATTENTION_MEMORY_EFFICIENT);
     size_t na = s.n;
     float *q = h_floats(na), *k = h_floats(na), *v = h_floats(na), *o = h_floats(na), *lse = h_floats(na);

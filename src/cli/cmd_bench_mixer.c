@@ -60,7 +60,7 @@ static tmm_status record(tmm_recorder *r, int impl, const shape *sh, uint32_t n,
                          tmm_toeplitz_fft *fft)
 {
     if (impl == IMPL_ATTENTION) {
-        tmm_attention_desc ad = { sh->batch, n, sh->d, sh->heads, TMM_ATTENTION_MEMORY_EFFICIENT };
+        tmm_attention_desc ad = { sh->batch, n, sh->d, sh->heads, TMM_ATTENTION_MEMORY_EFFICIENT, 0 };
         TMM_TRY(tmm_op_attention_forward(r, &ad, v[0], v[1], v[2], v[3], v[4]));
         return backward ? tmm_op_attention_backward(r, &ad, v[0], v[1], v[2], v[3], v[4], v[5], v[9], v[6], v[7], v[8])
                         : TMM_OK;
@@ -105,7 +105,7 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
     tmm_device_memory_stats(dev, &before);
     tmm_status s = TMM_OK;
     if (impl == IMPL_ATTENTION) {
-        tmm_attention_desc ad = { sh->batch, n, sh->d, sh->heads, TMM_ATTENTION_MEMORY_EFFICIENT };
+        tmm_attention_desc ad = { sh->batch, n, sh->d, sh->heads, TMM_ATTENTION_MEMORY_EFFICIENT, 0 };
         /* q, k, v, o, saved, dout, dq, dk, dv, scratch */
         uint64_t sizes[10] = { act, act, act, act, tmm_op_attention_saved(&ad), act, act, act, act,
                                tmm_op_attention_backward_scratch(&ad) };

@@ -3,18 +3,22 @@
  *
  * MEMORY_EFFICIENT (online softmax, no n x n matrix):
  *   forward  shaders/attention_fwd.comp, one invocation per (b, t, h) row,
- *            in passes over the key positions [lo, hi); o and lse carry the
+ *            in passes over the key positions [lo, hi) (full), or over the
+ *            offsets [lo, hi) of each row's window (window W < n: the keys
+ *            [t+1-W+lo, t+1-W+hi), clipped at 0); o and lse carry the
  *            normalized running state between passes.
  *   backward shaders/attention_bwd_delta.comp (Delta into scratch), then
  *            attention_bwd_dq.comp (per query row, passes over keys) and
- *            attention_bwd_dkv.comp (per key row, passes over queries), both
- *            recomputing P from lse.
+ *            attention_bwd_dkv.comp (per key row, passes over queries: with a
+ *            window, the offsets t - s in [lo, hi)), both recomputing P from
+ *            lse.
  * NAIVE (for checking): attention_naive_scores/softmax/pv forward (P kept in
  * saved), attention_naive_ds/dq/dkv backward (dS in scratch).
  *
  * Loop cap: a MEMORY_EFFICIENT pass covers at most loop_budget <= 4096
- * positions, and every channel loop is unrolled (DH is a specialization
- * constant), so no invocation loops more than loop_budget times for any n.
+ * positions (window offsets), and every channel loop is unrolled (DH is a
+ * specialization constant), so no invocation loops more than loop_budget
+ * times for any n.
  * NAIVE loops over rows and is limited to n <= TMM_ATTENTION_NAIVE_MAX_N.
  *
  * Determinism: no atomics; each output element is written by one invocation
@@ -41,13 +45,14 @@ typedef struct push {
     uint32_t n, d, H;
     uint32_t lo, hi;
     uint32_t row0, nrows;
-    uint32_t accumulate;
+    uint32_t window;
     uint32_t pbase;
     float scale;
 } push;
 
 typedef struct geom {
     uint32_t B, n, d, H, dh;
+    uint32_t W; /* window, 1 <= W < n; 0: full */
     tmm_attention_impl impl;
 } geom;
 
@@ -72,7 +77,8 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_atten
 {
     if (!desc)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL descriptor", op);
-    geom g = { desc->batch, desc->n, desc->d, desc->heads ? desc->heads : 1, 0, desc->impl };
+    geom g = { desc->batch, desc->n, desc->d, desc->heads ? desc->heads : 1, 0,
+               desc->window < desc->n ? desc->window : 0, desc->impl };
     switch (desc->impl) {
     case TMM_ATTENTION_AUTO:
         g.impl = TMM_ATTENTION_MEMORY_EFFICIENT;
@@ -87,6 +93,9 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_atten
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: empty shape B=%u n=%u d=%u", op, g.B, g.n, g.d);
     if (g.d % g.H)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %u heads do not divide d = %u channels", op, g.H, g.d);
+    if (g.n > INT32_MAX) /* t + 1 + W stays within 32 bits in the kernels */
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n = %u positions, at most %u are supported", op, g.n,
+                        (uint32_t)INT32_MAX);
     g.dh = g.d / g.H;
     if (g.dh > TMM_ATTENTION_MAX_HEAD_DIM)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %u channels per head, at most %u are supported", op, g.dh,
@@ -156,7 +165,7 @@ static tmm_status need(const tmm_recorder *r, const char *op, const char *name, 
 
 static push push_of(const geom *g)
 {
-    push p = { g->n, g->d, g->H, 0, 0, 0, 0, 0, 0, (float)(1.0 / sqrt((double)g->dh)) };
+    push p = { g->n, g->d, g->H, 0, 0, 0, 0, g->W, 0, (float)(1.0 / sqrt((double)g->dh)) };
     return p;
 }
 
@@ -165,6 +174,27 @@ static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buf
 {
     uint32_t spec[1] = { g->dh };
     return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, 1, out);
+}
+
+/* What the MEMORY_EFFICIENT passes run over: key positions 0 .. n-1 (full)
+ * or window offsets 0 .. W-1. */
+static uint32_t span_of(const geom *g) { return g->W ? g->W : g->n; }
+
+/* The pass [lo, lo + budget) clipped to the span. */
+static void pass_of(const geom *g, uint32_t lo, uint32_t budget, push *p)
+{
+    const uint32_t span = span_of(g);
+    p->lo = lo;
+    p->hi = span - lo > budget ? lo + budget : span;
+}
+
+/* The first query row with keys in pass [lo, hi): full t >= lo; window
+ * t + 1 - W + hi > 0. */
+static uint32_t query_row0(const geom *g, const push *p)
+{
+    if (!g->W)
+        return p->lo;
+    return g->W > p->hi ? g->W - p->hi : 0;
 }
 
 tmm_status tmm_op_attention_forward(tmm_recorder *r, const tmm_attention_desc *desc, tmm_view q, tmm_view k,
@@ -199,12 +229,10 @@ tmm_status tmm_op_attention_forward(tmm_recorder *r, const tmm_attention_desc *d
     TMM_TRY(pipeline(r, &tmm_spv_attention_fwd, 5, &g, &pipe));
     tmm_arg args[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_inout(bo), tmm_inout(bs) };
     const uint32_t loop_budget = loop_budget_of(tmm_recorder_device(r));
-    for (uint32_t lo = 0; lo < g.n; lo += loop_budget) {
-        p.lo = lo;
-        p.hi = g.n - lo > loop_budget ? lo + loop_budget : g.n;
-        p.row0 = lo; /* rows before lo have no keys in this pass */
-        p.nrows = g.n - lo;
-        p.accumulate = lo > 0;
+    for (uint32_t lo = 0; lo < span_of(&g); lo += loop_budget) {
+        pass_of(&g, lo, loop_budget, &p);
+        p.row0 = query_row0(&g, &p);
+        p.nrows = g.n - p.row0;
         TMM_TRY(tmm_record_dispatch(r, pipe, args, 5, &p, tmm_div_up((uint64_t)p.nrows * g.H, WG), g.B, 1));
     }
     return TMM_OK;
@@ -259,17 +287,15 @@ tmm_status tmm_op_attention_backward(tmm_recorder *r, const tmm_attention_desc *
     tmm_arg akv[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_in(bg), tmm_in(blse), tmm_in(bx),
                       tmm_inout(bdk), tmm_inout(bdv) };
     const uint32_t loop_budget = loop_budget_of(tmm_recorder_device(r));
-    for (uint32_t lo = 0; lo < g.n; lo += loop_budget) {
-        p.lo = lo;
-        p.hi = g.n - lo > loop_budget ? lo + loop_budget : g.n;
-        p.accumulate = lo > 0;
-        /* dq: query rows t >= lo see keys of this pass */
-        p.row0 = lo;
-        p.nrows = g.n - lo;
+    for (uint32_t lo = 0; lo < span_of(&g); lo += loop_budget) {
+        pass_of(&g, lo, loop_budget, &p);
+        /* dq: the query rows with keys in this pass */
+        p.row0 = query_row0(&g, &p);
+        p.nrows = g.n - p.row0;
         TMM_TRY(tmm_record_dispatch(r, pq, aq, 7, &p, tmm_div_up((uint64_t)p.nrows * g.H, WG), g.B, 1));
-        /* dk, dv: key rows s < hi see queries of this pass */
+        /* dk, dv: the key rows with queries in this pass: full s < hi; window s + lo < n */
         p.row0 = 0;
-        p.nrows = p.hi;
+        p.nrows = g.W ? g.n - lo : p.hi;
         TMM_TRY(tmm_record_dispatch(r, pkv, akv, 8, &p, tmm_div_up((uint64_t)p.nrows * g.H, WG), g.B, 1));
     }
     return TMM_OK;
