@@ -1,10 +1,18 @@
 /* Causal softmax attention (src/ops/attention.h): the C reference's backward
- * against finite differences, and both device implementations (NAIVE,
- * MEMORY_EFFICIENT) against the reference, forward (o, lse) and backward
- * (dq, dk, dv), for n in {1, 2, 7, 64, 100}, H in {1, 4} (d = 5 with H = 1,
- * d = 12 with H = 4: 3 channels per head), B in {1, 2}; the multi-pass path
- * of MEMORY_EFFICIENT (loop budget lowered to 1 and 7 positions per pass);
- * bit-identical reruns; a length (66000) beyond lavapipe's loop cap; errors.
+ * against finite differences (full and windowed), and both device
+ * implementations (NAIVE, MEMORY_EFFICIENT) against the reference, forward
+ * (o, lse) and backward (dq, dk, dv), for n in {1, 2, 7, 64, 100}, H in
+ * {1, 4} (d = 5 with H = 1, d = 12 with H = 4: 3 channels per head), B in
+ * {1, 2}; the multi-pass path of MEMORY_EFFICIENT (loop budget lowered to 1
+ * and 7 positions per pass); bit-identical reruns; a length (66000) beyond
+ * lavapipe's loop cap; errors.
+ *
+ * Sliding window W: windows 1, 2, 5 and 13 (primes), n - 1, n and n + 3 on
+ * n in {1, 7, 37, 100}, B in {1, 3}, both implementations; W >= n gives the
+ * bits of W = 0; many passes over the window (budget 1, 3, 7) and a window
+ * past one pass of the default budget (W = 4500); and out-of-window rows of
+ * q, k, v and dout poisoned with NaN leave the rows whose windows avoid them
+ * finite and equal to the reference of the clean inputs.
  *
  * Tolerance (device vs reference), per element: |got - ref| <= ATOL + RTOL |ref|
  * with ATOL = 2e-5, RTOL = 1e-4. Inputs are uniform in [-1, 1), so scores are
@@ -89,10 +97,11 @@ static void fd_check(shape s, uint64_t seed)
             double fd = (lp - lm) / (2 * h), dev = fabs(fd - grad[a][j]);
             if (dev > worst)
                 worst = dev;
-            cr_assert(dev <= 1e-7 + 1e-6 * fabs(fd), "%s[%zu] (B=%u n=%u d=%u H=%u): analytic %.12g, fd %.12g",
-                      names[a], j, s.B, s.n, s.d, s.H, grad[a][j], fd);
+            cr_assert(dev <= 1e-7 + 1e-6 * fabs(fd),
+                      "%s[%zu] (B=%u n=%u d=%u H=%u W=%u): analytic %.12g, fd %.12g", names[a], j, s.B, s.n, s.d,
+                      s.H, s.W, grad[a][j], fd);
         }
-    printf("attention fd B=%u n=%u d=%u H=%u: max |analytic - fd| %.3g\n", s.B, s.n, s.d, s.H, worst);
+    printf("attention fd B=%u n=%u d=%u H=%u W=%u: max |analytic - fd| %.3g\n", s.B, s.n, s.d, s.H, s.W, worst);
     for (int i = 0; i < 4; i++)
         free(x[i]);
     for (int i = 0; i < 3; i++)
@@ -105,6 +114,36 @@ Test(attention_ref, backward_matches_finite_differences)
     fd_check((shape){ 2, 7, 12, 4, 0 }, 11);
     fd_check((shape){ 1, 6, 5, 1, 0 }, 21);
     fd_check((shape){ 2, 1, 4, 2, 0 }, 31);
+}
+
+Test(attention_ref, windowed_backward_matches_finite_differences)
+{
+    fd_check((shape){ 2, 9, 12, 4, 3 }, 41);
+    fd_check((shape){ 1, 8, 5, 1, 1 }, 51);
+    fd_check((shape){ 1, 7, 4, 2, 6 }, 61); /* W = n - 1 */
+    fd_check((shape){ 1, 6, 6, 3, 2 }, 71);
+}
+
+/* W = 1: each query sees only its own key, so o = v; W >= n is full attention. */
+Test(attention_ref, window_limits)
+{
+    enum { na = 2 * 9 * 6 };
+    shape s = { 2, 9, 6, 2, 1 };
+    float q[na], k[na], v[na], o[na], full[na], other[na];
+    h_rand(q, na, 1, -1, 1);
+    h_rand(k, na, 2, -1, 1);
+    h_rand(v, na, 3, -1, 1);
+    tmm_attention_desc desc = desc_of(s, TMM_ATTENTION_NAIVE);
+    ref_attention_forward(&desc, q, k, v, o, NULL);
+    for (size_t i = 0; i < na; i++)
+        cr_assert_float_eq(o[i], v[i], 1e-7);
+    desc.window = 0;
+    ref_attention_forward(&desc, q, k, v, full, NULL);
+    for (uint32_t W = 9; W <= 10; W++) {
+        desc.window = W;
+        ref_attention_forward(&desc, q, k, v, other, NULL);
+        cr_assert(memcmp(full, other, sizeof full) == 0, "W = %u differs from full attention", W);
+    }
 }
 
 Test(attention_ref, one_position_returns_v)
@@ -180,8 +219,8 @@ static void compare(const char *what, shape s, tmm_attention_impl impl, const fl
         double excess = d - (ATOL + RTOL * fabs((double)ref[i]));
         if (d > worst)
             worst = d;
-        cr_assert(excess <= 0, "%s %s (B=%u n=%u d=%u H=%u): element %zu is %.9g, reference %.9g",
-                  tmm_attention_impl_name(impl), what, s.B, s.n, s.d, s.H, i, (double)got[i], (double)ref[i]);
+        cr_assert(excess <= 0, "%s %s (B=%u n=%u d=%u H=%u W=%u): element %zu is %.9g, reference %.9g",
+                  tmm_attention_impl_name(impl), what, s.B, s.n, s.d, s.H, s.W, i, (double)got[i], (double)ref[i]);
     }
     if (worst > worst_seen)
         worst_seen = worst;
@@ -267,6 +306,182 @@ H_TEST(attention, reruns_are_bit_identical)
         free_result(&a);
         free_result(&b);
     }
+}
+
+/* ---- sliding window ----------------------------------------------------- */
+
+static void window_sweep(tmm_attention_impl impl)
+{
+    static const uint32_t ns[] = { 1, 7, 37, 100 };
+    worst_seen = 0;
+    uint64_t seed = 2000;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        const uint32_t n = ns[i], Ws[] = { 1, 2, 5, 13, n - 1, n, n + 3 };
+        for (size_t j = 0; j < sizeof Ws / sizeof Ws[0]; j++)
+            for (uint32_t B = 1; B <= 3; B += 2) {
+                if (Ws[j] == 0 || (Ws[j] >= n && j < 4))
+                    continue; /* W = 0 and repeats of W >= n are the full sweep's */
+                shape sh = { B, n, B == 1 ? 5u : 12u, B == 1 ? 1u : 4u, Ws[j] };
+                result r = check_shape(sh, impl, seed += 10);
+                free_result(&r);
+            }
+    }
+    printf("attention %s windows: largest |device - reference| %.3g\n", tmm_attention_impl_name(impl), worst_seen);
+}
+
+H_TEST(attention, naive_window_matches_reference) { window_sweep(TMM_ATTENTION_NAIVE); }
+
+H_TEST(attention, memory_efficient_window_matches_reference) { window_sweep(TMM_ATTENTION_MEMORY_EFFICIENT); }
+
+/* W >= n runs as full attention: the same bits as W = 0. */
+H_TEST(attention, window_at_least_n_is_full)
+{
+    shape s = { 2, 37, 12, 4, 0 };
+    size_t na = (size_t)s.B * s.n * s.d, nl = (size_t)s.B * s.H * s.n;
+    for (int impl = TMM_ATTENTION_NAIVE; impl <= TMM_ATTENTION_MEMORY_EFFICIENT; impl++) {
+        s.W = 0;
+        result a = check_shape(s, (tmm_attention_impl)impl, 950);
+        for (uint32_t W = s.n; W <= s.n + 3; W += 3) {
+            s.W = W;
+            result b = check_shape(s, (tmm_attention_impl)impl, 950);
+            cr_assert(memcmp(a.o, b.o, na * sizeof(float)) == 0);
+            cr_assert(memcmp(a.lse, b.lse, nl * sizeof(float)) == 0);
+            cr_assert(memcmp(a.dq, b.dq, na * sizeof(float)) == 0);
+            cr_assert(memcmp(a.dk, b.dk, na * sizeof(float)) == 0);
+            cr_assert(memcmp(a.dv, b.dv, na * sizeof(float)) == 0);
+            free_result(&b);
+        }
+        free_result(&a);
+    }
+}
+
+/* Many passes over the window's offsets on short sequences. */
+H_TEST(attention, memory_efficient_window_multi_pass)
+{
+    static const uint32_t budgets[] = { 1, 3, 7 };
+    static const shape shapes[] = { { 2, 100, 12, 4, 13 }, { 1, 64, 5, 1, 63 }, { 3, 37, 12, 4, 5 },
+                                    { 1, 100, 5, 1, 1 } };
+    worst_seen = 0;
+    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+        h_dev->tuning.loop_budget = budgets[i];
+        for (size_t j = 0; j < sizeof shapes / sizeof shapes[0]; j++) {
+            result r = check_shape(shapes[j], TMM_ATTENTION_MEMORY_EFFICIENT, 3000 + 10 * j);
+            free_result(&r);
+        }
+    }
+    h_dev->tuning.loop_budget = 0;
+    printf("attention window multi-pass: largest |device - reference| %.3g\n", worst_seen);
+}
+
+/* Rows of q, k, v and dout before P0 and from P1 on hold NaN. The rows whose
+ * windows lie in [P0, P1) must come out finite and equal to the reference on
+ * the clean inputs: o, lse and dq of queries t in [P0 + W - 1, P1) (their keys
+ * are t-W+1 .. t); dk and dv of keys s in [P0 + W - 1, P1 - W + 1) (their
+ * queries s .. s+W-1 have clean windows, lse and Delta). Any read of a
+ * poisoned row, even one weighted by zero, makes NaN. */
+static void poison_check(shape s, uint32_t P0, uint32_t P1, uint64_t seed)
+{
+    tmm_attention_desc desc = desc_of(s, TMM_ATTENTION_MEMORY_EFFICIENT);
+    const size_t na = (size_t)s.B * s.n * s.d, nl = (size_t)s.B * s.H * s.n;
+    float *x[4], *px[4];
+    for (int i = 0; i < 4; i++) {
+        x[i] = h_floats(na);
+        px[i] = h_floats(na);
+        h_rand(x[i], na, seed + (uint64_t)i, -1, 1);
+        memcpy(px[i], x[i], na * sizeof(float));
+        for (size_t b = 0; b < s.B; b++)
+            for (size_t t = 0; t < s.n; t++)
+                if (t < P0 || t >= P1)
+                    for (size_t c = 0; c < s.d; c++)
+                        px[i][(b * s.n + t) * s.d + c] = NAN;
+    }
+    result dev = alloc_result(na, nl), ref = alloc_result(na, nl);
+    run_device(&desc, px[0], px[1], px[2], px[3], &dev);
+    ref_attention_forward(&desc, x[0], x[1], x[2], ref.o, ref.lse);
+    ref_attention_backward(&desc, x[0], x[1], x[2], x[3], ref.dq, ref.dk, ref.dv);
+    const uint32_t q0 = P0 + s.W - 1, k1 = P1 - s.W + 1;
+    cr_assert(q0 < P1 && q0 < k1, "the test needs clean rows");
+    for (size_t b = 0; b < s.B; b++) {
+        size_t qa = (b * s.n + q0) * s.d, qn = (size_t)(P1 - q0) * s.d;
+        size_t ka = (b * s.n + q0) * s.d, kn = (size_t)(k1 - q0) * s.d;
+        compare("o (poisoned)", s, desc.impl, dev.o + qa, ref.o + qa, qn);
+        compare("dq (poisoned)", s, desc.impl, dev.dq + qa, ref.dq + qa, qn);
+        compare("dk (poisoned)", s, desc.impl, dev.dk + ka, ref.dk + ka, kn);
+        compare("dv (poisoned)", s, desc.impl, dev.dv + ka, ref.dv + ka, kn);
+        for (size_t h = 0; h < s.H; h++) {
+            size_t la = (b * s.H + h) * s.n + q0;
+            compare("lse (poisoned)", s, desc.impl, dev.lse + la, ref.lse + la, P1 - q0);
+        }
+    }
+    free_result(&dev);
+    free_result(&ref);
+    for (int i = 0; i < 4; i++) {
+        free(x[i]);
+        free(px[i]);
+    }
+}
+
+H_TEST(attention, window_never_reads_outside)
+{
+    static const uint32_t budgets[] = { 0, 3 };
+    worst_seen = 0;
+    for (size_t i = 0; i < 2; i++) {
+        h_dev->tuning.loop_budget = budgets[i];
+        poison_check((shape){ 2, 60, 12, 4, 7 }, 10, 50, 4000);
+        poison_check((shape){ 1, 41, 5, 1, 1 }, 3, 38, 4100);
+        poison_check((shape){ 3, 53, 12, 4, 13 }, 11, 52, 4200);
+    }
+    h_dev->tuning.loop_budget = 0;
+    printf("attention window, poisoned rows outside: largest |device - reference| %.3g\n", worst_seen);
+}
+
+/* A window longer than one pass of the default budget (TMM_MAX_LOOP = 4096
+ * offsets): two passes. Forward rows checked against a direct double sum. */
+H_TEST(attention, memory_efficient_window_beyond_one_pass)
+{
+    shape s = { 1, 9000, 2, 1, 4500 };
+    tmm_attention_desc desc = desc_of(s, TMM_ATTENTION_MEMORY_EFFICIENT);
+    const size_t na = (size_t)s.n * s.d;
+    float *q = h_floats(na), *k = h_floats(na), *v = h_floats(na), *o = h_floats(na), *lse = h_floats(s.n);
+    h_rand(q, na, 5, -1, 1);
+    h_rand(k, na, 6, -1, 1);
+    h_rand(v, na, 7, -1, 1);
+    tmm_buffer *bq = h_buffer(q, na), *bk = h_buffer(k, na), *bv = h_buffer(v, na), *bo = h_buffer(NULL, na);
+    tmm_buffer *bs = h_buffer(NULL, tmm_op_attention_saved(&desc));
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_attention_forward(r, &desc, tmm_whole(bq), tmm_whole(bk), tmm_whole(bv), tmm_whole(bo),
+                                  tmm_whole(bs)));
+    h_run(r);
+    h_read(bo, o, na);
+    h_read(bs, lse, s.n);
+    const double scale = 1 / sqrt(2.0);
+    static const uint32_t rows[] = { 0, 403, 404, 405, 4095, 4096, 4499, 4500, 4501, 8999 };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const uint32_t t = rows[i], j0 = t + 1 > s.W ? t + 1 - s.W : 0;
+        double m = -INFINITY, l = 0, acc[2] = { 0, 0 };
+        for (uint32_t j = j0; j <= t; j++)
+            m = fmax(m, scale * ((double)q[2 * t] * k[2 * j] + (double)q[2 * t + 1] * k[2 * j + 1]));
+        for (uint32_t j = j0; j <= t; j++) {
+            double e = exp(scale * ((double)q[2 * t] * k[2 * j] + (double)q[2 * t + 1] * k[2 * j + 1]) - m);
+            l += e;
+            acc[0] += e * v[2 * j];
+            acc[1] += e * v[2 * j + 1];
+        }
+        /* sums of up to 4500 terms: allow 2e-5 */
+        for (int c = 0; c < 2; c++)
+            cr_assert(fabs(o[2 * t + c] - acc[c] / l) <= 2e-5, "o[%u, %d] = %.9g, reference %.9g", t, c,
+                      (double)o[2 * t + c], acc[c] / l);
+        cr_assert(fabs(lse[t] - (m + log(l))) <= 2e-5 * (1 + fabs(m + log(l))), "lse[%u] = %.9g, reference %.9g",
+                  t, (double)lse[t], m + log(l));
+    }
+    tmm_buffer *all[] = { bq, bk, bv, bo, bs };
+    for (size_t i = 0; i < 5; i++)
+        tmm_buffer_destroy(all[i]);
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    free(lse);
 }
 
 H_TEST(attention, errors)
