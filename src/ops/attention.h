@@ -44,8 +44,8 @@
  *
  * Views: every view must start at a multiple of the device's
  * minStorageBufferOffsetAlignment (they are bound directly) and each tensor
- * must fit in maxStorageBufferRange (else TMM_ERR_UNSUPPORTED). Outputs must
- * not overlap inputs (not checked). */
+ * must fit in maxStorageBufferRange (else TMM_ERR_UNSUPPORTED); n < 2^31.
+ * Outputs must not overlap inputs (not checked). */
 #ifndef TMM_OPS_ATTENTION_H
 #define TMM_OPS_ATTENTION_H
 

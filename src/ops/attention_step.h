@@ -29,9 +29,12 @@
  * than TMM_MAX_LOOP times, for any t. No atomics, fixed order: the same inputs
  * give the same bits on every run.
  *
- * Views: pos, len, q, k, v, o and scratch may start at any float (bound from
- * an aligned offset); B, C, d and n are limited only by maxStorageBufferRange
- * (each sequence's rows must fit one binding; larger batches are split). */
+ * Views may start at any float (they are bound from the aligned offset
+ * before them). pos, len, q, k and v of a step, o and scratch must each fit
+ * one binding (maxStorageBufferRange); the caches (and cache_fill's k, v) are
+ * bound per group of whole sequences, so only one sequence's C x d (n x d)
+ * floats must fit; element indices are 32-bit (C d, n d < 2^31). Outputs
+ * must not overlap inputs (not checked). */
 #ifndef TMM_OPS_ATTENTION_STEP_H
 #define TMM_OPS_ATTENTION_STEP_H
 
