@@ -1,0 +1,306 @@
+/* Causal linear attention: host side (see linear_attention.h for the op, the
+ * shaders for the kernels).
+ *
+ *   forward   linattn_fwd_state (chunk states Sc, zc, in passes over the
+ *             positions), then linattn_fwd (one invocation per row).
+ *   backward  linattn_bwd_dq (per row: recomputes y_t, writes dq and db),
+ *             linattn_bwd_state (reverse chunk states, passes over the
+ *             positions from the end), linattn_bwd_dkv (per row: dk, dv).
+ *   decoding  linattn_state (prefill state, passes over the positions),
+ *             linattn_step (one invocation per (b, h)).
+ *
+ * Loop cap: a state pass covers at most loop_budget <= TMM_MAX_LOOP
+ * positions; a row kernel loops at most 2 (C + D) <= 2304 times.
+ * Determinism: no atomics; each output element is written by one invocation
+ * per dispatch, passes run in a fixed order. */
+#include "linear_attention.h"
+
+#include "op_util.h"
+
+#define WG 64u
+
+static const uint32_t local_x[3] = { WG, 1, 1 };
+
+/* TMM_MAX_LOOP, unless the device's tuning lowers it (tests: many passes on short sequences). */
+static uint32_t loop_budget_of(const tmm_device *dev)
+{
+    uint32_t t = dev->tuning.loop_budget;
+    return t == 0 || t > TMM_MAX_LOOP ? TMM_MAX_LOOP : t;
+}
+
+/* The push constants of every linear attention kernel (each shader's block). */
+typedef struct push {
+    uint32_t n, d, H;
+    uint32_t chunk, nchunk;
+    uint32_t lo, hi;
+    float eps;
+} push;
+
+typedef struct geom {
+    uint32_t B, n, d, H, D, C, NC;
+} geom;
+
+/* Regions of saved (den) and of the backward scratch (db): S-like states,
+ * z-like states, one float per row; offsets in floats. */
+typedef struct layout {
+    uint64_t s, z, row, total;
+} layout;
+
+static uint64_t align_up(uint64_t x) { return (x + TMM_LINATTN_ALIGN - 1) / TMM_LINATTN_ALIGN * TMM_LINATTN_ALIGN; }
+
+static uint64_t act_floats(const geom *g) { return (uint64_t)g->B * g->n * g->d; }
+static uint64_t s_floats(const geom *g) { return (uint64_t)g->B * g->H * g->NC * g->D * g->D; }
+static uint64_t z_floats(const geom *g) { return (uint64_t)g->B * g->H * g->NC * g->D; }
+static uint64_t row_floats(const geom *g) { return (uint64_t)g->B * g->H * g->n; }
+
+static layout layout_of(const geom *g)
+{
+    layout l = { 0 };
+    l.z = align_up(s_floats(g));
+    l.row = l.z + align_up(z_floats(g));
+    l.total = l.row + row_floats(g);
+    return l;
+}
+
+/* step: n is not used (the checks run with n = 1). */
+static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_linear_attention_desc *desc, bool step,
+                          geom *out)
+{
+    if (!desc)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL descriptor", op);
+    geom g = { desc->batch, step ? 1 : desc->n, desc->d, desc->heads ? desc->heads : 1, 0,
+               desc->chunk ? desc->chunk : TMM_LINATTN_CHUNK, 0 };
+    if (!g.B || !g.n || !g.d)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: empty shape B=%u n=%u d=%u", op, g.B, g.n, g.d);
+    if (g.d % g.H)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %u heads do not divide d = %u channels", op, g.H, g.d);
+    g.D = g.d / g.H;
+    if (g.D > TMM_LINATTN_MAX_HEAD_DIM)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %u channels per head, at most %u are supported", op, g.D,
+                        TMM_LINATTN_MAX_HEAD_DIM);
+    if (g.C > TMM_LINATTN_MAX_CHUNK)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: chunk of %u positions, at most %u are supported", op, g.C,
+                        TMM_LINATTN_MAX_CHUNK);
+    g.NC = tmm_div_up(g.n, g.C);
+    /* 32-bit indices in the kernels; each tensor and region is one binding */
+    const uint64_t sizes[] = { act_floats(&g), s_floats(&g), z_floats(&g), row_floats(&g) };
+    static const char *names[] = { "an activation", "the chunk states", "the chunk sums", "the denominators" };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i] > UINT32_MAX)
+            return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%llu floats) exceed 32-bit indexing", op, names[i],
+                            (unsigned long long)sizes[i]);
+        if (r && sizes[i] * sizeof(float) > tmm_recorder_device(r)->info.max_storage_buffer_range)
+            return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%llu bytes; B=%u n=%u d=%u H=%u C=%u) do not fit in the "
+                            "device's maxStorageBufferRange (%llu bytes)", op, names[i],
+                            (unsigned long long)(sizes[i] * sizeof(float)), g.B, g.n, g.d, g.H, g.C,
+                            (unsigned long long)tmm_recorder_device(r)->info.max_storage_buffer_range);
+    }
+    if (r && tmm_op_offset_align(tmm_recorder_device(r)) > TMM_LINATTN_ALIGN * sizeof(float))
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: the device's minStorageBufferOffsetAlignment (%llu) is above %u "
+                        "bytes", op, (unsigned long long)tmm_op_offset_align(tmm_recorder_device(r)),
+                        TMM_LINATTN_ALIGN * (unsigned)sizeof(float));
+    *out = g;
+    return TMM_OK;
+}
+
+tmm_status tmm_linear_attention_check(const tmm_recorder *r, const tmm_linear_attention_desc *desc)
+{
+    geom g = { 0 };
+    return resolve("linear attention", r, desc, false, &g);
+}
+
+uint64_t tmm_op_linear_attention_saved(const tmm_linear_attention_desc *desc)
+{
+    geom g = { 0 };
+    if (resolve("linear attention", NULL, desc, false, &g) != TMM_OK)
+        return 0;
+    return layout_of(&g).total;
+}
+
+uint64_t tmm_op_linear_attention_backward_scratch(const tmm_linear_attention_desc *desc)
+{
+    return tmm_op_linear_attention_saved(desc); /* the same layout, db in place of den */
+}
+
+/* v holds n floats and is bound directly; *bound is its first n floats. */
+static tmm_status need(const tmm_recorder *r, const char *op, const char *name, tmm_view v, uint64_t n,
+                       tmm_view *bound)
+{
+    TMM_TRY(tmm_op_need_bound(tmm_recorder_device(r), op, name, v, n));
+    *bound = tmm_op_sub(v, 0, n);
+    return TMM_OK;
+}
+
+/* Outputs (the spans from `first` on) overlap no other argument. */
+static tmm_status no_overlap(const char *op, const tmm_op_span *all, size_t count, size_t first)
+{
+    for (size_t i = first; i < count; i++)
+        TMM_TRY(tmm_op_no_overlap(op, &all[i], all, count));
+    return TMM_OK;
+}
+
+static push push_of(const geom *g)
+{
+    return (push){ .n = g->n, .d = g->d, .H = g->H, .chunk = g->C, .nchunk = g->NC, .lo = 0, .hi = 0,
+                   .eps = TMM_LINATTN_EPS };
+}
+
+static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buffers, const geom *g,
+                           tmm_pipeline **out)
+{
+    uint32_t spec[1] = { g->D };
+    return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, 1, out);
+}
+
+/* The three regions of a saved or scratch view (already checked). */
+static void regions(const geom *g, tmm_view v, tmm_view *s, tmm_view *z, tmm_view *row)
+{
+    layout l = layout_of(g);
+    *s = tmm_op_sub(v, 0, s_floats(g));
+    *z = tmm_op_sub(v, l.z, z_floats(g));
+    *row = tmm_op_sub(v, l.row, row_floats(g));
+}
+
+tmm_status tmm_op_linear_attention_forward(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view q,
+                                           tmm_view k, tmm_view v, tmm_view y, tmm_view saved)
+{
+    static const char op[] = "linear attention forward";
+    if (!r)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
+    geom g = { 0 };
+    TMM_TRY(resolve(op, r, desc, false, &g));
+    const uint64_t na = act_floats(&g), ns = layout_of(&g).total;
+    tmm_view bq, bk, bv, by, bs;
+    TMM_TRY(need(r, op, "q", q, na, &bq));
+    TMM_TRY(need(r, op, "k", k, na, &bk));
+    TMM_TRY(need(r, op, "v", v, na, &bv));
+    TMM_TRY(need(r, op, "y", y, na, &by));
+    TMM_TRY(need(r, op, "saved", saved, ns, &bs));
+    const tmm_op_span spans[] = { { "q", q, na }, { "k", k, na }, { "v", v, na }, { "y", y, na },
+                                  { "saved", saved, ns } };
+    TMM_TRY(no_overlap(op, spans, 5, 3));
+    tmm_view rs, rz, rden;
+    regions(&g, bs, &rs, &rz, &rden);
+
+    tmm_pipeline *pstate, *pfwd;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd_state, 4, &g, &pstate));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd, 7, &g, &pfwd));
+    push p = push_of(&g);
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
+    tmm_arg as[] = { tmm_in(bk), tmm_in(bv), tmm_inout(rs), tmm_inout(rz) };
+    for (uint32_t lo = 0; lo < g.n; lo += budget) {
+        p.lo = lo;
+        p.hi = g.n - lo > budget ? lo + budget : g.n;
+        TMM_TRY(tmm_record_dispatch(r, pstate, as, 4, &p, tmm_div_up(ne, WG), g.H, g.B));
+    }
+    tmm_arg af[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_in(rs), tmm_in(rz), tmm_out(by), tmm_out(rden) };
+    return tmm_record_dispatch(r, pfwd, af, 7, &p, tmm_div_up((uint64_t)g.n * g.H, WG), g.B, 1);
+}
+
+tmm_status tmm_op_linear_attention_backward(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view q,
+                                            tmm_view k, tmm_view v, tmm_view saved, tmm_view dy, tmm_view scratch,
+                                            tmm_view dq, tmm_view dk, tmm_view dv)
+{
+    static const char op[] = "linear attention backward";
+    if (!r)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
+    geom g = { 0 };
+    TMM_TRY(resolve(op, r, desc, false, &g));
+    const uint64_t na = act_floats(&g), ns = layout_of(&g).total;
+    tmm_view bq, bk, bv, bs, bg, bx, bdq, bdk, bdv;
+    TMM_TRY(need(r, op, "q", q, na, &bq));
+    TMM_TRY(need(r, op, "k", k, na, &bk));
+    TMM_TRY(need(r, op, "v", v, na, &bv));
+    TMM_TRY(need(r, op, "saved", saved, ns, &bs));
+    TMM_TRY(need(r, op, "dy", dy, na, &bg));
+    TMM_TRY(need(r, op, "scratch", scratch, ns, &bx));
+    TMM_TRY(need(r, op, "dq", dq, na, &bdq));
+    TMM_TRY(need(r, op, "dk", dk, na, &bdk));
+    TMM_TRY(need(r, op, "dv", dv, na, &bdv));
+    const tmm_op_span spans[] = { { "q", q, na },         { "k", k, na },   { "v", v, na },
+                                  { "saved", saved, ns }, { "dy", dy, na }, { "scratch", scratch, ns },
+                                  { "dq", dq, na },       { "dk", dk, na }, { "dv", dv, na } };
+    TMM_TRY(no_overlap(op, spans, 9, 5));
+    tmm_view ss, sz, sden, xs, xz, xdb;
+    regions(&g, bs, &ss, &sz, &sden);
+    regions(&g, bx, &xs, &xz, &xdb);
+
+    tmm_pipeline *pdq, *pstate, *pdkv;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dq, 9, &g, &pdq));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_state, 6, &g, &pstate));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dkv, 10, &g, &pdkv));
+    push p = push_of(&g);
+    const uint32_t rows = tmm_div_up((uint64_t)g.n * g.H, WG);
+    tmm_arg aq[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_in(ss), tmm_in(sz), tmm_in(sden), tmm_in(bg),
+                     tmm_out(bdq), tmm_out(xdb) };
+    TMM_TRY(tmm_record_dispatch(r, pdq, aq, 9, &p, rows, g.B, 1));
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
+    tmm_arg as[] = { tmm_in(bq), tmm_in(bg), tmm_in(sden), tmm_in(xdb), tmm_inout(xs), tmm_inout(xz) };
+    for (uint32_t hi = g.n; hi > 0; hi = p.lo) {
+        p.hi = hi;
+        p.lo = hi > budget ? hi - budget : 0;
+        TMM_TRY(tmm_record_dispatch(r, pstate, as, 6, &p, tmm_div_up(ne, WG), g.H, g.B));
+    }
+    tmm_arg akv[] = { tmm_in(bq),   tmm_in(bk),  tmm_in(bv),  tmm_in(bg),   tmm_in(sden),
+                      tmm_in(xdb),  tmm_in(xs),  tmm_in(xz),  tmm_out(bdk), tmm_out(bdv) };
+    return tmm_record_dispatch(r, pdkv, akv, 10, &p, rows, g.B, 1);
+}
+
+tmm_status tmm_op_linear_attention_state(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view len,
+                                         tmm_view k, tmm_view v, tmm_view S, tmm_view z)
+{
+    static const char op[] = "linear attention state";
+    if (!r)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
+    geom g = { 0 };
+    TMM_TRY(resolve(op, r, desc, false, &g));
+    const uint64_t na = act_floats(&g), nS = (uint64_t)g.B * g.H * g.D * g.D, nz = (uint64_t)g.B * g.H * g.D;
+    tmm_view bl, bk, bv, bS, bz;
+    TMM_TRY(need(r, op, "len", len, g.B, &bl));
+    TMM_TRY(need(r, op, "k", k, na, &bk));
+    TMM_TRY(need(r, op, "v", v, na, &bv));
+    TMM_TRY(need(r, op, "S", S, nS, &bS));
+    TMM_TRY(need(r, op, "z", z, nz, &bz));
+    const tmm_op_span spans[] = { { "len", len, g.B }, { "k", k, na }, { "v", v, na }, { "S", S, nS },
+                                  { "z", z, nz } };
+    TMM_TRY(no_overlap(op, spans, 5, 3));
+
+    tmm_pipeline *pipe;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_state, 5, &g, &pipe));
+    push p = push_of(&g);
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
+    tmm_arg args[] = { tmm_in(bl), tmm_in(bk), tmm_in(bv), tmm_inout(bS), tmm_inout(bz) };
+    for (uint32_t lo = 0; lo < g.n; lo += budget) {
+        p.lo = lo;
+        p.hi = g.n - lo > budget ? lo + budget : g.n;
+        TMM_TRY(tmm_record_dispatch(r, pipe, args, 5, &p, tmm_div_up(ne, WG), g.H, g.B));
+    }
+    return TMM_OK;
+}
+
+tmm_status tmm_op_linear_attention_step(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view q,
+                                        tmm_view k, tmm_view v, tmm_view S, tmm_view z, tmm_view y)
+{
+    static const char op[] = "linear attention step";
+    if (!r)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
+    geom g = { 0 };
+    TMM_TRY(resolve(op, r, desc, true, &g));
+    const uint64_t nr = (uint64_t)g.B * g.d, nS = (uint64_t)g.B * g.H * g.D * g.D, nz = (uint64_t)g.B * g.H * g.D;
+    tmm_view bq, bk, bv, bS, bz, by;
+    TMM_TRY(need(r, op, "q", q, nr, &bq));
+    TMM_TRY(need(r, op, "k", k, nr, &bk));
+    TMM_TRY(need(r, op, "v", v, nr, &bv));
+    TMM_TRY(need(r, op, "S", S, nS, &bS));
+    TMM_TRY(need(r, op, "z", z, nz, &bz));
+    TMM_TRY(need(r, op, "y", y, nr, &by));
+    const tmm_op_span spans[] = { { "q", q, nr }, { "k", k, nr }, { "v", v, nr },
+                                  { "S", S, nS }, { "z", z, nz }, { "y", y, nr } };
+    TMM_TRY(no_overlap(op, spans, 6, 3));
+
+    tmm_pipeline *pipe;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_step, 6, &g, &pipe));
+    push p = push_of(&g);
+    tmm_arg args[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_inout(bS), tmm_inout(bz), tmm_out(by) };
+    return tmm_record_dispatch(r, pipe, args, 6, &p, tmm_div_up(g.H, WG), g.B, 1);
+}
