@@ -8,7 +8,7 @@
 // starts from the slot of position hi, where the previous pass stopped.
 // hi - lo <= TMM_MAX_LOOP (loop_limit.glsl); fixed order: deterministic.
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
-layout(constant_id = 3) const uint D = 1u; // channels per head
+layout(constant_id = 3) const uint CB = 16u; // unused here
 layout(std430, binding = 0) readonly buffer Qb { float q[]; };
 layout(std430, binding = 1) readonly buffer Gb { float dy[]; };
 layout(std430, binding = 2) readonly buffer Nb { float den_in[]; };
@@ -16,10 +16,10 @@ layout(std430, binding = 3) readonly buffer DBb { float db_in[]; };
 layout(std430, binding = 4) buffer Sb { float sb[]; };
 layout(std430, binding = 5) buffer Zb { float zb[]; };
 layout(push_constant) uniform Push {
-    uint n, d, H;      // length, channels, heads
-    uint chunk, nchunk; // C, NC = ceil(n / C)
-    uint lo, hi;       // positions of this pass
-    float eps;         // unused here
+    uint n, d, H, D;       // length, channels, heads, channels per head
+    uint chunk, nchunk, nb; // C, NC = ceil(n / C), blocks of CB channels per head
+    uint lo, hi;           // positions of this pass
+    float eps;             // unused here
 } p;
 
 float phi(float x) { return x > 0.0 ? x + 1.0 : exp(x); }
@@ -27,6 +27,7 @@ float phi(float x) { return x > 0.0 ? x + 1.0 : exp(x); }
 void main()
 {
     const uint e = gl_GlobalInvocationID.x, h = gl_GlobalInvocationID.y, b = gl_GlobalInvocationID.z;
+    const uint D = p.D;
     if (e >= D * D + D)
         return;
     const bool isz = e >= D * D;
@@ -35,15 +36,16 @@ void main()
     const uint stride = isz ? D : D * D;
     const uint sbase = bh * p.nchunk * stride + (isz ? c1 : e);
     float acc = 0.0;
-    if (p.hi < p.n)
-        acc = isz ? zb[sbase + (p.hi / p.chunk) * stride] : sb[sbase + (p.hi / p.chunk) * stride];
+    if (p.hi < p.n) {
+        const uint at = sbase + (p.hi / p.chunk) * stride;
+        acc = isz ? zb[at] : sb[at];
+    }
     const uint qrow = b * p.n * p.d + h * D;
     for (uint t = p.hi; t > p.lo;) {
         t--;
         const uint row = qrow + t * p.d;
-        const float f = phi(q[row + c1]);
         const float g = isz ? db_in[bh * p.n + t] : dy[row + c2] / den_in[bh * p.n + t];
-        acc = fma(f, g, acc);
+        acc = fma(phi(q[row + c1]), g, acc);
         if (t % p.chunk == 0u || t == p.lo) {
             const uint at = sbase + (t / p.chunk) * stride;
             if (isz)

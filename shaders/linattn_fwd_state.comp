@@ -8,16 +8,16 @@
 // from the slot of position lo - 1, where the previous pass stopped.
 // hi - lo <= TMM_MAX_LOOP (loop_limit.glsl); fixed order: deterministic.
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
-layout(constant_id = 3) const uint D = 1u; // channels per head
+layout(constant_id = 3) const uint CB = 16u; // unused here
 layout(std430, binding = 0) readonly buffer Kb { float k[]; };
 layout(std430, binding = 1) readonly buffer Vb { float v[]; };
 layout(std430, binding = 2) buffer Sb { float sc[]; };
 layout(std430, binding = 3) buffer Zb { float zc[]; };
 layout(push_constant) uniform Push {
-    uint n, d, H;      // length, channels, heads
-    uint chunk, nchunk; // C, NC = ceil(n / C)
-    uint lo, hi;       // positions of this pass
-    float eps;         // denominator epsilon (unused here)
+    uint n, d, H, D;       // length, channels, heads, channels per head
+    uint chunk, nchunk, nb; // C, NC = ceil(n / C), blocks of CB channels per head
+    uint lo, hi;           // positions of this pass
+    float eps;             // unused here
 } p;
 
 float phi(float x) { return x > 0.0 ? x + 1.0 : exp(x); }
@@ -25,6 +25,7 @@ float phi(float x) { return x > 0.0 ? x + 1.0 : exp(x); }
 void main()
 {
     const uint e = gl_GlobalInvocationID.x, h = gl_GlobalInvocationID.y, b = gl_GlobalInvocationID.z;
+    const uint D = p.D;
     if (e >= D * D + D)
         return;
     const bool isz = e >= D * D;
@@ -34,13 +35,14 @@ void main()
     const uint stride = isz ? D : D * D;
     const uint sbase = bh * p.nchunk * stride + (isz ? c1 : e);
     float acc = 0.0;
-    if (p.lo > 0u)
-        acc = isz ? zc[sbase + ((p.lo - 1u) / p.chunk) * stride] : sc[sbase + ((p.lo - 1u) / p.chunk) * stride];
+    if (p.lo > 0u) {
+        const uint at = sbase + ((p.lo - 1u) / p.chunk) * stride;
+        acc = isz ? zc[at] : sc[at];
+    }
     const uint krow = b * p.n * p.d + h * D;
     for (uint s = p.lo; s < p.hi; s++) {
         const uint row = krow + s * p.d;
-        const float f = phi(k[row + c1]);
-        acc = fma(f, isz ? 1.0 : v[row + c2], acc);
+        acc = fma(phi(k[row + c1]), isz ? 1.0 : v[row + c2], acc);
         if ((s + 1u) % p.chunk == 0u || s + 1u == p.hi) {
             const uint at = sbase + (s / p.chunk) * stride;
             if (isz)

@@ -7,17 +7,17 @@
 // pass left (lo > 0) or to zero (lo = 0), and writes the sum.
 // hi - lo <= TMM_MAX_LOOP (loop_limit.glsl); fixed order: deterministic.
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
-layout(constant_id = 3) const uint D = 1u; // channels per head
+layout(constant_id = 3) const uint CB = 16u; // unused here
 layout(std430, binding = 0) readonly buffer Lb { uint len[]; };
 layout(std430, binding = 1) readonly buffer Kb { float k[]; };
 layout(std430, binding = 2) readonly buffer Vb { float v[]; };
 layout(std430, binding = 3) buffer Sb { float S[]; };
 layout(std430, binding = 4) buffer Zb { float z[]; };
 layout(push_constant) uniform Push {
-    uint n, d, H;      // length, channels, heads
-    uint chunk, nchunk; // unused here
-    uint lo, hi;       // positions of this pass
-    float eps;         // unused here
+    uint n, d, H, D;       // length, channels, heads, channels per head
+    uint chunk, nchunk, nb; // unused here
+    uint lo, hi;           // positions of this pass
+    float eps;             // unused here
 } p;
 
 float phi(float x) { return x > 0.0 ? x + 1.0 : exp(x); }
@@ -25,6 +25,7 @@ float phi(float x) { return x > 0.0 ? x + 1.0 : exp(x); }
 void main()
 {
     const uint e = gl_GlobalInvocationID.x, h = gl_GlobalInvocationID.y, b = gl_GlobalInvocationID.z;
+    const uint D = p.D;
     if (e >= D * D + D)
         return;
     const bool isz = e >= D * D;

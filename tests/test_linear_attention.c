@@ -3,22 +3,26 @@
  * saved denominators) and backward (dq, dk, dv) against the reference (the
  * plain recurrence) for B in {1, 3}, n in {1, 5, 64, 100, 200} (one chunk,
  * less than a chunk, exactly a chunk, several, not a multiple), D = d/H in
- * {1, 3, 7} with the default chunk (64) and chunks of 1 and 7; D = 64 and
- * D = 128 (the largest supported); the multi-pass paths (loop budget lowered
+ * {1, 3, 7} with the default chunk (64) and chunks of 1 and 7; D = 37, 64
+ * and 128 (the largest supported); the multi-pass paths (loop budget lowered
  * to 1 and 5 positions per pass); a length (66000) beyond lavapipe's loop cap;
  * decoding step by step against the forward row by row, from an empty state
  * and after prefills of different lengths per sequence; bit-identical reruns;
  * errors.
  *
- * Tolerance (device vs reference), per element: |got - ref| <= ATOL + RTOL |ref|
- * with ATOL = 2e-5, RTOL = 1e-4. Inputs are uniform in [-1, 1): f(x) is in
- * [e^-1, 2), the denominators are sums of positive terms and y_t is a convex
- * combination of the v_s (|y| < 1); the gradients are O(1). Each value is a
- * float sum of at most n + D terms (rounding ~ sqrt(n) 2^-24 relative to the
- * terms, ~1e-6 for n = 200) through exp (3 + 2|x| ulp) and a division
- * (2.5 ulp): the errors expected are ~1e-6, the tolerance 10-20x above that
- * and far below a missing term (a position's weight is >= e^-2 / (2 n) ~ 3e-4
- * of a row). The largest deviations are printed.
+ * Tolerance (device vs reference), per element: |got - ref| <= atol + RTOL |ref|
+ * with atol = TOL * (the largest |ref| of the array) + FLOOR, TOL = 2e-5,
+ * FLOOR = 1e-6, RTOL = 1e-4. Inputs are uniform in [-1, 1): f(x) is in
+ * [e^-1, 2), the denominators are sums of positive terms (O(n D)), y_t is a
+ * convex combination of the v_s (|y| < 1) and the gradients are O(1e-2)
+ * (they shrink as 1/den). Each value is a float sum of at most n + 2 D terms
+ * (rounding ~ sqrt(n) 2^-24 relative to the terms, ~1e-6 for n = 200)
+ * through exp (3 + 2|x| ulp) and divisions (2.5 ulp): the errors seen are
+ * at most 1/10 of atol, which stays far below a missing term (a position's
+ * weight is >= e^-2 / (2 n) ~ 3e-4 of a row). FLOOR covers entries that are
+ * rounding noise: for n = 1 or D = 1, dq is a difference of O(1) terms that
+ * cancel (dfq = fk (v - y)·dy / den with y ~ v). For n = 66000, TOL = 1e-4.
+ * The largest deviations, and the largest as a fraction of atol, are printed.
  *
  * Finite differences (reference, double): central differences with step
  * 1e-5 of L = sum(g * y); truncation ~1e-10, rounding ~1e-11: we allow
@@ -32,7 +36,8 @@
 #include "ops/linear_attention.h"
 #include "ref/ref_linear_attention.h"
 
-#define ATOL 2e-5
+#define TOL 2e-5    /* of the largest |reference| of each array */
+#define FLOOR 1e-6  /* absolute */
 #define RTOL 1e-4
 
 typedef struct shape {
@@ -254,11 +259,18 @@ static result run_device(shape s, const inputs *in)
 
 static double worst_seen;
 
-static void compare(const char *what, shape s, const float *got, const float *ref, size_t n, double atol)
+/* h_compare with atol = tol * the largest |ref| of the array + FLOOR:
+ * gradients are O(1e-2) where y is O(1), and den O(n D); FLOOR covers the
+ * entries that are rounding noise, differences of O(1) terms that cancel
+ * (dq for n = 1 or D = 1, where dfq = fk (v - y)·dy / den and y ~ v). */
+static void compare(const char *what, shape s, const float *got, const float *ref, size_t n, double tol)
 {
+    double scale = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs((double)ref[i]));
     char name[128];
-    snprintf(name, sizeof name, "%s B=%u n=%u d=%u H=%u C=%u", what, s.B, s.n, s.d, s.H, s.C);
-    double w = h_compare(name, got, ref, n, atol, RTOL);
+    snprintf(name, sizeof name, "%s B=%u n=%u d=%u H=%u C=%u (max %.2g)", what, s.B, s.n, s.d, s.H, s.C, scale);
+    double w = h_compare(name, got, ref, n, tol * scale + FLOOR, RTOL) / (tol * scale + FLOOR);
     if (w > worst_seen)
         worst_seen = w;
 }
@@ -296,8 +308,8 @@ H_TEST(linear_attention, matches_reference)
     for (uint32_t B = 1; B <= 3; B += 2)
         for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
             for (size_t j = 0; j < 3; j++)
-                check_shape((shape){ B, ns[i], dh[j][0], dh[j][1], 0 }, seed += 10, ATOL);
-    printf("linear attention: largest |device - reference| %.3g\n", worst_seen);
+                check_shape((shape){ B, ns[i], dh[j][0], dh[j][1], 0 }, seed += 10, TOL);
+    printf("linear attention: largest |device - reference| / atol %.3g\n", worst_seen);
 }
 
 /* Chunks of 1 and 7 positions: many chunks on short sequences. */
@@ -306,20 +318,22 @@ H_TEST(linear_attention, small_chunks)
     static const uint32_t ns[] = { 1, 7, 13, 100 };
     worst_seen = 0;
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-        check_shape((shape){ 2, ns[i], 6, 2, 7 }, 300 + i, ATOL);
-        check_shape((shape){ 1, ns[i], 35, 5, 1 }, 400 + i, ATOL);
+        check_shape((shape){ 2, ns[i], 6, 2, 7 }, 300 + i, TOL);
+        check_shape((shape){ 1, ns[i], 35, 5, 1 }, 400 + i, TOL);
     }
-    printf("linear attention, small chunks: largest |device - reference| %.3g\n", worst_seen);
+    printf("linear attention, small chunks: largest |device - reference| / atol %.3g\n", worst_seen);
 }
 
-/* Wide heads: D = 64 and the largest supported, D = 128. */
+/* Wide heads: D = 37 (three blocks of 16 channels, the last partial), 64 and
+ * the largest supported, 128. */
 H_TEST(linear_attention, wide_heads)
 {
     worst_seen = 0;
-    check_shape((shape){ 2, 100, 128, 2, 0 }, 500, ATOL);
-    check_shape((shape){ 1, 37, 128, 2, 16 }, 510, ATOL);
-    check_shape((shape){ 1, 70, TMM_LINATTN_MAX_HEAD_DIM, 1, 0 }, 520, ATOL);
-    printf("linear attention, wide heads: largest |device - reference| %.3g\n", worst_seen);
+    check_shape((shape){ 3, 67, 74, 2, 0 }, 490, TOL);
+    check_shape((shape){ 2, 100, 128, 2, 0 }, 500, TOL);
+    check_shape((shape){ 1, 37, 128, 2, 16 }, 510, TOL);
+    check_shape((shape){ 1, 70, TMM_LINATTN_MAX_HEAD_DIM, 1, 0 }, 520, TOL);
+    printf("linear attention, wide heads: largest |device - reference| / atol %.3g\n", worst_seen);
 }
 
 /* Many passes over the positions (the state sums) on short sequences. */
@@ -329,12 +343,12 @@ H_TEST(linear_attention, multi_pass)
     worst_seen = 0;
     for (size_t i = 0; i < 2; i++) {
         h_dev->tuning.loop_budget = budgets[i];
-        check_shape((shape){ 2, 100, 6, 2, 7 }, 600 + i, ATOL);
-        check_shape((shape){ 1, 130, 35, 5, 0 }, 610 + i, ATOL);
-        check_shape((shape){ 3, 5, 1, 1, 3 }, 620 + i, ATOL);
+        check_shape((shape){ 2, 100, 6, 2, 7 }, 600 + i, TOL);
+        check_shape((shape){ 1, 130, 35, 5, 0 }, 610 + i, TOL);
+        check_shape((shape){ 3, 5, 1, 1, 3 }, 620 + i, TOL);
     }
     h_dev->tuning.loop_budget = 0;
-    printf("linear attention, multi-pass: largest |device - reference| %.3g\n", worst_seen);
+    printf("linear attention, multi-pass: largest |device - reference| / atol %.3g\n", worst_seen);
 }
 
 /* A length beyond lavapipe's 65535-iteration loop cap with the default
@@ -425,7 +439,7 @@ static void check_decode(shape s, const uint32_t *start, uint32_t steps, uint64_
         }
     char name[128];
     snprintf(name, sizeof name, "step y B=%u n=%u d=%u H=%u, %u steps", s.B, s.n, s.d, s.H, steps);
-    h_compare(name, yr, ye, (size_t)s.B * s.d * steps, ATOL, RTOL);
+    h_compare(name, yr, ye, (size_t)s.B * s.d * steps, TOL, RTOL);
     /* the state after the steps */
     float *S = h_floats(nS), *z = h_floats(nz), *rS = h_floats(nS), *rz = h_floats(nz);
     uint32_t *end = calloc(s.B, sizeof *end);
@@ -435,8 +449,8 @@ static void check_decode(shape s, const uint32_t *start, uint32_t steps, uint64_
     h_read(bS, S, nS);
     h_read(bz, z, nz);
     ref_linear_attention_state(&desc, end, in.k, in.v, rS, rz);
-    h_compare("state S after the steps", S, rS, nS, ATOL, RTOL);
-    h_compare("state z after the steps", z, rz, nz, ATOL, RTOL);
+    h_compare("state S after the steps", S, rS, nS, TOL, RTOL);
+    h_compare("state z after the steps", z, rz, nz, TOL, RTOL);
     tmm_buffer *all[] = { bq, bk, bv, bl, bS, bz, brq, brk, brv, by };
     destroy_all(all, sizeof all / sizeof all[0]);
     free_inputs(&in);
@@ -486,8 +500,8 @@ H_TEST(linear_attention, prefill_length_above_n)
     h_read(bS, S, 36);
     h_read(bz, z, 12);
     ref_linear_attention_state(&desc, len, in.k, in.v, rS, rz);
-    h_compare("state S, len above n", S, rS, 36, ATOL, RTOL);
-    h_compare("state z, len above n", z, rz, 12, ATOL, RTOL);
+    h_compare("state S, len above n", S, rS, 36, TOL, RTOL);
+    h_compare("state z, len above n", z, rz, 12, TOL, RTOL);
     tmm_buffer *all[] = { bl, bk, bv, bS, bz };
     destroy_all(all, 5);
     free_inputs(&in);
@@ -531,10 +545,10 @@ H_TEST(linear_attention, errors)
     tmm_linear_attention_desc ok = { .batch = 1, .n = 8, .d = 4, .heads = 2 };
     uint64_t ns = tmm_op_linear_attention_saved(&ok);
     size_t na = 32;
-    cr_assert(ns > 0 && ns <= 1024);
-    tmm_buffer *b = h_buffer(NULL, 8192);
+    cr_assert(ns > 0 && ns <= 4096);
+    tmm_buffer *b = h_buffer(NULL, 16384);
     tmm_view x = tmm_sub(b, 0, na * 4), small = tmm_sub(b, 0, na * 4 - 4), y = tmm_sub(b, 1024, na * 4);
-    tmm_view saved = tmm_sub(b, 4096, ns * 4), S = tmm_sub(b, 12288, 8 * 4), z = tmm_sub(b, 16384, 4 * 4);
+    tmm_view saved = tmm_sub(b, 4096, ns * 4), S = tmm_sub(b, 32768, 8 * 4), z = tmm_sub(b, 36864, 4 * 4);
     tmm_recorder *r = h_begin();
     cr_assert_eq(tmm_op_linear_attention_forward(r, &ok, small, x, x, y, saved), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "q holds"), "%s", tmm_last_error());
@@ -549,7 +563,7 @@ H_TEST(linear_attention, errors)
     cr_assert_eq(tmm_op_linear_attention_backward(r, &ok, x, x, x, saved, x, saved, y, tmm_sub(b, 2048, na * 4),
                                                   tmm_sub(b, 3072, na * 4)),
                  TMM_ERR_INVALID_ARGUMENT); /* scratch overlaps saved */
-    cr_assert_eq(tmm_op_linear_attention_step(r, &ok, x, x, x, S, tmm_sub(b, 16384, 4), y),
+    cr_assert_eq(tmm_op_linear_attention_step(r, &ok, x, x, x, S, tmm_sub(b, 36864, 4), y),
                  TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "z holds"), "%s", tmm_last_error());
     cr_assert_eq(tmm_op_linear_attention_step(r, &ok, x, x, x, S, S, y), TMM_ERR_INVALID_ARGUMENT);

@@ -2,15 +2,22 @@
  * shaders for the kernels).
  *
  *   forward   linattn_fwd_state (chunk states Sc, zc, in passes over the
- *             positions), then linattn_fwd (one invocation per row).
- *   backward  linattn_bwd_dq (per row: recomputes y_t, writes dq and db),
- *             linattn_bwd_state (reverse chunk states, passes over the
- *             positions from the end), linattn_bwd_dkv (per row: dk, dv).
+ *             positions), linattn_scores (W = fq·fk inside each chunk),
+ *             linattn_fwd (y and den, per row and block of CB channels).
+ *   backward  linattn_scores (U = dy·v inside each chunk), linattn_fwd
+ *             again (y into scratch), linattn_bwd_dq (dq and db per row and
+ *             block), linattn_bwd_state (reverse chunk states, passes over
+ *             the positions from the end), linattn_bwd_dkv (dk, dv per row
+ *             and block).
  *   decoding  linattn_state (prefill state, passes over the positions),
  *             linattn_step (one invocation per (b, h)).
+ * D is a push constant: each kernel compiles once whatever the head width
+ * (llvmpipe compiles at the first dispatch); the row kernels keep CB
+ * channels in registers.
  *
  * Loop cap: a state pass covers at most loop_budget <= TMM_MAX_LOOP
- * positions; a row kernel loops at most 2 (C + D) <= 2304 times.
+ * positions; the other kernels loop at most 2 D + C <= 1280 times (the
+ * scores D, the step D + ceil(D / CB) D <= 1152).
  * Determinism: no atomics; each output element is written by one invocation
  * per dispatch, passes run in a fixed order. */
 #include "linear_attention.h"
@@ -18,6 +25,7 @@
 #include "op_util.h"
 
 #define WG 64u
+#define CB 16u /* channels per invocation of the row kernels (specialization constant 3) */
 
 static const uint32_t local_x[3] = { WG, 1, 1 };
 
@@ -30,8 +38,8 @@ static uint32_t loop_budget_of(const tmm_device *dev)
 
 /* The push constants of every linear attention kernel (each shader's block). */
 typedef struct push {
-    uint32_t n, d, H;
-    uint32_t chunk, nchunk;
+    uint32_t n, d, H, D;
+    uint32_t chunk, nchunk, nb;
     uint32_t lo, hi;
     float eps;
 } push;
@@ -40,10 +48,10 @@ typedef struct geom {
     uint32_t B, n, d, H, D, C, NC;
 } geom;
 
-/* Regions of saved (den) and of the backward scratch (db): S-like states,
- * z-like states, one float per row; offsets in floats. */
+/* Regions of saved (Sc, zc, den, W) and of the backward scratch (Sb, zb,
+ * db, U, y): offsets in floats, each a multiple of TMM_LINATTN_ALIGN. */
 typedef struct layout {
-    uint64_t s, z, row, total;
+    uint64_t s, z, row, sc, act, total;
 } layout;
 
 static uint64_t align_up(uint64_t x) { return (x + TMM_LINATTN_ALIGN - 1) / TMM_LINATTN_ALIGN * TMM_LINATTN_ALIGN; }
@@ -52,13 +60,16 @@ static uint64_t act_floats(const geom *g) { return (uint64_t)g->B * g->n * g->d;
 static uint64_t s_floats(const geom *g) { return (uint64_t)g->B * g->H * g->NC * g->D * g->D; }
 static uint64_t z_floats(const geom *g) { return (uint64_t)g->B * g->H * g->NC * g->D; }
 static uint64_t row_floats(const geom *g) { return (uint64_t)g->B * g->H * g->n; }
+static uint64_t score_floats(const geom *g) { return (uint64_t)g->B * g->H * g->n * g->C; }
 
-static layout layout_of(const geom *g)
+static layout layout_of(const geom *g, bool scratch)
 {
     layout l = { 0 };
     l.z = align_up(s_floats(g));
     l.row = l.z + align_up(z_floats(g));
-    l.total = l.row + row_floats(g);
+    l.sc = l.row + align_up(row_floats(g));
+    l.act = l.sc + align_up(score_floats(g));
+    l.total = scratch ? l.act + act_floats(g) : l.sc + score_floats(g);
     return l;
 }
 
@@ -83,8 +94,9 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_linea
                         TMM_LINATTN_MAX_CHUNK);
     g.NC = tmm_div_up(g.n, g.C);
     /* 32-bit indices in the kernels; each tensor and region is one binding */
-    const uint64_t sizes[] = { act_floats(&g), s_floats(&g), z_floats(&g), row_floats(&g) };
-    static const char *names[] = { "an activation", "the chunk states", "the chunk sums", "the denominators" };
+    const uint64_t sizes[] = { act_floats(&g), s_floats(&g), z_floats(&g), row_floats(&g), score_floats(&g) };
+    static const char *names[] = { "an activation", "the chunk states", "the chunk sums", "the denominators",
+                                   "the intra-chunk scores" };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (sizes[i] > UINT32_MAX)
             return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%llu floats) exceed 32-bit indexing", op, names[i],
@@ -114,12 +126,15 @@ uint64_t tmm_op_linear_attention_saved(const tmm_linear_attention_desc *desc)
     geom g = { 0 };
     if (resolve("linear attention", NULL, desc, false, &g) != TMM_OK)
         return 0;
-    return layout_of(&g).total;
+    return layout_of(&g, false).total;
 }
 
 uint64_t tmm_op_linear_attention_backward_scratch(const tmm_linear_attention_desc *desc)
 {
-    return tmm_op_linear_attention_saved(desc); /* the same layout, db in place of den */
+    geom g = { 0 };
+    if (resolve("linear attention", NULL, desc, false, &g) != TMM_OK)
+        return 0;
+    return layout_of(&g, true).total;
 }
 
 /* v holds n floats and is bound directly; *bound is its first n floats. */
@@ -141,24 +156,51 @@ static tmm_status no_overlap(const char *op, const tmm_op_span *all, size_t coun
 
 static push push_of(const geom *g)
 {
-    return (push){ .n = g->n, .d = g->d, .H = g->H, .chunk = g->C, .nchunk = g->NC, .lo = 0, .hi = 0,
-                   .eps = TMM_LINATTN_EPS };
+    return (push){ .n = g->n, .d = g->d, .H = g->H, .D = g->D, .chunk = g->C, .nchunk = g->NC,
+                   .nb = tmm_div_up(g->D, CB), .lo = 0, .hi = 0, .eps = TMM_LINATTN_EPS };
 }
 
-static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buffers, const geom *g,
+/* phi: linattn_scores' PHI (1: scores of f(q), f(k); 0: of dy, v); other kernels ignore it. */
+static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buffers, uint32_t phi,
                            tmm_pipeline **out)
 {
-    uint32_t spec[1] = { g->D };
-    return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, 1, out);
+    uint32_t spec[2] = { CB, phi };
+    return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, spv == &tmm_spv_linattn_scores ? 2 : 1,
+                           out);
 }
 
-/* The three regions of a saved or scratch view (already checked). */
-static void regions(const geom *g, tmm_view v, tmm_view *s, tmm_view *z, tmm_view *row)
+/* The regions of a saved or scratch view (already checked). */
+typedef struct regions {
+    tmm_view s, z, row, sc, act;
+} regions;
+
+static regions regions_of(const geom *g, tmm_view v, bool scratch)
 {
-    layout l = layout_of(g);
-    *s = tmm_op_sub(v, 0, s_floats(g));
-    *z = tmm_op_sub(v, l.z, z_floats(g));
-    *row = tmm_op_sub(v, l.row, row_floats(g));
+    layout l = layout_of(g, scratch);
+    regions x = { tmm_op_sub(v, 0, s_floats(g)), tmm_op_sub(v, l.z, z_floats(g)), tmm_op_sub(v, l.row, row_floats(g)),
+                  tmm_op_sub(v, l.sc, score_floats(g)), tmm_op_sub(v, l.act, scratch ? act_floats(g) : 0) };
+    return x;
+}
+
+/* Scores of a and b inside each chunk into w (see linattn_scores.comp). */
+static tmm_status record_scores(tmm_recorder *r, const geom *g, const push *p, uint32_t phi, tmm_view a, tmm_view b,
+                                tmm_view w)
+{
+    tmm_pipeline *pipe;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_scores, 3, phi, &pipe));
+    tmm_arg args[] = { tmm_in(a), tmm_in(b), tmm_out(w) };
+    return tmm_record_dispatch(r, pipe, args, 3, p, tmm_div_up((uint64_t)g->n * g->C, WG), g->H, g->B);
+}
+
+/* y and den from q, v, the chunk states and the scores W (linattn_fwd.comp). */
+static tmm_status record_outputs(tmm_recorder *r, const geom *g, const push *p, tmm_view q, tmm_view v,
+                                 const regions *saved, tmm_view y, tmm_view den)
+{
+    tmm_pipeline *pipe;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd, 7, 0, &pipe));
+    tmm_arg args[] = { tmm_in(q), tmm_in(v), tmm_in(saved->s), tmm_in(saved->z), tmm_in(saved->sc), tmm_out(y),
+                       tmm_out(den) };
+    return tmm_record_dispatch(r, pipe, args, 7, p, tmm_div_up((uint64_t)g->n * g->H * p->nb, WG), g->B, 1);
 }
 
 tmm_status tmm_op_linear_attention_forward(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view q,
@@ -169,7 +211,7 @@ tmm_status tmm_op_linear_attention_forward(tmm_recorder *r, const tmm_linear_att
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, false, &g));
-    const uint64_t na = act_floats(&g), ns = layout_of(&g).total;
+    const uint64_t na = act_floats(&g), ns = layout_of(&g, false).total;
     tmm_view bq, bk, bv, by, bs;
     TMM_TRY(need(r, op, "q", q, na, &bq));
     TMM_TRY(need(r, op, "k", k, na, &bk));
@@ -179,22 +221,20 @@ tmm_status tmm_op_linear_attention_forward(tmm_recorder *r, const tmm_linear_att
     const tmm_op_span spans[] = { { "q", q, na }, { "k", k, na }, { "v", v, na }, { "y", y, na },
                                   { "saved", saved, ns } };
     TMM_TRY(no_overlap(op, spans, 5, 3));
-    tmm_view rs, rz, rden;
-    regions(&g, bs, &rs, &rz, &rden);
+    const regions sv = regions_of(&g, bs, false);
 
-    tmm_pipeline *pstate, *pfwd;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd_state, 4, &g, &pstate));
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd, 7, &g, &pfwd));
+    tmm_pipeline *pstate;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd_state, 4, 0, &pstate));
     push p = push_of(&g);
     const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
-    tmm_arg as[] = { tmm_in(bk), tmm_in(bv), tmm_inout(rs), tmm_inout(rz) };
+    tmm_arg as[] = { tmm_in(bk), tmm_in(bv), tmm_inout(sv.s), tmm_inout(sv.z) };
     for (uint32_t lo = 0; lo < g.n; lo += budget) {
         p.lo = lo;
         p.hi = g.n - lo > budget ? lo + budget : g.n;
         TMM_TRY(tmm_record_dispatch(r, pstate, as, 4, &p, tmm_div_up(ne, WG), g.H, g.B));
     }
-    tmm_arg af[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_in(rs), tmm_in(rz), tmm_out(by), tmm_out(rden) };
-    return tmm_record_dispatch(r, pfwd, af, 7, &p, tmm_div_up((uint64_t)g.n * g.H, WG), g.B, 1);
+    TMM_TRY(record_scores(r, &g, &p, 1, bq, bk, sv.sc));
+    return record_outputs(r, &g, &p, bq, bv, &sv, by, sv.row);
 }
 
 tmm_status tmm_op_linear_attention_backward(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view q,
@@ -206,44 +246,45 @@ tmm_status tmm_op_linear_attention_backward(tmm_recorder *r, const tmm_linear_at
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, false, &g));
-    const uint64_t na = act_floats(&g), ns = layout_of(&g).total;
+    const uint64_t na = act_floats(&g), ns = layout_of(&g, false).total, nx = layout_of(&g, true).total;
     tmm_view bq, bk, bv, bs, bg, bx, bdq, bdk, bdv;
     TMM_TRY(need(r, op, "q", q, na, &bq));
     TMM_TRY(need(r, op, "k", k, na, &bk));
     TMM_TRY(need(r, op, "v", v, na, &bv));
     TMM_TRY(need(r, op, "saved", saved, ns, &bs));
     TMM_TRY(need(r, op, "dy", dy, na, &bg));
-    TMM_TRY(need(r, op, "scratch", scratch, ns, &bx));
+    TMM_TRY(need(r, op, "scratch", scratch, nx, &bx));
     TMM_TRY(need(r, op, "dq", dq, na, &bdq));
     TMM_TRY(need(r, op, "dk", dk, na, &bdk));
     TMM_TRY(need(r, op, "dv", dv, na, &bdv));
     const tmm_op_span spans[] = { { "q", q, na },         { "k", k, na },   { "v", v, na },
-                                  { "saved", saved, ns }, { "dy", dy, na }, { "scratch", scratch, ns },
+                                  { "saved", saved, ns }, { "dy", dy, na }, { "scratch", scratch, nx },
                                   { "dq", dq, na },       { "dk", dk, na }, { "dv", dv, na } };
     TMM_TRY(no_overlap(op, spans, 9, 5));
-    tmm_view ss, sz, sden, xs, xz, xdb;
-    regions(&g, bs, &ss, &sz, &sden);
-    regions(&g, bx, &xs, &xz, &xdb);
+    const regions sv = regions_of(&g, bs, false), sx = regions_of(&g, bx, true);
 
-    tmm_pipeline *pdq, *pstate, *pdkv;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dq, 9, &g, &pdq));
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_state, 6, &g, &pstate));
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dkv, 10, &g, &pdkv));
     push p = push_of(&g);
-    const uint32_t rows = tmm_div_up((uint64_t)g.n * g.H, WG);
-    tmm_arg aq[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_in(ss), tmm_in(sz), tmm_in(sden), tmm_in(bg),
-                     tmm_out(bdq), tmm_out(xdb) };
-    TMM_TRY(tmm_record_dispatch(r, pdq, aq, 9, &p, rows, g.B, 1));
+    /* U = dy·v inside the chunks; y again (its den output goes to db, overwritten below) */
+    TMM_TRY(record_scores(r, &g, &p, 0, bg, bv, sx.sc));
+    TMM_TRY(record_outputs(r, &g, &p, bq, bv, &sv, sx.act, sx.row));
+    tmm_pipeline *pdq, *pstate, *pdkv;
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dq, 10, 0, &pdq));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_state, 6, 0, &pstate));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dkv, 12, 0, &pdkv));
+    const uint32_t rows = tmm_div_up((uint64_t)g.n * g.H * p.nb, WG);
+    tmm_arg aq[] = { tmm_in(bq),   tmm_in(bk),    tmm_in(sx.act), tmm_in(bg),   tmm_in(sv.s),
+                     tmm_in(sv.z), tmm_in(sv.row), tmm_in(sx.sc), tmm_out(bdq), tmm_out(sx.row) };
+    TMM_TRY(tmm_record_dispatch(r, pdq, aq, 10, &p, rows, g.B, 1));
     const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
-    tmm_arg as[] = { tmm_in(bq), tmm_in(bg), tmm_in(sden), tmm_in(xdb), tmm_inout(xs), tmm_inout(xz) };
+    tmm_arg as[] = { tmm_in(bq), tmm_in(bg), tmm_in(sv.row), tmm_in(sx.row), tmm_inout(sx.s), tmm_inout(sx.z) };
     for (uint32_t hi = g.n; hi > 0; hi = p.lo) {
         p.hi = hi;
         p.lo = hi > budget ? hi - budget : 0;
         TMM_TRY(tmm_record_dispatch(r, pstate, as, 6, &p, tmm_div_up(ne, WG), g.H, g.B));
     }
-    tmm_arg akv[] = { tmm_in(bq),   tmm_in(bk),  tmm_in(bv),  tmm_in(bg),   tmm_in(sden),
-                      tmm_in(xdb),  tmm_in(xs),  tmm_in(xz),  tmm_out(bdk), tmm_out(bdv) };
-    return tmm_record_dispatch(r, pdkv, akv, 10, &p, rows, g.B, 1);
+    tmm_arg akv[] = { tmm_in(bq),    tmm_in(bk),     tmm_in(bv),   tmm_in(bg),   tmm_in(sv.row), tmm_in(sx.row),
+                      tmm_in(sx.s),  tmm_in(sx.z),   tmm_in(sv.sc), tmm_in(sx.sc), tmm_out(bdk), tmm_out(bdv) };
+    return tmm_record_dispatch(r, pdkv, akv, 12, &p, rows, g.B, 1);
 }
 
 tmm_status tmm_op_linear_attention_state(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view len,
@@ -266,7 +307,7 @@ tmm_status tmm_op_linear_attention_state(tmm_recorder *r, const tmm_linear_atten
     TMM_TRY(no_overlap(op, spans, 5, 3));
 
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_state, 5, &g, &pipe));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_state, 5, 0, &pipe));
     push p = push_of(&g);
     const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
     tmm_arg args[] = { tmm_in(bl), tmm_in(bk), tmm_in(bv), tmm_inout(bS), tmm_inout(bz) };
@@ -299,7 +340,7 @@ tmm_status tmm_op_linear_attention_step(tmm_recorder *r, const tmm_linear_attent
     TMM_TRY(no_overlap(op, spans, 6, 3));
 
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_step, 6, &g, &pipe));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_step, 6, 0, &pipe));
     push p = push_of(&g);
     tmm_arg args[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_inout(bS), tmm_inout(bz), tmm_out(by) };
     return tmm_record_dispatch(r, pipe, args, 6, &p, tmm_div_up(g.H, WG), g.B, 1);

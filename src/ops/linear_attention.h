@@ -22,14 +22,18 @@
  * The backward mirrors it with the states summed from the end.
  *
  * saved (tmm_op_linear_attention_saved floats; the forward writes it, the
- * backward reads it with the same desc), three regions, each starting at a
+ * backward reads it with the same desc), four regions, each starting at a
  * multiple of TMM_LINATTN_ALIGN floats:
  *   Sc [B, H, NC, D, D]  Sc[b,h,j] = S_t at the last position t of chunk j
  *   zc [B, H, NC, D]     zc[b,h,j] = z_t likewise
  *   den [B, H, n]        b_t (the denominators, eps included)
- * Backward scratch (tmm_op_linear_attention_backward_scratch floats): the
- * reverse states Sb, zb at the first position of each chunk ([B, H, NC, D, D],
- * [B, H, NC, D]) and db [B, H, n], same alignment.
+ *   W [B, H, n, C]       W[b,h,t,i] = fq_t·fk_s, s = jC + i <= t (entries with s > t unset)
+ * about B n d (D/C + C/D) + B H n floats: two activations for C = D.
+ * Backward scratch (tmm_op_linear_attention_backward_scratch floats), same
+ * alignment: the reverse states at the first position of each chunk,
+ * Sb [B, H, NC, D, D] (sum_{t >= jC} fq_t da_tᵀ) and zb [B, H, NC, D]; db
+ * [B, H, n]; U [B, H, n, C] (dy_t·v_s inside the chunks); y [B, n, d]
+ * recomputed.
  *
  * Decoding: a state per sequence, S [B, H, D, D] (S[b,h,c1,c2] at
  * ((b*H + h)*D + c1)*D + c2) and z [B, H, D]. tmm_op_linear_attention_state
@@ -38,10 +42,10 @@
  *
  * Loop bound (lavapipe's loop cap, shaders/loop_limit.glsl): the sums of the
  * states over positions run in host-dispatched passes of at most TMM_MAX_LOOP
- * positions (or the device's tuning.loop_budget when lower); the per-row
- * kernels loop at most 2 (C + D) times (the loops over the other channel
- * index are unrolled, D is a specialization constant). No invocation loops
- * more than 4096 times for any n.
+ * positions (or the device's tuning.loop_budget when lower); the other
+ * kernels loop at most 2 D + C <= 1280 times (per row, over a head's channels
+ * and a chunk's positions; a row's output channels are split into blocks of
+ * 16 kept in registers). No invocation loops more than 4096 times for any n.
  *
  * Determinism: no atomics; every sum runs in a fixed order (states over
  * positions in increasing order, the backward's in decreasing order): the
@@ -58,8 +62,8 @@
 
 #define TMM_LINATTN_EPS 1e-6f        /* added to the denominator */
 #define TMM_LINATTN_CHUNK 64u        /* C when desc->chunk is 0 */
-#define TMM_LINATTN_MAX_CHUNK 1024u  /* C + D loop iterations of a row stay far below the loop cap */
-#define TMM_LINATTN_MAX_HEAD_DIM 128u /* D = d/H, kept in registers */
+#define TMM_LINATTN_MAX_CHUNK 1024u  /* 2 D + C loop iterations of a row stay below the loop cap */
+#define TMM_LINATTN_MAX_HEAD_DIM 128u /* D = d/H (the step loops D + ceil(D/16) D times) */
 #define TMM_LINATTN_ALIGN 64u        /* floats: saved and scratch regions start at multiples of 256 bytes */
 
 typedef struct tmm_linear_attention_desc {
