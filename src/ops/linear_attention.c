@@ -226,7 +226,7 @@ tmm_status tmm_op_linear_attention_forward(tmm_recorder *r, const tmm_linear_att
     tmm_pipeline *pstate;
     TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd_state, 4, 0, &pstate));
     push p = push_of(&g);
-    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * p.nb;
     tmm_arg as[] = { tmm_in(bk), tmm_in(bv), tmm_inout(sv.s), tmm_inout(sv.z) };
     for (uint32_t lo = 0; lo < g.n; lo += budget) {
         p.lo = lo;
@@ -275,7 +275,7 @@ tmm_status tmm_op_linear_attention_backward(tmm_recorder *r, const tmm_linear_at
     tmm_arg aq[] = { tmm_in(bq),   tmm_in(bk),    tmm_in(sx.act), tmm_in(bg),   tmm_in(sv.s),
                      tmm_in(sv.z), tmm_in(sv.row), tmm_in(sx.sc), tmm_out(bdq), tmm_out(sx.row) };
     TMM_TRY(tmm_record_dispatch(r, pdq, aq, 10, &p, rows, g.B, 1));
-    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * p.nb;
     tmm_arg as[] = { tmm_in(bq), tmm_in(bg), tmm_in(sv.row), tmm_in(sx.row), tmm_inout(sx.s), tmm_inout(sx.z) };
     for (uint32_t hi = g.n; hi > 0; hi = p.lo) {
         p.hi = hi;
@@ -309,7 +309,7 @@ tmm_status tmm_op_linear_attention_state(tmm_recorder *r, const tmm_linear_atten
     tmm_pipeline *pipe;
     TMM_TRY(pipeline(r, &tmm_spv_linattn_state, 5, 0, &pipe));
     push p = push_of(&g);
-    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * g.D + g.D;
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * p.nb;
     tmm_arg args[] = { tmm_in(bl), tmm_in(bk), tmm_in(bv), tmm_inout(bS), tmm_inout(bz) };
     for (uint32_t lo = 0; lo < g.n; lo += budget) {
         p.lo = lo;
