@@ -569,6 +569,10 @@ H_TEST(linear_attention, errors)
     cr_assert_eq(tmm_op_linear_attention_step(r, &ok, x, x, x, S, S, y), TMM_ERR_INVALID_ARGUMENT);
     cr_assert_eq(tmm_op_linear_attention_state(r, &ok, x, x, x, S, z), TMM_OK); /* len may be any uint32 */
     cr_assert_eq(tmm_op_linear_attention_state(r, &ok, x, x, x, x, z), TMM_ERR_INVALID_ARGUMENT);
+    tmm_linear_attention_desc any_chunk = ok; /* the step and the state ignore the chunk */
+    any_chunk.chunk = TMM_LINATTN_MAX_CHUNK + 1;
+    cr_assert_eq(tmm_op_linear_attention_step(r, &any_chunk, x, x, x, S, z, y), TMM_OK);
+    cr_assert_eq(tmm_op_linear_attention_state(r, &any_chunk, x, x, x, S, z), TMM_OK);
     h_run(r);
     tmm_buffer_destroy(b);
 }

@@ -73,14 +73,18 @@ static layout layout_of(const geom *g, bool scratch)
     return l;
 }
 
-/* step: n is not used (the checks run with n = 1). */
-static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_linear_attention_desc *desc, bool step,
+/* What a descriptor is checked for: the training ops use every tensor above;
+ * the prefill state only the activations and the state; the step ignores n
+ * and the chunk (its rows are checked as one position). */
+typedef enum use { FOR_TRAINING, FOR_STATE, FOR_STEP } use;
+
+static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_linear_attention_desc *desc, use u,
                           geom *out)
 {
     if (!desc)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL descriptor", op);
-    geom g = { desc->batch, step ? 1 : desc->n, desc->d, desc->heads ? desc->heads : 1, 0,
-               desc->chunk ? desc->chunk : TMM_LINATTN_CHUNK, 0 };
+    geom g = { desc->batch, u == FOR_STEP ? 1 : desc->n, desc->d, desc->heads ? desc->heads : 1, 0,
+               u == FOR_TRAINING && desc->chunk ? desc->chunk : TMM_LINATTN_CHUNK, 0 };
     if (!g.B || !g.n || !g.d)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: empty shape B=%u n=%u d=%u", op, g.B, g.n, g.d);
     if (g.d % g.H)
@@ -94,10 +98,12 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_linea
                         TMM_LINATTN_MAX_CHUNK);
     g.NC = tmm_div_up(g.n, g.C);
     /* 32-bit indices in the kernels; each tensor and region is one binding */
-    const uint64_t sizes[] = { act_floats(&g), s_floats(&g), z_floats(&g), row_floats(&g), score_floats(&g) };
-    static const char *names[] = { "an activation", "the chunk states", "the chunk sums", "the denominators",
-                                   "the intra-chunk scores" };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    const uint64_t sizes[] = { act_floats(&g), (uint64_t)g.B * g.H * g.D * g.D, s_floats(&g), z_floats(&g),
+                               row_floats(&g), score_floats(&g) };
+    static const char *names[] = { "an activation", "the state",     "the chunk states",
+                                   "the chunk sums", "the denominators", "the intra-chunk scores" };
+    const size_t count = u == FOR_TRAINING ? sizeof sizes / sizeof sizes[0] : 2;
+    for (size_t i = 0; i < count; i++) {
         if (sizes[i] > UINT32_MAX)
             return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s (%llu floats) exceed 32-bit indexing", op, names[i],
                             (unsigned long long)sizes[i]);
@@ -118,13 +124,13 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_linea
 tmm_status tmm_linear_attention_check(const tmm_recorder *r, const tmm_linear_attention_desc *desc)
 {
     geom g = { 0 };
-    return resolve("linear attention", r, desc, false, &g);
+    return resolve("linear attention", r, desc, FOR_TRAINING, &g);
 }
 
 uint64_t tmm_op_linear_attention_saved(const tmm_linear_attention_desc *desc)
 {
     geom g = { 0 };
-    if (resolve("linear attention", NULL, desc, false, &g) != TMM_OK)
+    if (resolve("linear attention", NULL, desc, FOR_TRAINING, &g) != TMM_OK)
         return 0;
     return layout_of(&g, false).total;
 }
@@ -132,7 +138,7 @@ uint64_t tmm_op_linear_attention_saved(const tmm_linear_attention_desc *desc)
 uint64_t tmm_op_linear_attention_backward_scratch(const tmm_linear_attention_desc *desc)
 {
     geom g = { 0 };
-    if (resolve("linear attention", NULL, desc, false, &g) != TMM_OK)
+    if (resolve("linear attention", NULL, desc, FOR_TRAINING, &g) != TMM_OK)
         return 0;
     return layout_of(&g, true).total;
 }
@@ -160,13 +166,10 @@ static push push_of(const geom *g)
                    .nb = tmm_div_up(g->D, CB), .lo = 0, .hi = 0, .eps = TMM_LINATTN_EPS };
 }
 
-/* phi: linattn_scores' PHI (1: scores of f(q), f(k); 0: of dy, v); other kernels ignore it. */
-static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buffers, uint32_t phi,
-                           tmm_pipeline **out)
+static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buffers, tmm_pipeline **out)
 {
-    uint32_t spec[2] = { CB, phi };
-    return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, spv == &tmm_spv_linattn_scores ? 2 : 1,
-                           out);
+    const uint32_t spec[1] = { CB };
+    return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, 1, out);
 }
 
 /* The regions of a saved or scratch view (already checked). */
@@ -182,12 +185,14 @@ static regions regions_of(const geom *g, tmm_view v, bool scratch)
     return x;
 }
 
-/* Scores of a and b inside each chunk into w (see linattn_scores.comp). */
+/* Scores of a and b inside each chunk into w (see linattn_scores.comp); phi
+ * is its PHI: 1 for the scores of f(q), f(k), 0 for those of dy, v. */
 static tmm_status record_scores(tmm_recorder *r, const geom *g, const push *p, uint32_t phi, tmm_view a, tmm_view b,
                                 tmm_view w)
 {
+    const uint32_t spec[2] = { CB, phi };
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_scores, 3, phi, &pipe));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_linattn_scores, 3, sizeof(push), local_x, spec, 2, &pipe));
     tmm_arg args[] = { tmm_in(a), tmm_in(b), tmm_out(w) };
     return tmm_record_dispatch(r, pipe, args, 3, p, tmm_div_up((uint64_t)g->n * g->C, WG), g->H, g->B);
 }
@@ -197,7 +202,7 @@ static tmm_status record_outputs(tmm_recorder *r, const geom *g, const push *p, 
                                  const regions *saved, tmm_view y, tmm_view den)
 {
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd, 7, 0, &pipe));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd, 7, &pipe));
     tmm_arg args[] = { tmm_in(q), tmm_in(v), tmm_in(saved->s), tmm_in(saved->z), tmm_in(saved->sc), tmm_out(y),
                        tmm_out(den) };
     return tmm_record_dispatch(r, pipe, args, 7, p, tmm_div_up((uint64_t)g->n * g->H * p->nb, WG), g->B, 1);
@@ -210,7 +215,7 @@ tmm_status tmm_op_linear_attention_forward(tmm_recorder *r, const tmm_linear_att
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     geom g = { 0 };
-    TMM_TRY(resolve(op, r, desc, false, &g));
+    TMM_TRY(resolve(op, r, desc, FOR_TRAINING, &g));
     const uint64_t na = act_floats(&g), ns = layout_of(&g, false).total;
     tmm_view bq, bk, bv, by, bs;
     TMM_TRY(need(r, op, "q", q, na, &bq));
@@ -224,7 +229,7 @@ tmm_status tmm_op_linear_attention_forward(tmm_recorder *r, const tmm_linear_att
     const regions sv = regions_of(&g, bs, false);
 
     tmm_pipeline *pstate;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd_state, 4, 0, &pstate));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_fwd_state, 4, &pstate));
     push p = push_of(&g);
     const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * p.nb;
     tmm_arg as[] = { tmm_in(bk), tmm_in(bv), tmm_inout(sv.s), tmm_inout(sv.z) };
@@ -245,7 +250,7 @@ tmm_status tmm_op_linear_attention_backward(tmm_recorder *r, const tmm_linear_at
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     geom g = { 0 };
-    TMM_TRY(resolve(op, r, desc, false, &g));
+    TMM_TRY(resolve(op, r, desc, FOR_TRAINING, &g));
     const uint64_t na = act_floats(&g), ns = layout_of(&g, false).total, nx = layout_of(&g, true).total;
     tmm_view bq, bk, bv, bs, bg, bx, bdq, bdk, bdv;
     TMM_TRY(need(r, op, "q", q, na, &bq));
@@ -268,9 +273,9 @@ tmm_status tmm_op_linear_attention_backward(tmm_recorder *r, const tmm_linear_at
     TMM_TRY(record_scores(r, &g, &p, 0, bg, bv, sx.sc));
     TMM_TRY(record_outputs(r, &g, &p, bq, bv, &sv, sx.act, sx.row));
     tmm_pipeline *pdq, *pstate, *pdkv;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dq, 10, 0, &pdq));
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_state, 6, 0, &pstate));
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dkv, 12, 0, &pdkv));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dq, 10, &pdq));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_state, 6, &pstate));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_bwd_dkv, 12, &pdkv));
     const uint32_t rows = tmm_div_up((uint64_t)g.n * g.H * p.nb, WG);
     tmm_arg aq[] = { tmm_in(bq),   tmm_in(bk),    tmm_in(sx.act), tmm_in(bg),   tmm_in(sv.s),
                      tmm_in(sv.z), tmm_in(sv.row), tmm_in(sx.sc), tmm_out(bdq), tmm_out(sx.row) };
@@ -294,7 +299,7 @@ tmm_status tmm_op_linear_attention_state(tmm_recorder *r, const tmm_linear_atten
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     geom g = { 0 };
-    TMM_TRY(resolve(op, r, desc, false, &g));
+    TMM_TRY(resolve(op, r, desc, FOR_STATE, &g));
     const uint64_t na = act_floats(&g), nS = (uint64_t)g.B * g.H * g.D * g.D, nz = (uint64_t)g.B * g.H * g.D;
     tmm_view bl, bk, bv, bS, bz;
     TMM_TRY(need(r, op, "len", len, g.B, &bl));
@@ -307,7 +312,7 @@ tmm_status tmm_op_linear_attention_state(tmm_recorder *r, const tmm_linear_atten
     TMM_TRY(no_overlap(op, spans, 5, 3));
 
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_state, 5, 0, &pipe));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_state, 5, &pipe));
     push p = push_of(&g);
     const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), ne = g.D * p.nb;
     tmm_arg args[] = { tmm_in(bl), tmm_in(bk), tmm_in(bv), tmm_inout(bS), tmm_inout(bz) };
@@ -326,7 +331,7 @@ tmm_status tmm_op_linear_attention_step(tmm_recorder *r, const tmm_linear_attent
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
     geom g = { 0 };
-    TMM_TRY(resolve(op, r, desc, true, &g));
+    TMM_TRY(resolve(op, r, desc, FOR_STEP, &g));
     const uint64_t nr = (uint64_t)g.B * g.d, nS = (uint64_t)g.B * g.H * g.D * g.D, nz = (uint64_t)g.B * g.H * g.D;
     tmm_view bq, bk, bv, bS, bz, by;
     TMM_TRY(need(r, op, "q", q, nr, &bq));
@@ -340,7 +345,7 @@ tmm_status tmm_op_linear_attention_step(tmm_recorder *r, const tmm_linear_attent
     TMM_TRY(no_overlap(op, spans, 6, 3));
 
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_linattn_step, 6, 0, &pipe));
+    TMM_TRY(pipeline(r, &tmm_spv_linattn_step, 6, &pipe));
     push p = push_of(&g);
     tmm_arg args[] = { tmm_in(bq), tmm_in(bk), tmm_in(bv), tmm_inout(bS), tmm_inout(bz), tmm_out(by) };
     return tmm_record_dispatch(r, pipe, args, 6, &p, tmm_div_up(g.H, WG), g.B, 1);

@@ -71,7 +71,7 @@ typedef struct tmm_linear_attention_desc {
     uint32_t n;     /* sequence length >= 1 (the step ignores it) */
     uint32_t d;     /* channels >= 1 */
     uint32_t heads; /* H, divides d; 0 counts as 1 */
-    uint32_t chunk; /* C, 1..TMM_LINATTN_MAX_CHUNK; 0: TMM_LINATTN_CHUNK */
+    uint32_t chunk; /* C, 1..TMM_LINATTN_MAX_CHUNK; 0: TMM_LINATTN_CHUNK (state and step ignore it) */
 } tmm_linear_attention_desc;
 
 /* Checks a descriptor without recording (r may be NULL: shape checks only). */
@@ -95,7 +95,7 @@ tmm_status tmm_op_linear_attention_backward(tmm_recorder *r, const tmm_linear_at
 /* The decoding state after a prefill: S [B, H, D, D] and z [B, H, D]
  * (overwritten) summed over the positions s < len[b] of k, v [B, n, d]; len
  * is a buffer of B uint32 values (a value above n counts as n; 0 gives a zero
- * state). */
+ * state). desc->chunk is ignored. */
 tmm_status tmm_op_linear_attention_state(tmm_recorder *r, const tmm_linear_attention_desc *desc, tmm_view len,
                                          tmm_view k, tmm_view v, tmm_view S, tmm_view z);
 
