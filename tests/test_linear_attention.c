@@ -7,7 +7,8 @@
  * and 128 (the largest supported); the multi-pass paths (loop budget lowered
  * to 1 and 5 positions per pass); a length (66000) beyond lavapipe's loop cap;
  * decoding step by step against the forward row by row, from an empty state
- * and after prefills of different lengths per sequence; bit-identical reruns;
+ * and after prefills of different lengths per sequence; bit-identical reruns
+ * (training ops, and a prefill followed by steps);
  * errors.
  *
  * Tolerance (device vs reference), per element: |got - ref| <= atol + RTOL |ref|
@@ -395,8 +396,9 @@ static size_t step_stride(shape s) { return ((size_t)s.B * s.d + 63) / 64 * 64; 
  * the positions s < start[b] (tmm_op_linear_attention_state) and each step's
  * y is compared with the reference forward's row start[b] + i. The state
  * after the last step is compared with the reference state of
- * start[b] + steps positions. */
-static void check_decode(shape s, const uint32_t *start, uint32_t steps, uint64_t seed)
+ * start[b] + steps positions. Returns the device's outputs and final state
+ * (y rows, then S, then z; caller frees). */
+static float *check_decode(shape s, const uint32_t *start, uint32_t steps, uint64_t seed)
 {
     tmm_linear_attention_desc desc = desc_of(s);
     size_t na = act_of(s), D = s.d / s.H, nS = (size_t)s.B * s.H * D * D, nz = (size_t)s.B * s.H * D;
@@ -454,19 +456,25 @@ static void check_decode(shape s, const uint32_t *start, uint32_t steps, uint64_
     tmm_buffer *all[] = { bq, bk, bv, bl, bS, bz, brq, brk, brv, by };
     destroy_all(all, sizeof all / sizeof all[0]);
     free_inputs(&in);
+    size_t ny = (size_t)s.B * s.d * steps;
+    float *out = h_floats(ny + nS + nz);
+    memcpy(out, yr, ny * sizeof(float));
+    memcpy(out + ny, S, nS * sizeof(float));
+    memcpy(out + ny + nS, z, nz * sizeof(float));
     float *fl[] = { rq, rk, rv, yref, ydev, yr, ye, lenf, S, z, rS, rz };
     for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
         free(fl[i]);
     free(end);
+    return out;
 }
 
 /* From an empty state (a prefill of no positions), every row of the forward. */
 H_TEST(linear_attention, steps_match_forward)
 {
     uint32_t zero[2] = { 0, 0 };
-    check_decode((shape){ 2, 20, 6, 2, 0 }, zero, 20, 800);
-    check_decode((shape){ 1, 9, 128, 2, 0 }, zero, 9, 810);
-    check_decode((shape){ 1, 3, 1, 1, 0 }, zero, 3, 820);
+    free(check_decode((shape){ 2, 20, 6, 2, 0 }, zero, 20, 800));
+    free(check_decode((shape){ 1, 9, 128, 2, 0 }, zero, 9, 810));
+    free(check_decode((shape){ 1, 3, 1, 1, 0 }, zero, 3, 820));
 }
 
 /* Prefills of different lengths per sequence (0, < and > a pass), then steps;
@@ -474,10 +482,10 @@ H_TEST(linear_attention, steps_match_forward)
 H_TEST(linear_attention, prefill_then_steps)
 {
     uint32_t start[3] = { 0, 7, 19 };
-    check_decode((shape){ 3, 30, 35, 5, 0 }, start, 11, 900);
+    free(check_decode((shape){ 3, 30, 35, 5, 0 }, start, 11, 900));
     h_dev->tuning.loop_budget = 4;
-    check_decode((shape){ 3, 30, 35, 5, 0 }, start, 11, 910);
-    check_decode((shape){ 3, 30, 6, 2, 0 }, start, 11, 920);
+    free(check_decode((shape){ 3, 30, 35, 5, 0 }, start, 11, 910));
+    free(check_decode((shape){ 3, 30, 6, 2, 0 }, start, 11, 920));
     h_dev->tuning.loop_budget = 0;
 }
 
@@ -526,6 +534,14 @@ H_TEST(linear_attention, reruns_are_bit_identical)
         free_result(&b);
         free_inputs(&in);
     }
+    /* prefill and steps: y rows and the final state */
+    shape s = { 3, 30, 35, 5, 0 };
+    uint32_t start[3] = { 0, 7, 19 };
+    size_t n = (size_t)s.B * s.d * 11 + (size_t)s.B * s.H * 7 * 7 + (size_t)s.B * s.H * 7;
+    float *a = check_decode(s, start, 11, 1100), *b = check_decode(s, start, 11, 1100);
+    cr_assert(memcmp(a, b, n * sizeof(float)) == 0);
+    free(a);
+    free(b);
 }
 
 H_TEST(linear_attention, errors)
