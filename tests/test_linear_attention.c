@@ -8,8 +8,7 @@
  * to 1 and 5 positions per pass); a length (66000) beyond lavapipe's loop cap;
  * decoding step by step against the forward row by row, from an empty state
  * and after prefills of different lengths per sequence; bit-identical reruns
- * (training ops, and a prefill followed by steps);
- * errors.
+ * (training ops, and a prefill followed by steps); errors.
  *
  * Tolerance (device vs reference), per element: |got - ref| <= atol + RTOL |ref|
  * with atol = TOL * (the largest |ref| of the array) + FLOOR, TOL = 2e-5,
