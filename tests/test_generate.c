@@ -36,6 +36,8 @@ static void make_checkpoint(fixture *f, const tmm_model_config *c, const char *t
         const tmm_param *p = &f->table.params[i];
         if (p->kind == TMM_PARAM_TOEPLITZ_BETA || p->kind == TMM_PARAM_LINEAR_BIAS)
             h_rand(f->params + p->offset, p->numel, 100 + i, -0.5f, 0.5f);
+        if (p->init == TMM_INIT_SMALL) /* the baselines' N(0, 0.02²) would hide errors in tiny logits */
+            h_rand(f->params + p->offset, p->numel, 100 + i, -0.6f, 0.6f);
     }
     tmm_st_meta extra[] = { { "tokenizer", tokenizer } };
     H_OK(tmm_checkpoint_write_model(f->path, 7, &f->table, f->params, extra, 1));
@@ -143,6 +145,16 @@ static const uint32_t short_lengths[] = { 5, 20 };
 static const uint32_t mixed_lengths[] = { 40, 3 };
 H_TEST(generate, cached_short_prompts) { check_cached("flat n 100, bucket 32", (tmm_model_config)CFG(100, 0, 1, false), 2, short_lengths, TMM_MIXER_DIRECT); }
 H_TEST(generate, cached_short_prompts_expanded) { check_cached("expanded n 70, bucket 64", (tmm_model_config)CFG(70, 2, 2, true), 2, mixed_lengths, TMM_MIXER_FFT); }
+/* the baselines: a KV cache (the activations), ring buffers of the window
+ * (wrapping around several times), and both after a shorter model's prefill */
+#define ARCH(a, n, h, w) { .arch = (a), .vocab = 29, .d_model = 12, .n_ctx = (n), .n_layers = 2, .heads = (h), \
+                           .expansion = 2, .kernel = 1, .window = (w), .seed = 5 }
+H_TEST(generate, cached_transformer) { check_cached("transformer heads 2", (tmm_model_config)ARCH(TMM_ARCH_TRANSFORMER, 23, 2, 0), 3, three_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_swa) { check_cached("swa window 5", (tmm_model_config)ARCH(TMM_ARCH_SWA, 23, 2, 5), 3, three_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_transformer_short_prompts) { check_cached("transformer n 100, bucket 32", (tmm_model_config)ARCH(TMM_ARCH_TRANSFORMER, 100, 1, 0), 2, short_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_linear) { check_cached("linear heads 3", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 23, 3, 0), 3, three_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_linear_short_prompts) { check_cached("linear n 70, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 70, 2, 0), 2, mixed_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_swa_short_prompts) { check_cached("swa n 70 window 6, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_SWA, 70, 3, 6), 2, mixed_lengths, TMM_MIXER_AUTO); }
 /* several chunks of the step kernel */
 H_TEST(generate, cached_long)
 {

@@ -25,6 +25,12 @@ static const variant variants[] = {
     { "kernel 3", CFG(0, 3, false, false) },
     { "expanded heads 4", CFG(4, 1, true, false) },
     { "frozen heads 4", CFG(4, 2, false, true) },
+    { "transformer", { .arch = TMM_ARCH_TRANSFORMER, .vocab = 37, .d_model = 20, .n_ctx = 13, .n_layers = 2,
+                       .heads = 2, .expansion = 2, .kernel = 1, .seed = 3 } },
+    { "swa window 4", { .arch = TMM_ARCH_SWA, .vocab = 37, .d_model = 20, .n_ctx = 13, .n_layers = 2, .heads = 2,
+                        .expansion = 2, .kernel = 1, .window = 4, .seed = 3 } },
+    { "linear heads 4", { .arch = TMM_ARCH_LINEAR, .vocab = 37, .d_model = 20, .n_ctx = 13, .n_layers = 2,
+                          .heads = 4, .expansion = 2, .kernel = 1, .seed = 3 } },
 };
 
 enum { B = 2 };
@@ -128,6 +134,9 @@ H_TEST(model_gpu, heads4) { check_variant(&variants[1], TMM_MIXER_DIRECT); }
 H_TEST(model_gpu, kernel3) { check_variant(&variants[2], TMM_MIXER_DIRECT); }
 H_TEST(model_gpu, expanded) { check_variant(&variants[3], TMM_MIXER_DIRECT); }
 H_TEST(model_gpu, frozen) { check_variant(&variants[4], TMM_MIXER_DIRECT); }
+H_TEST(model_gpu, transformer) { check_variant(&variants[5], TMM_MIXER_AUTO); }
+H_TEST(model_gpu, swa) { check_variant(&variants[6], TMM_MIXER_AUTO); }
+H_TEST(model_gpu, linear) { check_variant(&variants[7], TMM_MIXER_AUTO); }
 
 /* The same checks with the Toeplitz layers computed by FFT */
 H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_MIXER_FFT); }

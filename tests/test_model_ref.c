@@ -17,6 +17,49 @@ static tmm_model_config tiny(uint32_t heads, uint32_t kernel, bool expanded, boo
     return c;
 }
 
+static tmm_model_config tiny_arch(tmm_arch arch, uint32_t heads, uint32_t window)
+{
+    tmm_model_config c = tiny(heads, 1, false, false);
+    c.arch = arch;
+    c.window = window;
+    return c;
+}
+
+Test(params, baseline_table_names_shapes_and_count)
+{
+    tmm_model_config c = tiny_arch(TMM_ARCH_TRANSFORMER, 3, 0);
+    tmm_param_table t;
+    H_OK(tmm_param_table_build(&c, &t));
+    const char *present[] = { "embed.weight", "blocks.0.attn_norm.weight", "blocks.0.attn.q.weight",
+                              "blocks.1.attn.o.weight", "blocks.1.mlp_norm.weight", "blocks.1.mlp.gate_up.weight",
+                              "blocks.1.mlp.down.weight", "final_norm.weight", "lm_head.weight" };
+    for (size_t i = 0; i < sizeof present / sizeof present[0]; i++)
+        cr_assert_geq(tmm_param_find(&t, present[i]), 0, "%s is missing", present[i]);
+    cr_assert_eq(tmm_param_find(&t, "blocks.0.attn_norm.bias"), -1, "RMSNorm has no bias");
+    const tmm_param *gu = &t.params[tmm_param_find(&t, "blocks.0.mlp.gate_up.weight")];
+    cr_assert(gu->shape[0] == 24 && gu->shape[1] == 6, "gate and up stacked: [2e, d]");
+    /* 2Vd + final norm d + per block: 2d (norms) + 4d² (attention) + 2ed + ed (MLP) */
+    uint64_t d = 6, e = 12, V = 7;
+    cr_assert_eq(tmm_model_param_count(&c), 2 * V * d + d + 2 * (2 * d + 4 * d * d + 3 * e * d));
+    tmm_param_table_free(&t);
+
+    c.heads = 0;
+    cr_assert_eq(tmm_param_table_build(&c, &t), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "heads"), "%s", tmm_last_error());
+    tmm_model_config_resolve(&c);
+    cr_assert_eq(c.heads, 1, "d 6: one head");
+    c = tiny_arch(TMM_ARCH_SWA, 2, 0);
+    tmm_model_config_resolve(&c);
+    cr_assert_eq(c.window, 128, "swa's default window");
+    c = tiny_arch(TMM_ARCH_TRANSFORMER, 2, 4);
+    cr_assert_eq(tmm_param_table_build(&c, &t), TMM_ERR_INVALID_ARGUMENT, "a window is swa's");
+    c = tiny_arch(TMM_ARCH_TRANSFORMER, 6, 0);
+    cr_assert_eq(tmm_param_table_build(&c, &t), TMM_ERR_INVALID_ARGUMENT, "odd head width 1");
+    c = tiny_arch(TMM_ARCH_TRANSFORMER, 3, 0);
+    c.kernel = 2;
+    cr_assert_eq(tmm_param_table_build(&c, &t), TMM_ERR_INVALID_ARGUMENT, "kernel is a TMM variant");
+}
+
 Test(params, table_names_shapes_and_count)
 {
     tmm_model_config c = tiny(2, 3, true, false);
@@ -44,6 +87,44 @@ Test(params, table_names_shapes_and_count)
     cr_assert(strstr(tmm_last_error(), "multiple of heads"), "%s", tmm_last_error());
 }
 
+/* Every tensor's sample mean and std match its initializer. */
+static void check_init_stats(const tmm_param_table *t, const float *a)
+{
+    for (uint32_t i = 0; i < t->count; i++) {
+        const tmm_param *p = &t->params[i];
+        double mean = 0, sq = 0;
+        for (uint64_t j = 0; j < p->numel; j++) {
+            mean += a[p->offset + j];
+            sq += (double)a[p->offset + j] * a[p->offset + j];
+        }
+        mean /= (double)p->numel;
+        double std = sqrt(sq / (double)p->numel - mean * mean);
+        double want_std = p->init == TMM_INIT_KAIMING  ? sqrt(2.0 / p->fan_in)
+                          : p->init == TMM_INIT_NORMAL ? 1.0
+                          : p->init == TMM_INIT_SMALL  ? 0.02
+                                                       : 0.0;
+        double want_mean = p->init == TMM_INIT_ONE ? 1.0 : 0.0;
+        /* sampling error of a mean and a std over numel draws: ~ std / sqrt(numel) */
+        double tol = 5 * (want_std + 1e-12) / sqrt((double)p->numel);
+        cr_assert(fabs(mean - want_mean) <= tol + 1e-12, "%s: mean %g, want %g", p->name, mean, want_mean);
+        cr_assert(fabs(std - want_std) <= 2 * tol + 1e-12, "%s: std %g, want %g", p->name, std, want_std);
+    }
+}
+
+Test(params, baseline_init_follows_the_spec)
+{
+    tmm_model_config c = { .arch = TMM_ARCH_SWA, .window = 16, .vocab = 300, .d_model = 128, .n_ctx = 64, .n_layers = 1,
+                           .heads = 2, .expansion = 4, .kernel = 1, .seed = 7 };
+    tmm_param_table t;
+    H_OK(tmm_param_table_build(&c, &t));
+    float *a = calloc(t.arena_floats, sizeof *a);
+    tmm_param_init(&t, a);
+    check_init_stats(&t, a);
+    cr_assert_eq(t.params[t.embed].init, TMM_INIT_SMALL, "the baselines' embedding is N(0, 0.02²)");
+    free(a);
+    tmm_param_table_free(&t);
+}
+
 Test(params, init_is_seeded_and_follows_the_spec)
 {
     tmm_model_config c = { .vocab = 300, .d_model = 128, .n_ctx = 256, .n_layers = 1, .heads = 4,
@@ -54,22 +135,7 @@ Test(params, init_is_seeded_and_follows_the_spec)
     tmm_param_init(&t, a);
     tmm_param_init(&t, b);
     cr_assert(memcmp(a, b, t.arena_floats * sizeof *a) == 0, "same seed, different weights");
-    for (uint32_t i = 0; i < t.count; i++) {
-        const tmm_param *p = &t.params[i];
-        double mean = 0, sq = 0;
-        for (uint64_t j = 0; j < p->numel; j++) {
-            mean += a[p->offset + j];
-            sq += (double)a[p->offset + j] * a[p->offset + j];
-        }
-        mean /= (double)p->numel;
-        double std = sqrt(sq / (double)p->numel - mean * mean);
-        double want_std = p->init == TMM_INIT_KAIMING ? sqrt(2.0 / p->fan_in) : p->init == TMM_INIT_NORMAL ? 1.0 : 0.0;
-        double want_mean = p->init == TMM_INIT_ONE ? 1.0 : 0.0;
-        /* sampling error of a mean and a std over numel draws: ~ std / sqrt(numel) */
-        double tol = 5 * (want_std + 1e-12) / sqrt((double)p->numel);
-        cr_assert(fabs(mean - want_mean) <= tol + 1e-12, "%s: mean %g, want %g", p->name, mean, want_mean);
-        cr_assert(fabs(std - want_std) <= 2 * tol + 1e-12, "%s: std %g, want %g", p->name, std, want_std);
-    }
+    check_init_stats(&t, a);
     c.seed = 8;
     tmm_param_table t2;
     H_OK(tmm_param_table_build(&c, &t2));
@@ -159,6 +225,10 @@ Test(reference_model, backward_heads) { fd_check("heads 2", tiny(2, 1, false, fa
 Test(reference_model, backward_kernel3) { fd_check("kernel 3", tiny(0, 3, false, false)); }
 Test(reference_model, backward_expanded_heads) { fd_check("expanded, heads 3", tiny(3, 1, true, false)); }
 Test(reference_model, backward_kernel2_heads) { fd_check("kernel 2, heads 2", tiny(2, 2, false, false)); }
+
+Test(reference_model, backward_transformer) { fd_check("transformer", tiny_arch(TMM_ARCH_TRANSFORMER, 3, 0)); }
+Test(reference_model, backward_swa) { fd_check("swa, window 2", tiny_arch(TMM_ARCH_SWA, 1, 2)); }
+Test(reference_model, backward_linear) { fd_check("linear, heads 2", tiny_arch(TMM_ARCH_LINEAR, 2, 0)); }
 
 Test(reference_model, frozen_toeplitz_gets_no_gradient)
 {

@@ -23,6 +23,7 @@
 
 #include "model/arch.h"
 #include "ops/decode_ops.h"
+#include "ops/llama_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "train/checkpoint.h"
@@ -77,6 +78,9 @@ static tmm_view W(tmm_buffer *b) { return tmm_whole(b); }
 static tmm_status step_norm(tmm_generator *g, tmm_recorder *r, int w, int b)
 {
     const uint32_t B = g->info.batch, d = g->info.config.d_model;
+    if (g->arch->norm == TMM_NORM_RMS)
+        return tmm_op_rmsnorm_forward(r, W(g->h), param(g, w), B, d, TMM_RMSNORM_EPS, W(g->ln_scratch), W(g->x),
+                                      W(g->rstd));
     return tmm_op_layernorm_forward(r, W(g->h), param(g, w), param(g, b), B, d, TMM_NN_LAYERNORM_EPS,
                                     W(g->ln_scratch), W(g->x), W(g->mean), W(g->rstd));
 }
@@ -86,8 +90,13 @@ static tmm_status step_mlp(tmm_generator *g, tmm_recorder *r, const tmm_block_pa
 {
     const tmm_model_config *c = &g->info.config;
     const uint32_t B = g->info.batch, d = c->d_model, e = c->expansion * d;
-    TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, e, param(g, bp->mlp_in_w), none, W(g->f), false));
-    TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
+    if (g->arch->mlp == TMM_MLP_SWIGLU) {
+        TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, 2 * e, param(g, bp->mlp_in_w), none, W(g->f), false));
+        TMM_TRY(tmm_op_swiglu_forward(r, W(g->f), B, e, W(g->z)));
+    } else {
+        TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, e, param(g, bp->mlp_in_w), none, W(g->f), false));
+        TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
+    }
     return tmm_op_linear_rows(r, W(g->z), B, e, d, param(g, bp->mlp_out_w), param(g, bp->mlp_out_b), W(g->h), true);
 }
 
@@ -133,10 +142,11 @@ static tmm_status allocate(tmm_generator *g)
     struct { tmm_buffer **b; uint64_t floats; tmm_memory_kind kind; } all[] = {
         { &g->h, B * d, TMM_MEMORY_DEVICE },       { &g->x, B * d, TMM_MEMORY_DEVICE },
         { &g->mean, B, TMM_MEMORY_DEVICE },        { &g->rstd, B, TMM_MEMORY_DEVICE },
-        { &g->f, B * e, TMM_MEMORY_DEVICE },       { &g->z, B * e, TMM_MEMORY_DEVICE },
+        { &g->f, 2 * B * e, TMM_MEMORY_DEVICE },   { &g->z, B * e, TMM_MEMORY_DEVICE },
         { &g->tokens, B, TMM_MEMORY_HOST },        { &g->positions, B, TMM_MEMORY_HOST },
         { &g->lengths, B, TMM_MEMORY_HOST },       { &g->logits, B * V, TMM_MEMORY_HOST },
-        { &g->ln_scratch, tmm_op_layernorm_forward_scratch((uint32_t)B, (uint32_t)d), TMM_MEMORY_DEVICE },
+        { &g->ln_scratch, tmm_op_layernorm_forward_scratch((uint32_t)B, (uint32_t)d) +
+                              tmm_op_rmsnorm_forward_scratch((uint32_t)B, (uint32_t)d), TMM_MEMORY_DEVICE },
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         TMM_TRY(tmm_buffer_create(g->device, (all[i].floats ? all[i].floats : 1) * 4, all[i].kind, all[i].b));

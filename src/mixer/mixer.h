@@ -70,6 +70,8 @@ struct tmm_mixer {
 };
 
 struct tmm_mixer_class {
+    /* The config's rules that are this mixer's (the frame checked the rest). */
+    tmm_status (*check)(const tmm_model_config *c);
     /* Declares block `layer`'s tensors, storing their indices in idx (at most
      * TMM_MIXER_MAX_PARAMS). `prefix` names them: blocks.<layer>.<prefix>.* */
     void (*declare)(tmm_param_builder *b, const tmm_model_config *c, uint32_t layer, int *idx);
@@ -104,9 +106,8 @@ struct tmm_mixer_class {
                               tmm_view x, tmm_view h);
 };
 
-/* The mixer class of an architecture. */
-const tmm_mixer_class *tmm_mixer_class_of(tmm_arch arch);
-
 extern const tmm_mixer_class tmm_toeplitz_mixer;
+extern const tmm_mixer_class tmm_attention_mixer;
+extern const tmm_mixer_class tmm_linear_mixer;
 
 #endif

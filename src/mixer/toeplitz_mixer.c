@@ -35,6 +35,16 @@ typedef struct tz_mixer {
 
 static const tmm_view none = { 0 };
 
+static tmm_status check(const tmm_model_config *c)
+{
+    if (c->kernel > c->d_model)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel must be from 1 to d_model (%u), got %u", c->d_model,
+                        c->kernel);
+    if ((uint64_t)c->n_ctx * c->kernel * (c->heads ? c->heads : 1) > (1ull << 31))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model dimensions too large");
+    return TMM_OK;
+}
+
 static void declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l, int *idx)
 {
     const uint32_t d = c->d_model, n = c->n_ctx, k = c->kernel, g = c->heads ? c->heads : 1;
@@ -249,7 +259,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     tmm_view mix = A(c->expanded ? a->y2 : a->y1);
     tmm_view dmix = dh;
     if (c->heads) {
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, P(m, l, TMM_TZ_OUT_W), tmp[0]));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, P(m, l, TMM_TZ_OUT_W), tmp[0], false));
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, mix, N, d, d, G(m, l, TMM_TZ_OUT_W)));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, l, TMM_TZ_OUT_B)));
         dmix = tmp[0];
@@ -271,7 +281,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     *dx = du;
     if (c->heads) {
         *dx = du.buffer == tmp[0].buffer ? tmp[1] : tmp[0];
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, P(m, l, TMM_TZ_IN_W), *dx));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, P(m, l, TMM_TZ_IN_W), *dx, false));
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, du, x, N, d, d, G(m, l, TMM_TZ_IN_W)));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, du, N, d, rec->scratch, G(m, l, TMM_TZ_IN_B)));
     }
@@ -404,6 +414,7 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
 }
 
 const tmm_mixer_class tmm_toeplitz_mixer = {
+    .check = check,
     .declare = declare,
     .create = create,
     .destroy = destroy,

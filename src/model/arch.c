@@ -10,6 +10,15 @@ static const tmm_arch_desc archs[] = {
     { .arch = TMM_ARCH_TMM, .norm = TMM_NORM_LAYER, .mlp = TMM_MLP_SILU, .mixer_first = false,
       .final_norm = false, .linear_init = TMM_INIT_KAIMING, .embed_init = TMM_INIT_NORMAL,
       .mlp_norm_name = "ln1", .mix_norm_name = "ln2", .default_lr = 5e-4, .mixer = &tmm_toeplitz_mixer },
+    { .arch = TMM_ARCH_TRANSFORMER, .norm = TMM_NORM_RMS, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
+      .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
+      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_attention_mixer },
+    { .arch = TMM_ARCH_SWA, .norm = TMM_NORM_RMS, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
+      .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
+      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_attention_mixer },
+    { .arch = TMM_ARCH_LINEAR, .norm = TMM_NORM_RMS, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
+      .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
+      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_linear_mixer },
 };
 
 const tmm_arch_desc *tmm_arch_of(tmm_arch arch)

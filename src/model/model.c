@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/arch.h"
+#include "ops/llama_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
 
@@ -89,6 +90,8 @@ static uint64_t scratch_floats(const tmm_model *m)
     s = max_u64(s, tmm_op_xent_scratch(N, V));
     s = max_u64(s, tmm_op_xent_mean_scratch(N));
     s = max_u64(s, tmm_op_embedding_backward_scratch(N, d));
+    s = max_u64(s, tmm_op_rmsnorm_forward_scratch(N, d));
+    s = max_u64(s, tmm_op_rmsnorm_backward_scratch(N, d));
     return max_u64(s, m->mixer->cls->scratch_floats(m->mixer));
 }
 
@@ -344,9 +347,13 @@ typedef struct norm_io {
 static tmm_status norm_forward(const tmm_model *m, const tmm_rec *rec, const norm_io *n, tmm_view h, tmm_view y)
 {
     const uint32_t N = m->rows, d = m->table.config.d_model;
-    TMM_REC_OP(rec, "layernorm", tmm_op_layernorm_forward(rec->r, h, P(m, n->w), P(m, n->b), N, d,
-                                                          TMM_NN_LAYERNORM_EPS, rec->scratch, y, A(n->mean),
-                                                          A(n->rstd)));
+    if (m->arch->norm == TMM_NORM_RMS)
+        TMM_REC_OP(rec, "rmsnorm", tmm_op_rmsnorm_forward(rec->r, h, P(m, n->w), N, d, TMM_RMSNORM_EPS, rec->scratch,
+                                                          y, A(n->rstd)));
+    else
+        TMM_REC_OP(rec, "layernorm", tmm_op_layernorm_forward(rec->r, h, P(m, n->w), P(m, n->b), N, d,
+                                                              TMM_NN_LAYERNORM_EPS, rec->scratch, y, A(n->mean),
+                                                              A(n->rstd)));
     return TMM_OK;
 }
 
@@ -354,21 +361,30 @@ static tmm_status norm_forward(const tmm_model *m, const tmm_rec *rec, const nor
 static tmm_status norm_backward(const tmm_model *m, const tmm_rec *rec, const norm_io *n, tmm_view h, tmm_view dx)
 {
     const uint32_t N = m->rows, d = m->table.config.d_model;
-    TMM_REC_OP(rec, "layernorm bwd", tmm_op_layernorm_backward(rec->r, h, P(m, n->w), A(n->mean), A(n->rstd), dx,
-                                                               N, d, false, rec->scratch, dx, G(m, n->w),
-                                                               G(m, n->b)));
+    if (m->arch->norm == TMM_NORM_RMS)
+        TMM_REC_OP(rec, "rmsnorm bwd", tmm_op_rmsnorm_backward(rec->r, h, P(m, n->w), A(n->rstd), dx, N, d, false,
+                                                               rec->scratch, dx, G(m, n->w)));
+    else
+        TMM_REC_OP(rec, "layernorm bwd", tmm_op_layernorm_backward(rec->r, h, P(m, n->w), A(n->mean), A(n->rstd),
+                                                                   dx, N, d, false, rec->scratch, dx, G(m, n->w),
+                                                                   G(m, n->b)));
     return TMM_OK;
 }
 
-/* h += MLP(x). */
+/* h += MLP(x): W2 silu(W1 x + b1) + b2, or Wdown (silu(Wgate x) ⊙ Wup x). */
 static tmm_status mlp_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
 {
     const tmm_block_params *bp = &m->table.blocks[l];
     const layer_acts *a = &m->layers[l];
     const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
     tmm_recorder *r = rec->r;
-    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, e, P(m, bp->mlp_in_w), none, A(a->mlp_a), false));
-    TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
+    if (m->arch->mlp == TMM_MLP_SWIGLU) {
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, 2 * e, P(m, bp->mlp_in_w), none, A(a->mlp_a), false));
+        TMM_REC_OP(rec, "swiglu", tmm_op_swiglu_forward(r, A(a->mlp_a), N, e, A(a->mlp_z)));
+    } else {
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, e, P(m, bp->mlp_in_w), none, A(a->mlp_a), false));
+        TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
+    }
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->mlp_z), N, e, d, P(m, bp->mlp_out_w), P(m, bp->mlp_out_b), h,
                                             true));
     return TMM_OK;
@@ -381,16 +397,26 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     const tmm_block_params *bp = &m->table.blocks[l];
     const layer_acts *a = &m->layers[l];
     const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
+    const bool swiglu = m->arch->mlp == TMM_MLP_SWIGLU;
+    const uint32_t ea = swiglu ? 2 * e : e;
     tmm_recorder *r = rec->r;
     tmm_view ge = A(m->ge);
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, P(m, bp->mlp_out_w), ge));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, P(m, bp->mlp_out_w), ge, false));
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->mlp_z), N, e, d, G(m, bp->mlp_out_w)));
-    TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, bp->mlp_out_b)));
-    TMM_REC_OP(rec, "silu bwd", tmm_op_bias_silu_backward(r, A(a->mlp_a), P(m, bp->mlp_in_b), ge, N, e, false,
-                                                          rec->scratch, ge, G(m, bp->mlp_in_b)));
+    if (bp->mlp_out_b >= 0)
+        TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, bp->mlp_out_b)));
+    /* da: the gradient of the pre-activation (SwiGLU's over its own input, which is not needed again) */
+    tmm_view da = ge;
+    if (swiglu) {
+        da = A(a->mlp_a);
+        TMM_REC_OP(rec, "swiglu bwd", tmm_op_swiglu_backward(r, A(a->mlp_a), ge, N, e, da));
+    } else {
+        TMM_REC_OP(rec, "silu bwd", tmm_op_bias_silu_backward(r, A(a->mlp_a), P(m, bp->mlp_in_b), ge, N, e, false,
+                                                              rec->scratch, ge, G(m, bp->mlp_in_b)));
+    }
     *dx = A(m->g1);
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, ge, N, d, e, P(m, bp->mlp_in_w), *dx));
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, ge, x, N, d, e, G(m, bp->mlp_in_w)));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, N, d, ea, P(m, bp->mlp_in_w), *dx, false));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, x, N, d, ea, G(m, bp->mlp_in_w)));
     return TMM_OK;
 }
 
@@ -463,11 +489,11 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
     if (m->arch->final_norm) {
         const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head)));
-        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh));
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh, false));
         TMM_TRY(norm_backward(m, &rec, &fn, A(m->h_out), dh));
     } else {
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->h_out), N, d, V, G(m, m->table.head)));
-        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh));
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh, false));
     }
     for (uint32_t l = c->n_layers; l-- > 0;) {
         half hv[2];

@@ -16,6 +16,15 @@ tmm_model_config tmm_model_config_default(void)
     return c;
 }
 
+void tmm_model_config_resolve(tmm_model_config *c)
+{
+    /* attention heads of 64 channels where they divide d, else one */
+    if (c->arch != TMM_ARCH_TMM && c->heads == 0 && c->d_model)
+        c->heads = c->d_model % 64 == 0 ? c->d_model / 64 : 1;
+    if (c->arch == TMM_ARCH_SWA && c->window == 0)
+        c->window = 128;
+}
+
 tmm_status tmm_model_config_check(const tmm_model_config *c)
 {
     if (!tmm_arch_name(c->arch))
@@ -32,20 +41,18 @@ tmm_status tmm_model_config_check(const tmm_model_config *c)
         if (fields[i].value < fields[i].lo || fields[i].value > fields[i].hi)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s must be from %u to %u, got %u", fields[i].name, fields[i].lo,
                             fields[i].hi, fields[i].value);
-    if (c->kernel > c->d_model)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel must be from 1 to d_model (%u), got %u", c->d_model,
-                        c->kernel);
     if (c->heads && c->d_model % c->heads)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "d_model (%u) must be a multiple of heads (%u)", c->d_model,
                         c->heads);
-    if (c->arch == TMM_ARCH_TMM && c->window)
+    if ((uint64_t)c->expansion * c->d_model > (1u << 24) || (uint64_t)c->vocab * c->d_model > (1ull << 31))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model dimensions too large");
+    if (c->window && c->arch != TMM_ARCH_SWA)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "window is for sliding-window attention (swa), not %s",
                         tmm_arch_name(c->arch));
-    uint64_t e = (uint64_t)c->expansion * c->d_model;
-    if (e > (1u << 24) || (uint64_t)c->vocab * c->d_model > (1ull << 31) ||
-        (uint64_t)c->n_ctx * c->kernel * (c->heads ? c->heads : 1) > (1ull << 31))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model dimensions too large");
-    return TMM_OK;
+    if (c->arch != TMM_ARCH_TMM && (c->kernel != 1 || c->expanded || c->frozen))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel, expanded and frozen are variants of the TMM, not of %s",
+                        tmm_arch_name(c->arch));
+    return tmm_arch_of(c->arch)->mixer->check(c);
 }
 
 struct tmm_param_builder {
@@ -121,8 +128,8 @@ static void add_mlp(tmm_param_builder *b, const tmm_arch_desc *a, uint32_t l, ui
         p->mlp_out_w = tmm_param_add(b, l, "mlp.fc2.weight", linear_weight(a, d, e));
         p->mlp_out_b = tmm_param_add(b, l, "mlp.fc2.bias", bias_d);
     } else {
-        p->mlp_in_w = tmm_param_add(b, l, "mlp.gate.weight", linear_weight(a, e, d));
-        p->mlp_up_w = tmm_param_add(b, l, "mlp.up.weight", linear_weight(a, e, d));
+        /* rows 0..e-1 are Wgate, e..2e-1 Wup: one matmul gives SwiGLU's input */
+        p->mlp_in_w = tmm_param_add(b, l, "mlp.gate_up.weight", linear_weight(a, 2 * e, d));
         p->mlp_out_w = tmm_param_add(b, l, "mlp.down.weight", linear_weight(a, d, e));
     }
 }

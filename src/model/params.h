@@ -47,9 +47,8 @@ typedef struct tmm_param {
  * mixer's are in the order its class declares them (src/mixer/). */
 typedef struct tmm_block_params {
     int mlp_norm_w, mlp_norm_b;    /* the MLP's norm (bias: LayerNorm only) */
-    int mlp_in_w, mlp_in_b;        /* SiLU MLP: fc1; SwiGLU: the gate */
-    int mlp_up_w;                  /* SwiGLU: the up projection */
-    int mlp_out_w, mlp_out_b;      /* SiLU MLP: fc2; SwiGLU: the down projection */
+    int mlp_in_w, mlp_in_b;        /* SiLU MLP: fc1; SwiGLU: gate and up, stacked [2e·d, d] */
+    int mlp_out_w, mlp_out_b;      /* SiLU MLP: fc2; SwiGLU: down */
     int mix_norm_w, mix_norm_b;    /* the mixer's norm */
     int mix[TMM_MIXER_MAX_PARAMS];
 } tmm_block_params;

@@ -376,9 +376,9 @@ tmm_status tmm_op_linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in
 }
 
 tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
-                            tmm_view dx)
+                            tmm_view dx, bool accumulate)
 {
-    tmm_matmul_desc d = { .m = rows, .n = in, .k = out, .batch = 1 };
+    tmm_matmul_desc d = { .m = rows, .n = in, .k = out, .batch = 1, .accumulate = accumulate };
     return tmm_op_matmul(r, &d, dy, w, (tmm_view){ 0 }, dx);
 }
 

@@ -67,12 +67,12 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
 
 /* A Linear layer of `rows` rows, W [out, in]:
  *   linear:    y [rows, out] (+)= x [rows, in] · Wᵀ (+ bias [out], optional: an empty view)
- *   linear_dx: dx [rows, in] = dy [rows, out] · W
+ *   linear_dx: dx [rows, in] (+)= dy [rows, out] · W
  *   linear_dw: dW [out, in] = dyᵀ · x */
 tmm_status tmm_op_linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                          tmm_view bias, tmm_view y, bool accumulate);
 tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
-                            tmm_view dx);
+                            tmm_view dx, bool accumulate);
 tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
                             tmm_view dw);
 

@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer/toeplitz_mixer.h"
 #include "model/arch.h"
+#include "ref/ref_llama.h"
+#include "ref/ref_model_util.h"
 
 #define LN_EPS 1e-5
+#define RMS_EPS 1e-6
 
-static double *zalloc(uint64_t n)
+double *ref_zalloc(uint64_t n)
 {
     double *p = calloc(n ? n : 1, sizeof *p);
     if (!p)
@@ -20,7 +22,7 @@ static double *zalloc(uint64_t n)
 }
 
 /* y[N, out] = x[N, in] · Wᵀ + b */
-static void linear_fwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *b,
+void ref_linear_fwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *b,
                        double *y)
 {
     for (uint64_t r = 0; r < N; r++)
@@ -33,7 +35,7 @@ static void linear_fwd(uint64_t N, uint32_t in, uint32_t out, const double *x, c
 }
 
 /* dx += dy · W; dW += dyᵀ · x; db += sum_rows dy (any output may be NULL) */
-static void linear_bwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *dy,
+void ref_linear_bwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *dy,
                        double *dx, double *dW, double *db)
 {
     for (uint64_t r = 0; r < N; r++)
@@ -91,184 +93,43 @@ static void layernorm_bwd(uint64_t N, uint32_t d, const double *xhat, const doub
     }
 }
 
-static double sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
+double ref_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
 
-void ref_toeplitz_fwd_d(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, const double *w,
-                        const double *beta, const double *u, double *y)
-{
-    const uint32_t cpg = d / G;
-    for (uint32_t b = 0; b < B; b++)
-        for (uint32_t t = 0; t < n; t++)
-            for (uint32_t c = 0; c < d; c++) {
-                uint32_t g = c / cpg;
-                double s = beta[(uint64_t)g * n + t];
-                for (uint32_t a = 0; a < K; a++) {
-                    int64_t ci = (int64_t)c - (K - 1) + a;
-                    if (ci < (int64_t)g * cpg)
-                        continue; /* a head's window stays inside the head */
-                    const double *wa = w + ((uint64_t)g * K + a) * n;
-                    for (uint32_t src = 0; src <= t; src++)
-                        s += wa[t - src] * u[((uint64_t)b * n + src) * d + (uint64_t)ci];
-                }
-                y[((uint64_t)b * n + t) * d + c] = s;
-            }
-}
-
-void ref_toeplitz_bwd_d(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, const double *w,
-                        const double *u, const double *gy, double *du, double *dw, double *dbeta)
-{
-    const uint32_t cpg = d / G;
-    for (uint32_t b = 0; b < B; b++)
-        for (uint32_t t = 0; t < n; t++)
-            for (uint32_t c = 0; c < d; c++) {
-                uint32_t g = c / cpg;
-                double gv = gy[((uint64_t)b * n + t) * d + c];
-                if (dbeta)
-                    dbeta[(uint64_t)g * n + t] += gv;
-                for (uint32_t a = 0; a < K; a++) {
-                    int64_t ci = (int64_t)c - (K - 1) + a;
-                    if (ci < (int64_t)g * cpg)
-                        continue; /* a head's window stays inside the head */
-                    const double *wa = w + ((uint64_t)g * K + a) * n;
-                    double *dwa = dw ? dw + ((uint64_t)g * K + a) * n : NULL;
-                    for (uint32_t src = 0; src <= t; src++) {
-                        uint64_t ui = ((uint64_t)b * n + src) * d + (uint64_t)ci;
-                        if (du)
-                            du[ui] += wa[t - src] * gv;
-                        if (dwa)
-                            dwa[t - src] += gv * u[ui];
-                    }
-                }
-            }
-}
-
-/* ---- the TMM's mixer -------------------------------------------------------- */
-
-typedef struct tz_saved {
-    double *x, *v, *y1, *q, *mix;  /* input; Toeplitz input; first output; its silu; before out-projection */
-} tz_saved;
-
-static const double *P(const tmm_param_table *t, const double *arena, int idx)
+const double *ref_param(const tmm_param_table *t, const double *arena, int idx)
 {
     return idx < 0 ? NULL : arena + t->params[idx].offset;
 }
 
 /* The gradient of a tensor, NULL without gradients or for a frozen tensor. */
-static double *PG(const tmm_param_table *t, double *grads, int idx)
+double *ref_grad(const tmm_param_table *t, double *grads, int idx)
 {
     return (idx < 0 || !grads || !t->params[idx].trainable) ? NULL : grads + t->params[idx].offset;
 }
 
-static void *tz_forward(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, const double *x,
-                        double *y)
-{
-    const tmm_model_config *c = &t->config;
-    const int *ix = t->blocks[l].mix;
-    const uint32_t d = c->d_model, n = c->n_ctx, K = c->kernel, G = c->heads ? c->heads : 1;
-    const uint64_t N = (uint64_t)B * n;
-    tz_saved *S = calloc(1, sizeof *S);
-    if (!S)
-        abort();
-    S->x = zalloc(N * d), S->v = zalloc(N * d), S->y1 = zalloc(N * d), S->mix = zalloc(N * d);
-    memcpy(S->x, x, N * d * sizeof *x);
-    if (c->heads)
-        linear_fwd(N, d, d, x, P(t, params, ix[TMM_TZ_IN_W]), P(t, params, ix[TMM_TZ_IN_B]), S->v);
-    else
-        memcpy(S->v, x, N * d * sizeof *x);
-    ref_toeplitz_fwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W]), P(t, params, ix[TMM_TZ_BETA]), S->v, S->y1);
-    if (c->expanded) {
-        S->q = zalloc(N * d);
-        for (uint64_t i = 0; i < N * d; i++)
-            S->q[i] = S->y1[i] * sigmoid(S->y1[i]);
-        ref_toeplitz_fwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W2]), P(t, params, ix[TMM_TZ_BETA2]), S->q, S->mix);
-    } else {
-        memcpy(S->mix, S->y1, N * d * sizeof *x);
-    }
-    if (c->heads)
-        linear_fwd(N, d, d, S->mix, P(t, params, ix[TMM_TZ_OUT_W]), P(t, params, ix[TMM_TZ_OUT_B]), y);
-    else
-        memcpy(y, S->mix, N * d * sizeof *x);
-    return S;
-}
-
-static void tz_backward(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, void *saved,
-                        const double *dy, double *dx, double *grads)
-{
-    const tmm_model_config *c = &t->config;
-    const int *ix = t->blocks[l].mix;
-    const uint32_t d = c->d_model, n = c->n_ctx, K = c->kernel, G = c->heads ? c->heads : 1;
-    const uint64_t N = (uint64_t)B * n;
-    tz_saved *S = saved;
-    double *dmix = zalloc(N * d), *dy1 = zalloc(N * d), *dv = zalloc(N * d);
-    if (c->heads)
-        linear_bwd(N, d, d, S->mix, P(t, params, ix[TMM_TZ_OUT_W]), dy, dmix, PG(t, grads, ix[TMM_TZ_OUT_W]),
-                   PG(t, grads, ix[TMM_TZ_OUT_B]));
-    else
-        memcpy(dmix, dy, N * d * sizeof *dy);
-    if (c->expanded) {
-        double *dq = zalloc(N * d);
-        ref_toeplitz_bwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W2]), S->q, dmix, dq, PG(t, grads, ix[TMM_TZ_W2]),
-                           PG(t, grads, ix[TMM_TZ_BETA2]));
-        for (uint64_t i = 0; i < N * d; i++) {
-            double s = sigmoid(S->y1[i]);
-            dy1[i] = dq[i] * s * (1 + S->y1[i] * (1 - s));
-        }
-        free(dq);
-    } else {
-        memcpy(dy1, dmix, N * d * sizeof *dy);
-    }
-    ref_toeplitz_bwd_d(B, n, d, G, K, P(t, params, ix[TMM_TZ_W]), S->v, dy1, dv, PG(t, grads, ix[TMM_TZ_W]),
-                       PG(t, grads, ix[TMM_TZ_BETA]));
-    if (c->heads)
-        linear_bwd(N, d, d, S->x, P(t, params, ix[TMM_TZ_IN_W]), dv, dx, PG(t, grads, ix[TMM_TZ_IN_W]),
-                   PG(t, grads, ix[TMM_TZ_IN_B]));
-    else
-        for (uint64_t i = 0; i < N * d; i++)
-            dx[i] += dv[i];
-    free(dmix), free(dy1), free(dv);
-}
-
-static void tz_free(void *saved)
-{
-    tz_saved *S = saved;
-    free(S->x), free(S->v), free(S->y1), free(S->q), free(S->mix);
-    free(S);
-}
-
 /* ---- the frame -------------------------------------------------------------- */
 
-/* A mixer's reference: y = Mix_l(x) (returns what its backward needs);
- * backward adds dL/dx into dx and the gradients into grads (when not NULL). */
-typedef struct ref_mixer {
-    void *(*forward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, const double *x,
-                     double *y);
-    void (*backward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, void *saved,
-                     const double *dy, double *dx, double *grads);
-    void (*free)(void *saved);
-} ref_mixer;
-
-static const ref_mixer *ref_mixer_of(tmm_arch arch)
+static const ref_mixer *mixer_of(tmm_arch arch)
 {
-    static const ref_mixer toeplitz = { tz_forward, tz_backward, tz_free };
-    switch (arch) {
-    case TMM_ARCH_TMM:
-        return &toeplitz;
-    default:
-        abort(); /* an architecture without a reference */
-    }
+    return arch == TMM_ARCH_TMM ? &ref_toeplitz_mixer : &ref_attention_mixer; /* attention and linear */
 }
 
-/* A norm: y = Norm(x); keeps xhat and rstd for the backward. */
+/* A norm: y = Norm(x); keeps x, xhat and rstd for the backward. */
 typedef struct norm_saved {
-    double *y, *xhat, *rstd;
+    double *x, *y, *xhat, *rstd;
 } norm_saved;
+
+static bool rms(const tmm_param_table *t) { return tmm_arch_of(t->config.arch)->norm == TMM_NORM_RMS; }
 
 static void norm_fwd(const tmm_param_table *t, const double *params, int w, int b, uint64_t N, const double *x,
                      norm_saved *S)
 {
     const uint32_t d = t->config.d_model;
-    S->y = zalloc(N * d), S->xhat = zalloc(N * d), S->rstd = zalloc(N);
-    layernorm_fwd(N, d, x, P(t, params, w), P(t, params, b), S->y, S->xhat, S->rstd);
+    S->x = ref_zalloc(N * d), S->y = ref_zalloc(N * d), S->xhat = ref_zalloc(N * d), S->rstd = ref_zalloc(N);
+    memcpy(S->x, x, N * d * sizeof *x);
+    if (rms(t))
+        ref_rmsnorm_fwd_d(x, ref_param(t, params, w), N, d, RMS_EPS, S->y, S->rstd);
+    else
+        layernorm_fwd(N, d, x, ref_param(t, params, w), ref_param(t, params, b), S->y, S->xhat, S->rstd);
 }
 
 /* dx += dL/dx of the norm given dy; its gradients. */
@@ -276,46 +137,63 @@ static void norm_bwd(const tmm_param_table *t, const double *params, int w, int 
                      const double *dy, double *dx, double *grads)
 {
     const uint32_t d = t->config.d_model;
-    double *dw = PG(t, grads, w), *db = PG(t, grads, b);
-    double *sink_w = dw ? NULL : zalloc(d), *sink_b = db ? NULL : zalloc(d);
-    layernorm_bwd(N, d, S->xhat, S->rstd, P(t, params, w), dy, dx, dw ? dw : sink_w, db ? db : sink_b);
+    double *dw = ref_grad(t, grads, w), *db = ref_grad(t, grads, b);
+    double *sink_w = dw ? NULL : ref_zalloc(d), *sink_b = db ? NULL : ref_zalloc(d);
+    if (rms(t)) {
+        double *dxn = ref_zalloc(N * d);
+        ref_rmsnorm_bwd_d(S->x, ref_param(t, params, w), dy, N, d, RMS_EPS, true, dxn, dw ? dw : sink_w);
+        for (uint64_t i = 0; i < N * d; i++)
+            dx[i] += dxn[i];
+        free(dxn);
+    } else {
+        layernorm_bwd(N, d, S->xhat, S->rstd, ref_param(t, params, w), dy, dx, dw ? dw : sink_w, db ? db : sink_b);
+    }
     free(sink_w), free(sink_b);
 }
 
-static void norm_free(norm_saved *S) { free(S->y), free(S->xhat), free(S->rstd); }
+static void norm_free(norm_saved *S) { free(S->x), free(S->y), free(S->xhat), free(S->rstd); }
 
 typedef struct mlp_saved {
-    double *x, *a, *z;   /* input; fc1 pre-activation; silu */
+    double *x, *a, *z;   /* input; pre-activation (SwiGLU: gate and up); activation */
 } mlp_saved;
+
+static bool swiglu(const tmm_param_table *t) { return tmm_arch_of(t->config.arch)->mlp == TMM_MLP_SWIGLU; }
 
 static void mlp_fwd(const tmm_param_table *t, const double *params, uint32_t l, uint64_t N, const double *x,
                     double *y, mlp_saved *S)
 {
     const tmm_block_params *bp = &t->blocks[l];
-    const uint32_t d = t->config.d_model, e = t->config.expansion * d;
-    S->x = zalloc(N * d), S->a = zalloc(N * e), S->z = zalloc(N * e);
+    const uint32_t d = t->config.d_model, e = t->config.expansion * d, ea = swiglu(t) ? 2 * e : e;
+    S->x = ref_zalloc(N * d), S->a = ref_zalloc(N * ea), S->z = ref_zalloc(N * e);
     memcpy(S->x, x, N * d * sizeof *x);
-    linear_fwd(N, d, e, x, P(t, params, bp->mlp_in_w), P(t, params, bp->mlp_in_b), S->a);
-    for (uint64_t i = 0; i < N * e; i++)
-        S->z[i] = S->a[i] * sigmoid(S->a[i]);
-    linear_fwd(N, e, d, S->z, P(t, params, bp->mlp_out_w), P(t, params, bp->mlp_out_b), y);
+    ref_linear_fwd(N, d, ea, x, ref_param(t, params, bp->mlp_in_w), ref_param(t, params, bp->mlp_in_b), S->a);
+    if (swiglu(t))
+        ref_swiglu_fwd_d(S->a, N, e, S->z);
+    else
+        for (uint64_t i = 0; i < N * e; i++)
+            S->z[i] = S->a[i] * ref_sigmoid(S->a[i]);
+    ref_linear_fwd(N, e, d, S->z, ref_param(t, params, bp->mlp_out_w), ref_param(t, params, bp->mlp_out_b), y);
 }
 
 static void mlp_bwd(const tmm_param_table *t, const double *params, uint32_t l, uint64_t N, const mlp_saved *S,
                     const double *dy, double *dx, double *grads)
 {
     const tmm_block_params *bp = &t->blocks[l];
-    const uint32_t d = t->config.d_model, e = t->config.expansion * d;
-    double *dz = zalloc(N * e);
-    linear_bwd(N, e, d, S->z, P(t, params, bp->mlp_out_w), dy, dz, PG(t, grads, bp->mlp_out_w),
-               PG(t, grads, bp->mlp_out_b));
-    for (uint64_t i = 0; i < N * e; i++) {
-        double s = sigmoid(S->a[i]);
-        dz[i] *= s * (1 + S->a[i] * (1 - s));
+    const uint32_t d = t->config.d_model, e = t->config.expansion * d, ea = swiglu(t) ? 2 * e : e;
+    double *dz = ref_zalloc(N * e), *da = ref_zalloc(N * ea);
+    ref_linear_bwd(N, e, d, S->z, ref_param(t, params, bp->mlp_out_w), dy, dz, ref_grad(t, grads, bp->mlp_out_w),
+                   ref_grad(t, grads, bp->mlp_out_b));
+    if (swiglu(t)) {
+        ref_swiglu_bwd_d(S->a, dz, N, e, da);
+    } else {
+        for (uint64_t i = 0; i < N * e; i++) {
+            double s = ref_sigmoid(S->a[i]);
+            da[i] = dz[i] * s * (1 + S->a[i] * (1 - s));
+        }
     }
-    linear_bwd(N, d, e, S->x, P(t, params, bp->mlp_in_w), dz, dx, PG(t, grads, bp->mlp_in_w),
-               PG(t, grads, bp->mlp_in_b));
-    free(dz);
+    ref_linear_bwd(N, d, ea, S->x, ref_param(t, params, bp->mlp_in_w), da, dx, ref_grad(t, grads, bp->mlp_in_w),
+                   ref_grad(t, grads, bp->mlp_in_b));
+    free(dz), free(da);
 }
 
 static void mlp_free(mlp_saved *S) { free(S->x), free(S->a), free(S->z); }
@@ -332,15 +210,15 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
 {
     const tmm_model_config *c = &t->config;
     const tmm_arch_desc *arch = tmm_arch_of(c->arch);
-    const ref_mixer *mixer = ref_mixer_of(c->arch);
+    const ref_mixer *mixer = mixer_of(c->arch);
     const uint32_t d = c->d_model, n = c->n_ctx, V = c->vocab;
     const uint64_t N = (uint64_t)B * n;
 
     half_saved *acts = calloc(2 * (size_t)c->n_layers, sizeof *acts);
-    double *h = zalloc(N * d), *f = zalloc(N * d);
+    double *h = ref_zalloc(N * d), *f = ref_zalloc(N * d);
     if (!acts)
         abort();
-    const double *E = P(t, params, t->embed);
+    const double *E = ref_param(t, params, t->embed);
     for (uint64_t r = 0; r < N; r++)
         memcpy(h + r * d, E + (uint64_t)(tokens[r] % V) * d, d * sizeof *h);
 
@@ -367,8 +245,8 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
     }
 
     /* LM head and cross-entropy; dlogits is kept for backward */
-    double *logits = zalloc(N * V);
-    linear_fwd(N, d, V, head_in, P(t, params, t->head), NULL, logits);
+    double *logits = ref_zalloc(N * V);
+    ref_linear_fwd(N, d, V, head_in, ref_param(t, params, t->head), NULL, logits);
     if (logits_out)
         memcpy(logits_out, logits, N * V * sizeof *logits);
     uint64_t scored = 0;
@@ -395,14 +273,14 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
 
     if (grads) {
         memset(grads, 0, t->arena_floats * sizeof *grads);
-        double *dh = zalloc(N * d), *dx = zalloc(N * d);
+        double *dh = ref_zalloc(N * d), *dx = ref_zalloc(N * d);
         if (arch->final_norm) {
-            double *dhf = zalloc(N * d);
-            linear_bwd(N, d, V, head_in, P(t, params, t->head), logits, dhf, PG(t, grads, t->head), NULL);
+            double *dhf = ref_zalloc(N * d);
+            ref_linear_bwd(N, d, V, head_in, ref_param(t, params, t->head), logits, dhf, ref_grad(t, grads, t->head), NULL);
             norm_bwd(t, params, t->final_norm_w, -1, N, &fn, dhf, dh, grads);
             free(dhf);
         } else {
-            linear_bwd(N, d, V, head_in, P(t, params, t->head), logits, dh, PG(t, grads, t->head), NULL);
+            ref_linear_bwd(N, d, V, head_in, ref_param(t, params, t->head), logits, dh, ref_grad(t, grads, t->head), NULL);
         }
         for (uint32_t l = c->n_layers; l-- > 0;) {
             const tmm_block_params *bp = &t->blocks[l];
@@ -419,7 +297,7 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
                          is_mixer ? bp->mix_norm_b : bp->mlp_norm_b, N, &S->norm, dx, dh, grads);
             }
         }
-        double *dE = PG(t, grads, t->embed);
+        double *dE = ref_grad(t, grads, t->embed);
         for (uint64_t r = 0; r < N; r++)
             for (uint32_t i = 0; i < d; i++)
                 dE[(uint64_t)(tokens[r] % V) * d + i] += dh[r * d + i];

@@ -42,6 +42,7 @@ tmm_status tmm_train_prepare(tmm_train_config *c, tmm_data **out)
     uint32_t need = tmm_data_vocab(data);
     if (c->model.vocab == 0)
         c->model.vocab = need;
+    tmm_model_config_resolve(&c->model);
     tmm_status s = TMM_OK;
     if (c->model.vocab < need)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model vocab %u is smaller than the task's %u tokens", c->model.vocab,

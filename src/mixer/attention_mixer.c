@@ -1,0 +1,307 @@
+/* Softmax attention, the transformer's and the sliding-window transformer's
+ * mixer (docs/baselines.md sections 1 and 2):
+ *
+ *     q = RoPE(x Wqᵀ), k = RoPE(x Wkᵀ), v = x Wvᵀ        H heads of dh = d/H
+ *     o = causal softmax(q kᵀ / sqrt(dh)) v, per head, over the keys
+ *         t - W < s <= t (W = window; 0: all s <= t)
+ *     h += o Woᵀ
+ *
+ * Tensors (no biases, N(0, 0.02²)): blocks.L.attn.{q,k,v,o}.weight [d, d].
+ * Activations kept per layer: q and k (after RoPE), v, o and the softmax's
+ * log-sum-exp. Decoding: with full attention (or a window of at least n)
+ * the cache is the k and v activations themselves [B, n, d]; with a window
+ * W < n, a ring buffer of the last W keys and values per layer [B, W, d]. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mixer/qkvo.h"
+#include "ops/attention.h"
+#include "ops/attention_step.h"
+#include "ops/llama_ops.h"
+
+typedef struct att_layer {
+    tmm_buffer *q, *k, *v, *o, *lse;
+} att_layer;
+
+typedef struct att_mixer {
+    tmm_mixer base;
+    att_layer *layers;
+    tmm_buffer *dq, *dk, *dv;  /* backward workspace [rows, d] */
+    tmm_buffer *rope;          /* cos/sin table for n positions */
+} att_mixer;
+
+static tmm_status check(const tmm_model_config *c)
+{
+    const char *name = tmm_arch_name(c->arch);
+    if (c->heads == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s needs heads >= 1 (--heads)", name);
+    const uint32_t dh = c->d_model / c->heads;
+    if (dh > TMM_ATTENTION_MAX_HEAD_DIM || dh % 2)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s needs an even head width d_model/heads of at most %u (RoPE "
+                        "rotates channel pairs), got %u", name, TMM_ATTENTION_MAX_HEAD_DIM, dh);
+    if (c->arch == TMM_ARCH_SWA && c->window == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "swa needs a window of at least 1 (--window W)");
+    return TMM_OK;
+}
+
+static const tmm_model_config *config_of(const att_mixer *m) { return &m->base.s.table->config; }
+
+static tmm_attention_desc desc_of(const att_mixer *m)
+{
+    const tmm_model_config *c = config_of(m);
+    return (tmm_attention_desc){ .batch = m->base.s.batch, .n = c->n_ctx, .d = c->d_model, .heads = c->heads,
+                                 .impl = TMM_ATTENTION_MEMORY_EFFICIENT, .window = c->window };
+}
+
+static void destroy(tmm_mixer *base)
+{
+    att_mixer *m = (att_mixer *)base;
+    if (!m)
+        return;
+    if (m->layers)
+        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+            att_layer *a = &m->layers[l];
+            tmm_buffer *all[] = { a->q, a->k, a->v, a->o, a->lse };
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                tmm_buffer_destroy(all[i]);
+        }
+    tmm_buffer_destroy(m->dq), tmm_buffer_destroy(m->dk), tmm_buffer_destroy(m->dv);
+    tmm_buffer_destroy(m->rope);
+    free(m->layers);
+    free(m);
+}
+
+static tmm_status allocate(att_mixer *m)
+{
+    const tmm_model_config *c = config_of(m);
+    const tmm_allocation *al = m->base.s.alloc;
+    const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
+    const tmm_attention_desc ad = desc_of(m);
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        att_layer *a = &m->layers[l];
+        tmm_buffer **acts[] = { &a->q, &a->k, &a->v, &a->o };
+        for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+            TMM_TRY(tmm_alloc(al, acts[i], rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        TMM_TRY(tmm_alloc(al, &a->lse, tmm_op_attention_saved(&ad), TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+    }
+    TMM_TRY(tmm_alloc(al, &m->dq, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->dk, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->dv, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    const uint32_t dh = c->d_model / c->heads;
+    const uint64_t table = tmm_rope_table_floats(c->n_ctx, dh);
+    TMM_TRY(tmm_alloc(al, &m->rope, table, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    if (al->dry)
+        return TMM_OK;
+    float *host = malloc(table * sizeof *host);
+    if (!host)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_status s = tmm_rope_table(c->n_ctx, dh, TMM_ROPE_BASE, host);
+    if (s == TMM_OK)
+        s = tmm_buffer_write(m->rope, 0, host, table * 4);
+    free(host);
+    return s;
+}
+
+static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
+{
+    *out = NULL;
+    att_mixer *m = calloc(1, sizeof *m);
+    if (!m)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    m->base = (tmm_mixer){ .cls = &tmm_attention_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
+    tmm_attention_desc ad = desc_of(m);
+    tmm_status st = tmm_attention_check(NULL, &ad);
+    if (st == TMM_OK && !(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (st == TMM_OK)
+        st = allocate(m);
+    if (st != TMM_OK) {
+        destroy(&m->base);
+        return st;
+    }
+    *out = &m->base;
+    return TMM_OK;
+}
+
+static uint64_t scratch_floats(const tmm_mixer *base)
+{
+    tmm_attention_desc ad = desc_of((const att_mixer *)base);
+    return tmm_op_attention_backward_scratch(&ad);
+}
+
+static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
+
+static const tmm_view none = { 0 };
+
+/* x rotated in place by RoPE (or back, inverse) at the training positions. */
+static tmm_status rope(const att_mixer *m, tmm_recorder *r, tmm_view x, bool inverse)
+{
+    const tmm_model_config *c = config_of(m);
+    return tmm_op_rope(r, TMM_ROPE_SEQUENCE, x, A(m->rope), none, m->base.rows, c->d_model, c->heads, c->n_ctx,
+                       inverse, x);
+}
+
+static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
+{
+    att_mixer *m = (att_mixer *)base;
+    const tmm_attention_desc ad = desc_of(m);
+    tmm_recorder *r = rec->r;
+    att_layer *a = &m->layers[l];
+    TMM_TRY(tmm_qkvo_in(base, rec, l, x, false, A(a->q), A(a->k), A(a->v)));
+    TMM_REC_OP(rec, "rope", rope(m, r, A(a->q), false));
+    TMM_REC_OP(rec, "rope", rope(m, r, A(a->k), false));
+    TMM_REC_OP(rec, "attention", tmm_op_attention_forward(r, &ad, A(a->q), A(a->k), A(a->v), A(a->o), A(a->lse)));
+    return tmm_qkvo_out(base, rec, l, A(a->o), false, h);
+}
+
+static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view dh,
+                           const tmm_view tmp[2], tmm_view *dx)
+{
+    att_mixer *m = (att_mixer *)base;
+    const tmm_attention_desc ad = desc_of(m);
+    tmm_recorder *r = rec->r;
+    att_layer *a = &m->layers[l];
+    tmm_view dout = tmp[0], dq = A(m->dq), dk = A(m->dk), dv = A(m->dv);
+    TMM_TRY(tmm_qkvo_out_backward(base, rec, l, A(a->o), dh, dout));
+    TMM_REC_OP(rec, "attention bwd", tmm_op_attention_backward(r, &ad, A(a->q), A(a->k), A(a->v), A(a->o),
+                                                               A(a->lse), dout, rec->scratch, dq, dk, dv));
+    TMM_REC_OP(rec, "rope bwd", rope(m, r, dq, true));
+    TMM_REC_OP(rec, "rope bwd", rope(m, r, dk, true));
+    *dx = tmp[1];
+    return tmm_qkvo_in_backward(base, rec, l, x, dq, dk, dv, *dx);
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+typedef struct att_decoder {
+    att_mixer *m;
+    tmm_attention_step_desc sd;
+    bool ring;                 /* a window shorter than n: ring buffers of W positions */
+    tmm_buffer **kc, **vc;     /* per layer, ring only: [B, W, d] */
+    tmm_buffer *q, *k, *v, *o, *scratch;  /* one position: [B, d] */
+} att_decoder;
+
+static void decoder_destroy(tmm_mixer_decoder *dd)
+{
+    att_decoder *dec = (att_decoder *)dd;
+    if (!dec)
+        return;
+    if (dec->kc)
+        for (uint32_t l = 0; l < config_of(dec->m)->n_layers; l++)
+            tmm_buffer_destroy(dec->kc[l]), tmm_buffer_destroy(dec->vc[l]);
+    tmm_buffer *all[] = { dec->q, dec->k, dec->v, dec->o, dec->scratch };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(dec->kc), free(dec->vc);
+    free(dec);
+}
+
+/* Layer l's caches: the ring buffers, or the k and v activations. */
+static void caches(const att_decoder *dec, uint32_t l, tmm_view *kc, tmm_view *vc)
+{
+    *kc = A(dec->ring ? dec->kc[l] : dec->m->layers[l].k);
+    *vc = A(dec->ring ? dec->vc[l] : dec->m->layers[l].v);
+}
+
+static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_decoder **out)
+{
+    (void)x;
+    *out = NULL;
+    att_mixer *m = (att_mixer *)base;
+    const tmm_model_config *c = config_of(m);
+    tmm_device *dev = base->s.alloc->device;
+    att_decoder *dec = calloc(1, sizeof *dec);
+    if (!dec)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    dec->m = m;
+    dec->ring = c->window && c->window < c->n_ctx;
+    dec->sd = (tmm_attention_step_desc){ .batch = base->s.batch, .d = c->d_model, .heads = c->heads,
+                                         .capacity = dec->ring ? c->window : c->n_ctx, .window = c->window };
+    const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
+    tmm_status s = tmm_attention_step_check(NULL, &dec->sd);
+    if (s == TMM_OK && dec->ring) {
+        dec->kc = calloc(c->n_layers, sizeof *dec->kc);
+        dec->vc = calloc(c->n_layers, sizeof *dec->vc);
+        if (!dec->kc || !dec->vc)
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint32_t l = 0; l < c->n_layers && s == TMM_OK; l++) {
+            s = tmm_buffer_create(dev, Bd * c->window * 4, TMM_MEMORY_DEVICE, &dec->kc[l]);
+            if (s == TMM_OK)
+                s = tmm_buffer_create(dev, Bd * c->window * 4, TMM_MEMORY_DEVICE, &dec->vc[l]);
+        }
+    }
+    const uint64_t scratch = tmm_op_attention_step_scratch(dev, &dec->sd);
+    tmm_buffer **rows[] = { &dec->q, &dec->k, &dec->v, &dec->o };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && s == TMM_OK; i++)
+        s = tmm_buffer_create(dev, Bd * 4, TMM_MEMORY_DEVICE, rows[i]);
+    if (s == TMM_OK)
+        s = tmm_buffer_create(dev, (scratch ? scratch : 1) * 4, TMM_MEMORY_DEVICE, &dec->scratch);
+    if (s != TMM_OK) {
+        decoder_destroy((tmm_mixer_decoder *)dec);
+        return s;
+    }
+    *out = (tmm_mixer_decoder *)dec;
+    return TMM_OK;
+}
+
+static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mixer *src_base, const tmm_view *src_x,
+                                 tmm_view len)
+{
+    (void)src_x;
+    att_decoder *dec = (att_decoder *)dd;
+    att_mixer *src = (att_mixer *)src_base;
+    const tmm_model_config *c = config_of(dec->m);
+    const uint32_t ns = config_of(src)->n_ctx;
+    if (dec->ring) {
+        for (uint32_t l = 0; l < c->n_layers; l++)
+            TMM_TRY(tmm_op_attention_cache_fill(r, &dec->sd, ns, len, A(src->layers[l].k), A(src->layers[l].v),
+                                                A(dec->kc[l]), A(dec->vc[l])));
+        return TMM_OK;
+    }
+    if (src == dec->m)
+        return TMM_OK; /* the caches are these very activations */
+    /* rows [0, ns) of each sequence into the main model's activations */
+    const uint64_t n = c->n_ctx, d = c->d_model, bytes = (uint64_t)ns * d * 4;
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        tmm_buffer *from[2] = { src->layers[l].k, src->layers[l].v }, *to[2] = { dec->m->layers[l].k,
+                                                                                 dec->m->layers[l].v };
+        for (int k = 0; k < 2; k++)
+            for (uint64_t b = 0; b < dec->sd.batch; b++)
+                TMM_TRY(tmm_record_copy(r, tmm_sub(from[k], b * bytes, bytes), tmm_sub(to[k], b * n * d * 4, bytes)));
+    }
+    return TMM_OK;
+}
+
+static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
+                              tmm_view h)
+{
+    att_decoder *dec = (att_decoder *)dd;
+    att_mixer *m = dec->m;
+    const tmm_model_config *c = config_of(m);
+    const uint32_t B = dec->sd.batch, d = c->d_model;
+    tmm_recorder *r = rec->r;
+    tmm_view kc, vc;
+    caches(dec, l, &kc, &vc);
+    TMM_TRY(tmm_qkvo_in(&m->base, rec, l, x, true, A(dec->q), A(dec->k), A(dec->v)));
+    TMM_TRY(tmm_op_rope(r, TMM_ROPE_POSITIONS, A(dec->q), A(m->rope), pos, B, d, c->heads, c->n_ctx, false,
+                        A(dec->q)));
+    TMM_TRY(tmm_op_rope(r, TMM_ROPE_POSITIONS, A(dec->k), A(m->rope), pos, B, d, c->heads, c->n_ctx, false,
+                        A(dec->k)));
+    TMM_TRY(tmm_op_attention_cache_write(r, &dec->sd, pos, A(dec->k), A(dec->v), kc, vc));
+    TMM_TRY(tmm_op_attention_step(r, &dec->sd, pos, A(dec->q), kc, vc, A(dec->scratch), A(dec->o)));
+    return tmm_qkvo_out(&m->base, rec, l, A(dec->o), true, h);
+}
+
+const tmm_mixer_class tmm_attention_mixer = {
+    .check = check,
+    .declare = tmm_qkvo_declare,
+    .create = create,
+    .destroy = destroy,
+    .scratch_floats = scratch_floats,
+    .forward = forward,
+    .backward = backward,
+    .decoder_create = decoder_create,
+    .decoder_destroy = decoder_destroy,
+    .record_prefill = record_prefill,
+    .record_step = record_step,
+};

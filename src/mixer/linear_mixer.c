@@ -1,0 +1,229 @@
+/* Causal linear attention as a mixer (docs/baselines.md section 3):
+ *
+ *     q = x Wqᵀ, k = x Wkᵀ, v = x Wvᵀ        H heads of dh = d/H, no RoPE
+ *     y_t = (φ(q_t)ᵀ S_t) / (φ(q_t)ᵀ z_t + 1e-6), S_t = Σ_{s<=t} φ(k_s) v_sᵀ,
+ *     z_t = Σ_{s<=t} φ(k_s), φ = elu + 1     (ops/linear_attention.h, chunked)
+ *     h += y Woᵀ
+ *
+ * Tensors: blocks.L.attn.{q,k,v,o}.weight [d, d] (qkvo.h). Activations kept
+ * per layer: q, k, v, y and what the chunked op saves. Decoding keeps the
+ * constant-size state S [B, H, dh, dh] and z [B, H, dh] per layer: O(dh²) per
+ * head and token at every position. */
+#include <stdlib.h>
+
+#include "mixer/qkvo.h"
+#include "ops/linear_attention.h"
+
+typedef struct lin_layer {
+    tmm_buffer *q, *k, *v, *y, *saved;
+} lin_layer;
+
+typedef struct lin_mixer {
+    tmm_mixer base;
+    lin_layer *layers;
+    tmm_buffer *dq, *dk, *dv;  /* backward workspace [rows, d] */
+} lin_mixer;
+
+static tmm_status check(const tmm_model_config *c)
+{
+    if (c->heads == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "linear needs heads >= 1 (--heads)");
+    if (c->d_model / c->heads > TMM_LINATTN_MAX_HEAD_DIM)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "linear needs a head width d_model/heads of at most %u, got %u",
+                        TMM_LINATTN_MAX_HEAD_DIM, c->d_model / c->heads);
+    return TMM_OK;
+}
+
+static const tmm_model_config *config_of(const lin_mixer *m) { return &m->base.s.table->config; }
+
+static tmm_linear_attention_desc desc_of(const lin_mixer *m, uint32_t n)
+{
+    const tmm_model_config *c = config_of(m);
+    return (tmm_linear_attention_desc){ .batch = m->base.s.batch, .n = n, .d = c->d_model, .heads = c->heads };
+}
+
+static void destroy(tmm_mixer *base)
+{
+    lin_mixer *m = (lin_mixer *)base;
+    if (!m)
+        return;
+    if (m->layers)
+        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+            lin_layer *a = &m->layers[l];
+            tmm_buffer *all[] = { a->q, a->k, a->v, a->y, a->saved };
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                tmm_buffer_destroy(all[i]);
+        }
+    tmm_buffer_destroy(m->dq), tmm_buffer_destroy(m->dk), tmm_buffer_destroy(m->dv);
+    free(m->layers);
+    free(m);
+}
+
+static tmm_status allocate(lin_mixer *m)
+{
+    const tmm_model_config *c = config_of(m);
+    const tmm_allocation *al = m->base.s.alloc;
+    const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
+    const tmm_linear_attention_desc ld = desc_of(m, c->n_ctx);
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        lin_layer *a = &m->layers[l];
+        tmm_buffer **acts[] = { &a->q, &a->k, &a->v, &a->y };
+        for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+            TMM_TRY(tmm_alloc(al, acts[i], rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        TMM_TRY(tmm_alloc(al, &a->saved, tmm_op_linear_attention_saved(&ld), TMM_MEM_ACTIVATIONS,
+                          TMM_MEMORY_DEVICE));
+    }
+    TMM_TRY(tmm_alloc(al, &m->dq, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->dk, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    return tmm_alloc(al, &m->dv, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE);
+}
+
+static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
+{
+    *out = NULL;
+    lin_mixer *m = calloc(1, sizeof *m);
+    if (!m)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    m->base = (tmm_mixer){ .cls = &tmm_linear_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
+    tmm_linear_attention_desc ld = desc_of(m, s->table->config.n_ctx);
+    tmm_status st = tmm_linear_attention_check(NULL, &ld);
+    if (st == TMM_OK && !(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (st == TMM_OK)
+        st = allocate(m);
+    if (st != TMM_OK) {
+        destroy(&m->base);
+        return st;
+    }
+    *out = &m->base;
+    return TMM_OK;
+}
+
+static uint64_t scratch_floats(const tmm_mixer *base)
+{
+    const lin_mixer *m = (const lin_mixer *)base;
+    tmm_linear_attention_desc ld = desc_of(m, config_of(m)->n_ctx);
+    return tmm_op_linear_attention_backward_scratch(&ld);
+}
+
+static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
+
+static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
+{
+    lin_mixer *m = (lin_mixer *)base;
+    const tmm_linear_attention_desc ld = desc_of(m, config_of(m)->n_ctx);
+    lin_layer *a = &m->layers[l];
+    TMM_TRY(tmm_qkvo_in(base, rec, l, x, false, A(a->q), A(a->k), A(a->v)));
+    TMM_REC_OP(rec, "linear attention", tmm_op_linear_attention_forward(rec->r, &ld, A(a->q), A(a->k), A(a->v),
+                                                                        A(a->y), A(a->saved)));
+    return tmm_qkvo_out(base, rec, l, A(a->y), false, h);
+}
+
+static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view dh,
+                           const tmm_view tmp[2], tmm_view *dx)
+{
+    lin_mixer *m = (lin_mixer *)base;
+    const tmm_linear_attention_desc ld = desc_of(m, config_of(m)->n_ctx);
+    lin_layer *a = &m->layers[l];
+    tmm_view dy = tmp[0], dq = A(m->dq), dk = A(m->dk), dv = A(m->dv);
+    TMM_TRY(tmm_qkvo_out_backward(base, rec, l, A(a->y), dh, dy));
+    TMM_REC_OP(rec, "linear attention bwd",
+               tmm_op_linear_attention_backward(rec->r, &ld, A(a->q), A(a->k), A(a->v), A(a->saved), dy,
+                                                rec->scratch, dq, dk, dv));
+    *dx = tmp[1];
+    return tmm_qkvo_in_backward(base, rec, l, x, dq, dk, dv, *dx);
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+typedef struct lin_decoder {
+    lin_mixer *m;
+    tmm_buffer **S, **z;                 /* per layer: [B, H, dh, dh], [B, H, dh] */
+    tmm_buffer *q, *k, *v, *y;           /* one position: [B, d] */
+} lin_decoder;
+
+static void decoder_destroy(tmm_mixer_decoder *dd)
+{
+    lin_decoder *dec = (lin_decoder *)dd;
+    if (!dec)
+        return;
+    for (uint32_t l = 0; dec->S && l < config_of(dec->m)->n_layers; l++)
+        tmm_buffer_destroy(dec->S[l]), tmm_buffer_destroy(dec->z[l]);
+    tmm_buffer *all[] = { dec->q, dec->k, dec->v, dec->y };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(dec->S), free(dec->z);
+    free(dec);
+}
+
+static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_decoder **out)
+{
+    (void)x;
+    *out = NULL;
+    lin_mixer *m = (lin_mixer *)base;
+    const tmm_model_config *c = config_of(m);
+    tmm_device *dev = base->s.alloc->device;
+    const uint64_t B = base->s.batch, d = c->d_model, dh = d / c->heads;
+    lin_decoder *dec = calloc(1, sizeof *dec);
+    if (!dec)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    dec->m = m;
+    dec->S = calloc(c->n_layers, sizeof *dec->S);
+    dec->z = calloc(c->n_layers, sizeof *dec->z);
+    tmm_status s = dec->S && dec->z ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < c->n_layers && s == TMM_OK; l++) {
+        s = tmm_buffer_create(dev, B * d * dh * 4, TMM_MEMORY_DEVICE, &dec->S[l]);
+        if (s == TMM_OK)
+            s = tmm_buffer_create(dev, B * d * 4, TMM_MEMORY_DEVICE, &dec->z[l]);
+    }
+    tmm_buffer **rows[] = { &dec->q, &dec->k, &dec->v, &dec->y };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && s == TMM_OK; i++)
+        s = tmm_buffer_create(dev, B * d * 4, TMM_MEMORY_DEVICE, rows[i]);
+    if (s != TMM_OK) {
+        decoder_destroy((tmm_mixer_decoder *)dec);
+        return s;
+    }
+    *out = (tmm_mixer_decoder *)dec;
+    return TMM_OK;
+}
+
+/* The state after the prompts: the sums over their positions of src's keys and values. */
+static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mixer *src_base, const tmm_view *src_x,
+                                 tmm_view len)
+{
+    (void)src_x;
+    lin_decoder *dec = (lin_decoder *)dd;
+    lin_mixer *src = (lin_mixer *)src_base;
+    const tmm_linear_attention_desc ld = desc_of(src, config_of(src)->n_ctx);
+    for (uint32_t l = 0; l < config_of(dec->m)->n_layers; l++)
+        TMM_TRY(tmm_op_linear_attention_state(r, &ld, len, A(src->layers[l].k), A(src->layers[l].v),
+                                              A(dec->S[l]), A(dec->z[l])));
+    return TMM_OK;
+}
+
+static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
+                              tmm_view h)
+{
+    (void)pos; /* the state is the same size at every position */
+    lin_decoder *dec = (lin_decoder *)dd;
+    lin_mixer *m = dec->m;
+    const tmm_linear_attention_desc ld = desc_of(m, 1);
+    TMM_TRY(tmm_qkvo_in(&m->base, rec, l, x, true, A(dec->q), A(dec->k), A(dec->v)));
+    TMM_TRY(tmm_op_linear_attention_step(rec->r, &ld, A(dec->q), A(dec->k), A(dec->v), A(dec->S[l]), A(dec->z[l]),
+                                         A(dec->y)));
+    return tmm_qkvo_out(&m->base, rec, l, A(dec->y), true, h);
+}
+
+const tmm_mixer_class tmm_linear_mixer = {
+    .check = check,
+    .declare = tmm_qkvo_declare,
+    .create = create,
+    .destroy = destroy,
+    .scratch_floats = scratch_floats,
+    .forward = forward,
+    .backward = backward,
+    .decoder_create = decoder_create,
+    .decoder_destroy = decoder_destroy,
+    .record_prefill = record_prefill,
+    .record_step = record_step,
+};

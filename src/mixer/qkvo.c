@@ -1,0 +1,79 @@
+/* The attention-family mixers' projections (qkvo.h). */
+#include "mixer/qkvo.h"
+
+#include "ops/decode_ops.h"
+#include "ops/ops.h"
+
+static const tmm_view none = { 0 };
+
+tmm_view tmm_mixer_param(const tmm_mixer *m, uint32_t l, int which)
+{
+    const tmm_param_table *t = m->s.table;
+    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
+    return tmm_sub(m->s.params, p->offset * 4, p->numel * 4);
+}
+
+tmm_view tmm_mixer_grad(const tmm_mixer *m, uint32_t l, int which)
+{
+    const tmm_param_table *t = m->s.table;
+    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
+    return p->trainable ? tmm_sub(m->s.grads, p->offset * 4, p->numel * 4) : none;
+}
+
+void tmm_qkvo_declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l, int *idx)
+{
+    const uint32_t d = c->d_model;
+    const tmm_param_spec lin = { 2, { d, d }, TMM_INIT_SMALL, d, TMM_PARAM_LINEAR_WEIGHT, true };
+    idx[QKVO_Q] = tmm_param_add(b, l, "attn.q.weight", lin);
+    idx[QKVO_K] = tmm_param_add(b, l, "attn.k.weight", lin);
+    idx[QKVO_V] = tmm_param_add(b, l, "attn.v.weight", lin);
+    idx[QKVO_O] = tmm_param_add(b, l, "attn.o.weight", lin);
+}
+
+/* y (+)= x Wᵀ for the mixer's rows (matmul) or a step's batch (row kernel). */
+static tmm_status project(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, int which, tmm_view x, bool step,
+                          tmm_view y, bool accumulate)
+{
+    const uint32_t d = m->s.table->config.d_model;
+    if (step)
+        return tmm_op_linear_rows(rec->r, x, m->s.batch, d, d, tmm_mixer_param(m, l, which), none, y, accumulate);
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(rec->r, x, m->rows, d, d, tmm_mixer_param(m, l, which), none, y,
+                                            accumulate));
+    return TMM_OK;
+}
+
+tmm_status tmm_qkvo_in(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view x, bool step, tmm_view q,
+                       tmm_view k, tmm_view v)
+{
+    TMM_TRY(project(m, rec, l, QKVO_Q, x, step, q, false));
+    TMM_TRY(project(m, rec, l, QKVO_K, x, step, k, false));
+    return project(m, rec, l, QKVO_V, x, step, v, false);
+}
+
+tmm_status tmm_qkvo_out(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view o, bool step, tmm_view h)
+{
+    return project(m, rec, l, QKVO_O, o, step, h, true);
+}
+
+tmm_status tmm_qkvo_in_backward(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view dq,
+                                tmm_view dk, tmm_view dv, tmm_view dx)
+{
+    const uint32_t N = m->rows, d = m->s.table->config.d_model;
+    const int which[3] = { QKVO_Q, QKVO_K, QKVO_V };
+    const tmm_view grads[3] = { dq, dk, dv };
+    for (int i = 0; i < 3; i++) {
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, grads[i], N, d, d, tmm_mixer_param(m, l, which[i]), dx,
+                                                       i > 0));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(rec->r, grads[i], x, N, d, d, tmm_mixer_grad(m, l, which[i])));
+    }
+    return TMM_OK;
+}
+
+tmm_status tmm_qkvo_out_backward(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view o, tmm_view dh,
+                                 tmm_view dout)
+{
+    const uint32_t N = m->rows, d = m->s.table->config.d_model;
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, dh, N, d, d, tmm_mixer_param(m, l, QKVO_O), dout, false));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(rec->r, dh, o, N, d, d, tmm_mixer_grad(m, l, QKVO_O)));
+    return TMM_OK;
+}

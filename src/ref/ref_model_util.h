@@ -1,0 +1,37 @@
+/* Internals of the reference model (ref_model.c): the helpers its frame and
+ * the mixers' references (ref_mixer_*.c) share, and the mixer interface. */
+#ifndef TMM_REF_MODEL_UTIL_H
+#define TMM_REF_MODEL_UTIL_H
+
+#include <stdint.h>
+
+#include "model/params.h"
+
+/* Zeroed doubles; aborts when out of memory (a test tool: small shapes only). */
+double *ref_zalloc(uint64_t n);
+/* y[N, out] = x[N, in] · Wᵀ + b (b may be NULL) */
+void ref_linear_fwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *b,
+                    double *y);
+/* dx += dy · W; dW += dyᵀ · x; db += sum_rows dy (any output may be NULL) */
+void ref_linear_bwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *dy,
+                    double *dx, double *dW, double *db);
+double ref_sigmoid(double a);
+/* A tensor in an arena (NULL for index -1); its gradient (NULL without
+ * gradients, for index -1 or a frozen tensor). */
+const double *ref_param(const tmm_param_table *t, const double *arena, int idx);
+double *ref_grad(const tmm_param_table *t, double *grads, int idx);
+
+/* A mixer's reference: y = Mix_l(x) for x [B, n, d] (returns what its
+ * backward needs); backward adds dL/dx into dx and the gradients into grads
+ * (when not NULL). */
+typedef struct ref_mixer {
+    void *(*forward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, const double *x,
+                     double *y);
+    void (*backward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, void *saved,
+                     const double *dy, double *dx, double *grads);
+    void (*free)(void *saved);
+} ref_mixer;
+
+extern const ref_mixer ref_toeplitz_mixer, ref_attention_mixer;
+
+#endif
