@@ -68,8 +68,13 @@ static void check_variant(const variant *v, tmm_mixer_impl impl)
     float *w = h_floats(t->arena_floats), *g = h_floats(t->arena_floats);
     double *wd = calloc(t->arena_floats, sizeof *wd), *gd = calloc(t->arena_floats, sizeof *gd);
     H_OK(tmm_model_read_params(m, w)); /* initialized on the device from the seed */
-    for (uint64_t i = 0; i < t->arena_floats; i++)
-        wd[i] = w[i] = w[i] + (float)(0.2 * (tmm_rng_uniform(4, i) - 0.5));
+    /* the baselines' N(0, 0.02²) weights made larger, or their logits would be too small to show errors */
+    for (uint32_t i = 0; i < t->count; i++) {
+        const tmm_param *p = &t->params[i];
+        double spread = p->init == TMM_INIT_SMALL ? 1.0 : 0.2;
+        for (uint64_t j = p->offset; j < p->offset + p->numel; j++)
+            wd[j] = w[j] = w[j] + (float)(spread * (tmm_rng_uniform(4, j) - 0.5));
+    }
     H_OK(tmm_model_write_params(m, w));
 
     const uint32_t N = B * c->n_ctx, V = c->vocab;

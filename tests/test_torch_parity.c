@@ -42,8 +42,14 @@ static void check(const parity *pc)
     float *w = calloc(t.arena_floats, sizeof *w);
     double *wd = calloc(t.arena_floats, sizeof *wd), *g = calloc(t.arena_floats, sizeof *g);
     tmm_param_init(&t, w);
-    for (uint64_t i = 0; i < t.arena_floats; i++) /* non-trivial biases and norms */
-        wd[i] = w[i] = w[i] + (float)(0.2 * (tmm_rng_uniform(3, i) - 0.5));
+    /* non-trivial biases and norms; the baselines' N(0, 0.02²) weights made
+     * larger, or their logits would be too small to show errors */
+    for (uint32_t i = 0; i < t.count; i++) {
+        const tmm_param *p = &t.params[i];
+        double spread = p->init == TMM_INIT_SMALL ? 1.0 : 0.2;
+        for (uint64_t j = p->offset; j < p->offset + p->numel; j++)
+            wd[j] = w[j] = w[j] + (float)(spread * (tmm_rng_uniform(3, j) - 0.5));
+    }
     const uint32_t B = 2, N = B * c->n_ctx, V = c->vocab;
     int32_t *tok = calloc(N, sizeof *tok), *tgt = calloc(N, sizeof *tgt);
     uint32_t *utok = calloc(N, sizeof *utok);
@@ -63,14 +69,14 @@ static void check(const parity *pc)
     }
     ts[t.count] = (tmm_st_tensor){ "batch.tokens", TMM_ST_I32, 2, { B, c->n_ctx }, tok };
     ts[t.count + 1] = (tmm_st_tensor){ "batch.targets", TMM_ST_I32, 2, { B, c->n_ctx }, tgt };
-    char v[7][16];
+    char v[8][16];
     snprintf(v[0], 16, "%u", c->vocab), snprintf(v[1], 16, "%u", c->d_model), snprintf(v[2], 16, "%u", c->n_ctx);
     snprintf(v[3], 16, "%u", c->n_layers), snprintf(v[4], 16, "%u", c->heads), snprintf(v[5], 16, "%u", c->expansion);
-    snprintf(v[6], 16, "%u", c->kernel);
-    tmm_st_meta meta[] = { { "vocab", v[0] },     { "d_model", v[1] }, { "n_ctx", v[2] },
-                           { "n_layers", v[3] },  { "heads", v[4] },   { "expansion", v[5] },
-                           { "kernel", v[6] },    { "expanded", c->expanded ? "1" : "0" },
-                           { "frozen", c->frozen ? "1" : "0" } };
+    snprintf(v[6], 16, "%u", c->kernel), snprintf(v[7], 16, "%u", c->window);
+    tmm_st_meta meta[] = { { "arch", tmm_arch_name(c->arch) }, { "vocab", v[0] },     { "d_model", v[1] },
+                           { "n_ctx", v[2] },                  { "n_layers", v[3] },  { "heads", v[4] },
+                           { "expansion", v[5] },              { "kernel", v[6] },    { "window", v[7] },
+                           { "expanded", c->expanded ? "1" : "0" }, { "frozen", c->frozen ? "1" : "0" } };
     char in[64], out[64], cmd[512];
     snprintf(in, sizeof in, "/tmp/tmm-parity-%d-in.safetensors", (int)getpid());
     snprintf(out, sizeof out, "/tmp/tmm-parity-%d-out.safetensors", (int)getpid());
@@ -165,3 +171,9 @@ H_TEST(torch_parity, heads4) { check(&(parity){ "heads 4", CFG(4, 1, false, fals
 H_TEST(torch_parity, kernel3) { check(&(parity){ "kernel 3", CFG(0, 3, false, false) }); }
 H_TEST(torch_parity, expanded) { check(&(parity){ "expanded heads 4", CFG(4, 1, true, false) }); }
 H_TEST(torch_parity, frozen) { check(&(parity){ "frozen heads 4", CFG(4, 2, false, true) }); }
+/* the baselines, written in torch from docs/baselines.md with explicit n x n matrices */
+#define ARCH(a, h, w) { .arch = (a), .vocab = 11, .d_model = 12, .n_ctx = 7, .n_layers = 2, .heads = (h), \
+                        .expansion = 2, .kernel = 1, .window = (w), .seed = 5 }
+H_TEST(torch_parity, transformer) { check(&(parity){ "transformer heads 2", ARCH(TMM_ARCH_TRANSFORMER, 2, 0) }); }
+H_TEST(torch_parity, swa) { check(&(parity){ "swa window 3", ARCH(TMM_ARCH_SWA, 3, 3) }); }
+H_TEST(torch_parity, linear) { check(&(parity){ "linear heads 2", ARCH(TMM_ARCH_LINEAR, 2, 0) }); }

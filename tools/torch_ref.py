@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""PyTorch reference of the Toeplitz MLP Mixer, written from docs/model.md.
+"""PyTorch reference of tmm's models, written from docs/model.md (the TMM)
+and docs/baselines.md (transformer, swa, linear attention).
 
     torch_ref.py IN.safetensors OUT.safetensors
 
-IN holds the model's config in __metadata__ (vocab, d_model, n_ctx, n_layers,
-heads, expansion, kernel, expanded, frozen), every parameter under tmm's
-names, and a batch: "batch.tokens" and "batch.targets" (int32 [B, n]; a
-negative target is not scored). OUT gets "logits" [B, n, V], "loss" [1] and
-"grad.<name>" for every parameter that trains, all float64: the model runs
-in float64 so that it serves as ground truth.
+IN holds the model's config in __metadata__ (arch, vocab, d_model, n_ctx,
+n_layers, heads, expansion, kernel, expanded, frozen, window; arch and
+window may be missing for a TMM), every parameter under tmm's names, and a
+batch: "batch.tokens" and "batch.targets" (int32 [B, n]; a negative target
+is not scored). OUT gets "logits" [B, n, V], "loss" [1] and "grad.<name>" for
+every parameter that trains, all float64: the model runs in float64 so that
+it serves as ground truth.
 
 Independent of tmm's code: the Toeplitz layer is an explicit lower-triangular
-matrix per group and tap (tmm never builds one), and the rest is torch.nn.
+matrix per group and tap (tmm never builds one), softmax attention and
+linear attention are explicit masked n x n matrices (tmm computes neither:
+it streams keys, and runs linear attention in chunks), and the rest is
+torch.nn.functional.
 """
 import json
 import struct
@@ -79,26 +84,91 @@ def toeplitz(u, w, beta, groups):
     return y
 
 
-def forward(cfg, p, tokens, targets):
-    L, heads, expanded = cfg["n_layers"], cfg["heads"], cfg["expanded"]
+def rms_norm(x, g, eps=1e-6):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + eps) * g
+
+
+def rope(x, heads):
+    """Rotate-half RoPE, base 10000, on [B, n, d] with `heads` heads."""
+    B, n, d = x.shape
+    dh = d // heads
+    x = x.reshape(B, n, heads, dh)
+    t = torch.arange(n, dtype=torch.float64)[:, None]
+    i = torch.arange(dh // 2, dtype=torch.float64)[None, :]
+    angle = t * 10000.0 ** (-2.0 * i / dh)  # [n, dh/2]
+    cos, sin = torch.cos(angle)[None, :, None, :], torch.sin(angle)[None, :, None, :]
+    a, b = x[..., : dh // 2], x[..., dh // 2 :]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1).reshape(B, n, d)
+
+
+def split_heads(x, heads):
+    B, n, d = x.shape
+    return x.reshape(B, n, heads, d // heads).transpose(1, 2)  # [B, H, n, dh]
+
+
+def softmax_attention(q, k, v, heads, window):
+    n = q.shape[1]
+    q, k, v = (split_heads(z, heads) for z in (q, k, v))
+    scores = q @ k.transpose(-1, -2) / (q.shape[-1] ** 0.5)
+    t = torch.arange(n)[:, None]
+    s = torch.arange(n)[None, :]
+    allowed = s <= t
+    if window:
+        allowed &= s > t - window
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    o = torch.softmax(scores, dim=-1) @ v
+    return o.transpose(1, 2).reshape(q.shape[0], n, -1)
+
+
+def linear_attention(q, k, v, heads):
+    n = q.shape[1]
+    phi = lambda z: F.elu(z) + 1
+    q, k, v = (split_heads(z, heads) for z in (q, k, v))
+    a = (phi(q) @ phi(k).transpose(-1, -2)) * torch.tril(torch.ones(n, n, dtype=q.dtype))
+    o = (a @ v) / (a.sum(-1, keepdim=True) + 1e-6)
+    return o.transpose(1, 2).reshape(q.shape[0], n, -1)
+
+
+def baseline_block(cfg, p, b, h):
+    """Pre-norm block of the transformer family: attention, then SwiGLU."""
+    x = rms_norm(h, p[b + "attn_norm.weight"])
+    q, k, v = (F.linear(x, p[b + f"attn.{z}.weight"]) for z in "qkv")
+    if cfg["arch"] == "linear":
+        o = linear_attention(q, k, v, cfg["heads"])
+    else:
+        o = softmax_attention(rope(q, cfg["heads"]), rope(k, cfg["heads"]), v, cfg["heads"], cfg["window"])
+    h = h + F.linear(o, p[b + "attn.o.weight"])
+    x = rms_norm(h, p[b + "mlp_norm.weight"])
+    gate, up = F.linear(x, p[b + "mlp.gate_up.weight"]).chunk(2, dim=-1)
+    return h + F.linear(F.silu(gate) * up, p[b + "mlp.down.weight"])
+
+
+def tmm_block(cfg, p, b, h):
+    """The TMM's block: the MLP, then Toeplitz mixing."""
+    heads, expanded, d = cfg["heads"], cfg["expanded"], cfg["d_model"]
     groups = heads if heads else 1
-    d = cfg["d_model"]
+    x = F.layer_norm(h, (d,), p[b + "ln1.weight"], p[b + "ln1.bias"], eps=1e-5)
+    x = F.linear(F.silu(F.linear(x, p[b + "mlp.fc1.weight"], p[b + "mlp.fc1.bias"])),
+                 p[b + "mlp.fc2.weight"], p[b + "mlp.fc2.bias"])
+    h = h + x
+    x = F.layer_norm(h, (d,), p[b + "ln2.weight"], p[b + "ln2.bias"], eps=1e-5)
+    if heads:
+        x = F.linear(x, p[b + "mix.in.weight"], p[b + "mix.in.bias"])
+    x = toeplitz(x, p[b + "mix.w"], p[b + "mix.beta"], groups)
+    if expanded:
+        x = toeplitz(F.silu(x), p[b + "mix.w2"], p[b + "mix.beta2"], groups)
+    if heads:
+        x = F.linear(x, p[b + "mix.out.weight"], p[b + "mix.out.bias"])
+    return h + x
+
+
+def forward(cfg, p, tokens, targets):
     h = p["embed.weight"][tokens.long()]
-    for l in range(L):
-        b = f"blocks.{l}."
-        x = F.layer_norm(h, (d,), p[b + "ln1.weight"], p[b + "ln1.bias"], eps=1e-5)
-        x = F.linear(F.silu(F.linear(x, p[b + "mlp.fc1.weight"], p[b + "mlp.fc1.bias"])),
-                     p[b + "mlp.fc2.weight"], p[b + "mlp.fc2.bias"])
-        h = h + x
-        x = F.layer_norm(h, (d,), p[b + "ln2.weight"], p[b + "ln2.bias"], eps=1e-5)
-        if heads:
-            x = F.linear(x, p[b + "mix.in.weight"], p[b + "mix.in.bias"])
-        x = toeplitz(x, p[b + "mix.w"], p[b + "mix.beta"], groups)
-        if expanded:
-            x = toeplitz(F.silu(x), p[b + "mix.w2"], p[b + "mix.beta2"], groups)
-        if heads:
-            x = F.linear(x, p[b + "mix.out.weight"], p[b + "mix.out.bias"])
-        h = h + x
+    block = tmm_block if cfg["arch"] == "tmm" else baseline_block
+    for l in range(cfg["n_layers"]):
+        h = block(cfg, p, f"blocks.{l}.", h)
+    if cfg["arch"] != "tmm":
+        h = rms_norm(h, p["final_norm.weight"])
     logits = F.linear(h, p["lm_head.weight"])
     t = targets.long().clone()
     t[t < 0] = -100
@@ -115,6 +185,8 @@ def main():
     meta, tensors = read_safetensors(sys.argv[1])
     cfg = {k: int(meta[k]) for k in ("vocab", "d_model", "n_ctx", "n_layers", "heads", "expansion", "kernel")}
     cfg["expanded"] = meta["expanded"] == "1"
+    cfg["arch"] = meta.get("arch", "tmm")
+    cfg["window"] = int(meta.get("window", "0"))
     frozen = meta["frozen"] == "1"
     tokens, targets = tensors.pop("batch.tokens"), tensors.pop("batch.targets")
     params = {}
