@@ -59,6 +59,10 @@ TMM_API const char *tmm_arch_name(tmm_arch arch);
 
 /* A small flat TMM: V 256, d 64, n 64, L 2, e 4, k 1, seed 1. */
 TMM_API tmm_model_config tmm_model_config_default(void);
+/* Gives the fields whose 0 means "the architecture's default" their value:
+ * an attention model's heads (heads of 64 channels where they divide d_model,
+ * else one head) and swa's window (128). */
+TMM_API void tmm_model_config_resolve(tmm_model_config *config);
 /* TMM_OK, or TMM_ERR_INVALID_ARGUMENT with a message naming the bad field. */
 TMM_API tmm_status tmm_model_config_check(const tmm_model_config *config);
 /* Number of parameters (trainable or not). */

@@ -350,7 +350,7 @@ int cmd_train(int argc, char **argv)
             printf("reached the target accuracy of %.0f%%\n", 100 * c.target_accuracy);
         if (res.interrupted)
             printf("resume with: %s train --resume %s\n", cli_program, c.run_dir);
-        else if (c.task == TMM_DATA_COPY && !c.model.frozen)
+        else if (c.task == TMM_DATA_COPY && !c.model.frozen && c.model.arch == TMM_ARCH_TMM)
             printf("next: %s eval --checkpoint %s   |   %s train --frozen --run-dir runs/frozen (the ablation: "
                    "copying fails)\n", cli_program, c.run_dir, cli_program);
         else

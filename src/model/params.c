@@ -78,10 +78,12 @@ int tmm_param_add(tmm_param_builder *b, uint32_t layer, const char *what, tmm_pa
     }
     tmm_param *p = &t->params[t->count];
     memset(p, 0, sizeof *p);
-    if (layer == UINT32_MAX)
-        snprintf(p->name, sizeof p->name, "%s", what);
-    else
-        snprintf(p->name, sizeof p->name, "blocks.%u.%s", layer, what);
+    int len = layer == UINT32_MAX ? snprintf(p->name, sizeof p->name, "%s", what)
+                                   : snprintf(p->name, sizeof p->name, "blocks.%u.%s", layer, what);
+    if (len < 0 || (size_t)len >= sizeof p->name) {
+        b->status = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "tensor name %s of layer %u is too long", what, layer);
+        return -1;
+    }
     p->ndim = spec.ndim;
     p->numel = 1;
     for (uint32_t i = 0; i < spec.ndim; i++) {

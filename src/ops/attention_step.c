@@ -80,7 +80,7 @@ tmm_status tmm_attention_step_check(const tmm_recorder *r, const tmm_attention_s
 
 uint64_t tmm_op_attention_step_scratch(const tmm_device *dev, const tmm_attention_step_desc *desc)
 {
-    sgeom g;
+    sgeom g = { 0 };
     if (resolve("attention step", dev, desc, &g) != TMM_OK)
         return 0;
     return g.nch > 1 ? (g.nch + g.second) * g.rec : 0;

@@ -18,6 +18,7 @@
 #define TMM_TEXT_EOT 256u
 #define TMM_TEXT_VOCAB 257u
 #define TMM_COPY_DEFAULT_ALPHABET 16u
+#define TMM_COPY_PEAK_LR 3e-3 /* the copy task's default peak learning rate, every architecture */
 #define TMM_COPY_MAX_ALPHABET 65536u
 #define TMM_DATA_DEFAULT_VAL_FRACTION 0.05
 /* Seed of the copy task's held-out stream (the same for every training seed). */

@@ -9,6 +9,7 @@
 
 #include "buffer.h"
 #include "files.h"
+#include "model/arch.h"
 #include "model/model.h"
 #include "ops/ops.h"
 #include "train/checkpoint.h"
@@ -43,6 +44,8 @@ tmm_status tmm_train_prepare(tmm_train_config *c, tmm_data **out)
     if (c->model.vocab == 0)
         c->model.vocab = need;
     tmm_model_config_resolve(&c->model);
+    if (c->schedule.peak_lr == 0)
+        c->schedule.peak_lr = c->task == TMM_DATA_COPY ? TMM_COPY_PEAK_LR : tmm_arch_of(c->model.arch)->default_lr;
     tmm_status s = TMM_OK;
     if (c->model.vocab < need)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model vocab %u is smaller than the task's %u tokens", c->model.vocab,
