@@ -81,7 +81,8 @@ optional_files='^(/etc/ld\.so\.conf\.d/'\
 '|/usr/(local/)?lib/python3[^/]*/(dist|site)-packages/[^/]*\.pth$'\
 '|/usr/lib/python3/dist-packages/[^/]*\.pth$'\
 '|/usr/lib/python3/dist-packages/_distutils_hack/'\
-'|/usr/local/cuda[^/]*/)'   # clang looks for a CUDA installation whenever it starts
+'|/usr/local/cuda[^/]*/'\
+'|/usr/local/bin/(nvcc|ptxas)$)'   # clang looks for a CUDA installation (and ptxas/nvcc on PATH) whenever it starts
 
 # used STAGE: "package<TAB>file" for every file the stage used (the name it was used
 # under and its target, both spellings of merged /usr), and "-<TAB>file" for files
