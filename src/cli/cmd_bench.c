@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench.h"
 #include "buffer.h"
 #include "cli.h"
 #include "ops/ops.h"
@@ -390,6 +391,65 @@ static int bench_matmul(int argc, char **argv)
     return rc;
 }
 
+/* ---- options the model benchmarks share (bench.h) ------------------------ */
+
+bool bench_parse_arch(const char *text, tmm_arch *out)
+{
+    for (int a = 0; tmm_arch_name((tmm_arch)a); a++)
+        if (strcmp(text, tmm_arch_name((tmm_arch)a)) == 0) {
+            *out = (tmm_arch)a;
+            return true;
+        }
+    cli_fail("--arch expects tmm, transformer, swa or linear, got '%s'\n", text);
+    return false;
+}
+
+bool bench_parse_window(const char *text, uint32_t *out)
+{
+    unsigned long v;
+    if (!cli_parse_uint("--window", text, TMM_MAX_N_CTX, &v))
+        return false;
+    if (v == 0) {
+        cli_fail("--window must be at least 1 (keys each query attends to)\n");
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+bool bench_parse_list(const char *option, const char *text, uint32_t *out, unsigned *count)
+{
+    *count = 0;
+    const char *p = text;
+    while (*p) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || *p == '-' || *p == '+' || v == 0 || v > 1u << 24 || (*end && *end != ',') ||
+            *count == BENCH_MAX_POINTS) {
+            cli_fail("%s expects up to %d positive numbers separated by commas, got '%s'\n", option,
+                     BENCH_MAX_POINTS, text);
+            return false;
+        }
+        out[(*count)++] = (uint32_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (*count == 0)
+        cli_fail("%s expects up to %d positive numbers separated by commas, got '%s'\n", option, BENCH_MAX_POINTS,
+                 text);
+    return *count > 0;
+}
+
+const char *bench_mixing_desc(const tmm_model_config *c, char *buf, size_t size)
+{
+    if (c->arch == TMM_ARCH_TMM && c->heads == 0)
+        snprintf(buf, size, "flat, kernel %u", c->kernel);
+    else if (c->arch == TMM_ARCH_SWA)
+        snprintf(buf, size, "heads %u, window %u", c->heads, c->window);
+    else
+        snprintf(buf, size, "heads %u", c->heads);
+    return buf;
+}
+
 /* ---- dispatch on the benchmark name -------------------------------------- */
 
 static const struct bench {
@@ -398,9 +458,10 @@ static const struct bench {
     const char *summary;
 } benches[] = {
     { "matmul", bench_matmul, "float32 matrix multiply, per kernel variant (GFLOP/s)" },
-    { "train", bench_train, "training steps: tokens/s, ms per step, device time per op" },
-    { "mixer", bench_mixer, "Toeplitz mixing (direct, FFT) against causal attention over n" },
+    { "train", bench_train, "training steps of one architecture: tokens/s, ms per step, device time per op" },
+    { "mixer", bench_mixer, "token mixing over n: Toeplitz (direct, FFT) against attention, swa, linear" },
     { "generate", bench_generate, "generation: time to first token, cached against naive decoding" },
+    { "arch", bench_arch, "the four architectures at matched parameters: training, memory, decoding" },
 };
 
 static void usage(FILE *f)

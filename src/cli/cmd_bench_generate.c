@@ -7,61 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "gen/generator.h"
 #include "model/rng.h"
 #include "train/checkpoint.h"
 #include "train/train_config.h"
 
-#define MAX_POINTS 16
-
-/* "16,64,256" -> values; false (with a message) when malformed. */
-static bool parse_list(const char *opt, const char *text, uint32_t *out, unsigned *count)
-{
-    *count = 0;
-    const char *p = text;
-    while (*p) {
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p || v == 0 || v > 1u << 24 || (*end && *end != ',') || *count == MAX_POINTS) {
-            cli_fail("%s expects up to %d positive numbers separated by commas, got '%s'\n",
-                    opt, MAX_POINTS, text);
-            return false;
-        }
-        out[(*count)++] = (uint32_t)v;
-        p = *end ? end + 1 : end;
-    }
-    return *count > 0;
-}
+#define MAX_POINTS BENCH_MAX_POINTS
 
 static void usage(void)
 {
-    printf("usage: tmm bench generate [--checkpoint DIR | --d-model D --n-ctx N --layers L --heads H --vocab V]\n"
+    printf("usage: tmm bench generate [--checkpoint DIR | [--arch A] [--window W]\n"
+           "                          --d-model D --n-ctx N --layers L --heads H --vocab V]\n"
            "                          [--prompts P,P,...] [--positions T,T,...] [--repeat R]\n"
            "                          [--mixer-impl auto|direct|fft] [--device N] [--json]\n\n"
            "Measures generation: the time to first token (prefill of the prompt in one forward\n"
            "pass, plus sampling) for each prompt length, and the time per decoded token at each\n"
-           "position with cached decoding (one dot product over the cache per channel) and the\n"
-           "naive way (a full forward pass for every new token), side by side. Medians of\n"
-           "--repeat runs after a warm-up. Without --checkpoint a model of random weights is\n"
-           "used: d 128, 4 layers, 4 heads, n 1024, vocab 257 by default. With --json prints\n"
-           "one object, including decode_speedup_at_1000 (naive / cached ms per token at\n"
-           "position 1000; null when n <= 1000).\n"
+           "position with cached decoding (the TMM: one dot product over the cache per channel;\n"
+           "attention: the key/value cache, swa: a ring of the last W; linear attention: a\n"
+           "constant-size state) and the naive way (a full forward pass for every new token),\n"
+           "side by side. Medians of --repeat runs after a warm-up. Without --checkpoint a model\n"
+           "of random weights is used: the TMM by default (--arch tmm, transformer, swa or\n"
+           "linear; swa's --window defaults to 128), d 128, 4 layers, 4 heads, n 1024, vocab 257,\n"
+           "MLP expansion 4. With --json prints one object, including decode_speedup_at_1000\n"
+           "(naive / cached ms per token at position 1000; null when n <= 1000).\n"
            "Defaults: --prompts 16,64,256,1000 --positions 1,10,100,500,1000 --repeat 5 (values\n"
-           "beyond the context are left out).\n");
+           "beyond the context are left out). --mixer-impl chooses how the TMM's Toeplitz layers\n"
+           "are computed (the other architectures ignore it).\n");
 }
 
-typedef struct bench {
-    tmm_generator *gen;
-    uint32_t n, V, repeat;
-    uint32_t *tokens;  /* n random tokens */
-    float *logits;
-} bench;
-
-/* Median ms of a prefill of `len` tokens and one greedy sample. */
-static tmm_status time_first_token(bench *b, uint32_t len, double *ms)
+tmm_status bench_gen_first_token(bench_gen *b, uint32_t len, double *ms)
 {
-    double t[64];
+    double t[BENCH_MAX_REPEAT];
     const uint32_t *p = b->tokens;
     tmm_sampler greedy = TMM_SAMPLER_DEFAULT;
     greedy.greedy = true;
@@ -76,11 +54,13 @@ static tmm_status time_first_token(bench *b, uint32_t len, double *ms)
     return TMM_OK;
 }
 
-/* Median ms per cached step appending at positions pos .. pos + repeat - 1. */
-static tmm_status time_cached(bench *b, uint32_t pos, double *ms)
+tmm_status bench_gen_cached(bench_gen *b, uint32_t pos, double *ms)
 {
-    double t[64];
+    double t[BENCH_MAX_REPEAT];
     const uint32_t *p = b->tokens;
+    if ((uint64_t)pos + b->repeat > b->n)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "position %u plus %u steps passes the context of %u", pos,
+                        b->repeat, b->n);
     TMM_TRY(tmm_generator_prefill(b->gen, &p, &pos, b->logits));
     for (uint32_t r = 0; r < b->repeat; r++) {
         double t0 = cli_now_ms();
@@ -91,19 +71,68 @@ static tmm_status time_cached(bench *b, uint32_t pos, double *ms)
     return TMM_OK;
 }
 
-static int run(bench *b, const uint32_t *prompts, unsigned np, const uint32_t *positions, unsigned nq, bool json,
-               const char *device_name, const char *model_desc)
+void bench_gen_close(bench_gen *b)
+{
+    tmm_generator_destroy(b->gen);
+    free(b->tokens), free(b->logits);
+    memset(b, 0, sizeof *b);
+}
+
+tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const float *params,
+                          tmm_gen_tokenizer tokenizer, tmm_mixer_impl impl, uint32_t repeat, bench_gen *out)
+{
+    const tmm_model_config *c = &table->config;
+    memset(out, 0, sizeof *out);
+    if (repeat == 0 || repeat > BENCH_MAX_REPEAT)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "repeat must be from 1 to %u", BENCH_MAX_REPEAT);
+    *out = (bench_gen){ .n = c->n_ctx, .V = c->vocab, .repeat = repeat };
+    out->tokens = malloc(out->n * sizeof *out->tokens);
+    out->logits = malloc(out->V * sizeof *out->logits);
+    tmm_status s = out->tokens && out->logits ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK) {
+        for (uint32_t i = 0; i < out->n; i++)
+            out->tokens[i] = (uint32_t)(tmm_rng_bits(1, i) % out->V);
+        s = tmm_gen_create(dev, table, params, tokenizer, 1, impl, &out->gen);
+    }
+    if (s != TMM_OK)
+        bench_gen_close(out);
+    return s;
+}
+
+tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_mixer_impl impl, uint32_t repeat,
+                            bench_gen *out)
+{
+    memset(out, 0, sizeof *out);
+    tmm_param_table table = { 0 };
+    float *params = NULL;
+    tmm_gen_tokenizer tokenizer;
+    tmm_status s = tmm_param_table_build(c, &table);
+    if (s == TMM_OK && !(params = malloc(table.arena_floats * sizeof *params)))
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK) {
+        tmm_param_init(&table, params);
+        s = tmm_gen_tokenizer_pick(NULL, c->vocab, &tokenizer);
+    }
+    if (s == TMM_OK)
+        s = bench_gen_open(dev, &table, params, tokenizer, impl, repeat, out);
+    free(params);
+    tmm_param_table_free(&table);
+    return s;
+}
+
+static int run(bench_gen *b, const uint32_t *prompts, unsigned np, const uint32_t *positions, unsigned nq, bool json,
+               const char *device_name, const char *model_desc, const tmm_model_config *c)
 {
     double ttft[MAX_POINTS], cached[MAX_POINTS], naive[MAX_POINTS];
     double speedup_1000 = -1;
-    tmm_status s = time_cached(b, 1, &cached[0]); /* warm-up: compiles every kernel */
+    tmm_status s = bench_gen_cached(b, 1, &cached[0]); /* warm-up: compiles every kernel */
     for (unsigned i = 0; s == TMM_OK && i < np; i++)
-        s = time_first_token(b, prompts[i], &ttft[i]);
+        s = bench_gen_first_token(b, prompts[i], &ttft[i]);
     for (unsigned i = 0; s == TMM_OK && i < nq; i++) {
-        s = time_cached(b, positions[i], &cached[i]);
+        s = bench_gen_cached(b, positions[i], &cached[i]);
         /* the naive way: the whole prefix of position t through the model */
         if (s == TMM_OK)
-            s = time_first_token(b, positions[i] + 1, &naive[i]);
+            s = bench_gen_first_token(b, positions[i] + 1, &naive[i]);
         if (positions[i] == 1000)
             speedup_1000 = naive[i] / cached[i];
     }
@@ -124,6 +153,9 @@ static int run(bench *b, const uint32_t *prompts, unsigned np, const uint32_t *p
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "device", device_name);
     cJSON_AddStringToObject(root, "model", model_desc);
+    cJSON_AddStringToObject(root, "arch", tmm_arch_name(c->arch));
+    if (c->arch == TMM_ARCH_SWA)
+        cJSON_AddNumberToObject(root, "window", c->window);
     cJSON *a = cJSON_AddArrayToObject(root, "first_token");
     for (unsigned i = 0; i < np; i++) {
         cJSON *o = cJSON_CreateObject();
@@ -163,7 +195,8 @@ static unsigned keep_fitting(uint32_t *v, unsigned count, uint32_t limit)
 
 int bench_generate(int argc, char **argv)
 {
-    enum { O_D = 256, O_N, O_L, O_H, O_V, O_PROMPTS, O_POSITIONS, O_REPEAT, O_MIXER, O_DEVICE, O_JSON, O_CKPT };
+    enum { O_D = 256, O_N, O_L, O_H, O_V, O_PROMPTS, O_POSITIONS, O_REPEAT, O_MIXER, O_DEVICE, O_JSON, O_CKPT,
+           O_ARCH, O_WINDOW };
     static const struct option longopts[] = {
         { "checkpoint", required_argument, NULL, O_CKPT }, { "d-model", required_argument, NULL, O_D },
         { "n-ctx", required_argument, NULL, O_N },         { "layers", required_argument, NULL, O_L },
@@ -171,6 +204,7 @@ int bench_generate(int argc, char **argv)
         { "prompts", required_argument, NULL, O_PROMPTS }, { "positions", required_argument, NULL, O_POSITIONS },
         { "repeat", required_argument, NULL, O_REPEAT },   { "mixer-impl", required_argument, NULL, O_MIXER },
         { "device", required_argument, NULL, O_DEVICE },   { "json", no_argument, NULL, O_JSON },
+        { "arch", required_argument, NULL, O_ARCH },       { "window", required_argument, NULL, O_WINDOW },
         { "help", no_argument, NULL, 'h' },                { 0, 0, 0, 0 },
     };
     tmm_model_config c = tmm_model_config_default();
@@ -181,7 +215,7 @@ int bench_generate(int argc, char **argv)
     const char *checkpoint = NULL;
     tmm_mixer_impl mixer = TMM_MIXER_AUTO;
     int opt, device = -1;
-    bool json = false, ok = true;
+    bool json = false, ok = true, arch_given = false;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1 && ok) {
         switch (opt) {
@@ -191,12 +225,12 @@ int bench_generate(int argc, char **argv)
         case O_L: ok = cli_parse_uint("--layers", optarg, TMM_MAX_LAYERS, &v); c.n_layers = (uint32_t)v; break;
         case O_H: ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v); c.heads = (uint32_t)v; break;
         case O_V: ok = cli_parse_uint("--vocab", optarg, TMM_MAX_VOCAB, &v); c.vocab = (uint32_t)v; break;
-        case O_PROMPTS: ok = parse_list("--prompts", optarg, prompts, &np); break;
-        case O_POSITIONS: ok = parse_list("--positions", optarg, positions, &nq); break;
+        case O_PROMPTS: ok = bench_parse_list("--prompts", optarg, prompts, &np); break;
+        case O_POSITIONS: ok = bench_parse_list("--positions", optarg, positions, &nq); break;
         case O_REPEAT:
-            ok = cli_parse_uint("--repeat", optarg, 64, &repeat) && repeat > 0;
+            ok = cli_parse_uint("--repeat", optarg, BENCH_MAX_REPEAT, &repeat) && repeat > 0;
             if (!ok)
-                cli_fail("--repeat is 1 to 64\n");
+                cli_fail("--repeat is 1 to %u\n", BENCH_MAX_REPEAT);
             break;
         case O_MIXER:
             ok = tmm_mixer_impl_parse(optarg, &mixer) == TMM_OK;
@@ -205,31 +239,36 @@ int bench_generate(int argc, char **argv)
             break;
         case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v); device = (int)v; break;
         case O_JSON: json = true; break;
+        case O_ARCH: ok = bench_parse_arch(optarg, &c.arch), arch_given = true; break;
+        case O_WINDOW: ok = bench_parse_window(optarg, &c.window), arch_given = true; break;
         case 'h': usage(); return 0;
         default: return 2;
         }
     }
     if (!ok)
         return 2;
+    if (checkpoint && arch_given) {
+        cli_fail("--arch and --window describe the random model; a checkpoint has its own\n");
+        return 2;
+    }
 
     tmm_checkpoint ck = { 0 };
-    tmm_param_table table = { 0 };
-    float *params = NULL;
     tmm_status s;
     if (checkpoint) {
         s = tmm_checkpoint_load_model(checkpoint, NULL, &ck);
         if (s != TMM_OK)
             return cli_error("cannot load the checkpoint", s);
         c = ck.table.config;
-    } else if ((s = tmm_model_config_check(&c)) != TMM_OK) {
-        return cli_error("bad model", s);
+    } else {
+        tmm_model_config_resolve(&c);
+        if ((s = tmm_model_config_check(&c)) != TMM_OK)
+            return cli_error("bad model", s);
     }
-    bench b = { .n = c.n_ctx, .V = c.vocab, .repeat = (uint32_t)repeat };
-    np = keep_fitting(prompts, np, b.n);
-    nq = keep_fitting(positions, nq, b.n > b.repeat ? b.n - b.repeat : 0);
+    np = keep_fitting(prompts, np, c.n_ctx);
+    nq = keep_fitting(positions, nq, c.n_ctx > repeat ? c.n_ctx - (uint32_t)repeat : 0);
     if (np == 0 || nq == 0) {
         tmm_checkpoint_free(&ck);
-        cli_fail("no prompt length or position fits the context of %u\n", b.n);
+        cli_fail("no prompt length or position fits the context of %u\n", c.n_ctx);
         return 2;
     }
     tmm_device *dev;
@@ -237,38 +276,26 @@ int bench_generate(int argc, char **argv)
         tmm_checkpoint_free(&ck);
         return 1;
     }
-    if (!checkpoint) {
-        s = tmm_param_table_build(&c, &table);
-        if (s == TMM_OK && !(params = malloc(table.arena_floats * sizeof *params)))
-            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    bench_gen b = { 0 };
+    if (checkpoint) {
+        tmm_gen_tokenizer tokenizer;
+        s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), c.vocab, &tokenizer);
         if (s == TMM_OK)
-            tmm_param_init(&table, params);
+            s = bench_gen_open(dev, &ck.table, ck.params, tokenizer, mixer, (uint32_t)repeat, &b);
+    } else {
+        s = bench_gen_random(dev, &c, mixer, (uint32_t)repeat, &b);
     }
-    const tmm_param_table *t = checkpoint ? &ck.table : &table;
-    tmm_gen_tokenizer tokenizer;
-    if (s == TMM_OK)
-        s = tmm_gen_tokenizer_pick(checkpoint ? tmm_checkpoint_meta(&ck, "tokenizer") : NULL, c.vocab, &tokenizer);
-    if (s == TMM_OK)
-        s = tmm_gen_create(dev, t, checkpoint ? ck.params : params, tokenizer, 1, mixer, &b.gen);
-    b.tokens = malloc(b.n * sizeof *b.tokens);
-    b.logits = malloc(b.V * sizeof *b.logits);
     int rc;
-    if (s == TMM_OK && (!b.tokens || !b.logits))
-        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s != TMM_OK) {
         rc = cli_error("bench generate", s);
     } else {
-        for (uint32_t i = 0; i < b.n; i++)
-            b.tokens[i] = (uint32_t)(tmm_rng_bits(1, i) % b.V);
-        char desc[160];
-        snprintf(desc, sizeof desc, "%s: d %u, %u layers, %s%u, n %u, vocab %u", checkpoint ? checkpoint : "random model",
-                 c.d_model, c.n_layers, c.heads ? "heads " : "flat, kernel ", c.heads ? c.heads : c.kernel, c.n_ctx,
-                 c.vocab);
-        rc = run(&b, prompts, np, positions, nq, json, tmm_device_get_info(dev)->name, desc);
+        char desc[192], mix[64];
+        snprintf(desc, sizeof desc, "%s (%s): d %u, %u layers, %s, n %u, vocab %u",
+                 checkpoint ? checkpoint : "random model", tmm_arch_name(c.arch), c.d_model, c.n_layers,
+                 bench_mixing_desc(&c, mix, sizeof mix), c.n_ctx, c.vocab);
+        rc = run(&b, prompts, np, positions, nq, json, tmm_device_get_info(dev)->name, desc, &c);
     }
-    tmm_generator_destroy(b.gen);
-    free(b.tokens), free(b.logits), free(params);
-    tmm_param_table_free(&table);
+    bench_gen_close(&b);
     tmm_checkpoint_free(&ck);
     tmm_device_destroy(dev);
     return rc;

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "buffer.h"
 #include "cli.h"
 #include "model/model.h"
 #include "train/optim.h"
 #include "train/train_config.h"
+#include "train/trainer.h"
 
 static double cpu_s(void)
 {
@@ -20,21 +22,123 @@ static double cpu_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-#define MAX_OPS 32
+/* Deterministic tokens and targets of every measured step. */
+static void fill_batch(uint32_t rows, uint32_t vocab, uint32_t *tok, int32_t *tgt)
+{
+    for (uint32_t i = 0; i < rows; i++) {
+        tok[i] = (i * 2654435761u >> 7) % vocab;
+        tgt[i] = (int32_t)((i * 40503u + 7) % vocab);
+    }
+}
 
-typedef struct op_time {
-    const char *name;
-    double ms;
-} op_time;
+/* Adds the timestamp regions of the last run to out->ops (by label). */
+static void add_op_times(tmm_recorder *r, bench_train_result *out)
+{
+    for (uint32_t i = 0; out->timed && i < tmm_recorder_regions(r); i++) {
+        const char *label;
+        double ms;
+        if (tmm_recorder_region_time(r, i, &label, &ms) != TMM_OK) {
+            out->timed = false;
+            return;
+        }
+        int j = 0;
+        while (j < out->n_ops && strcmp(out->ops[j].name, label) != 0)
+            j++;
+        if (j == out->n_ops && out->n_ops < BENCH_MAX_OPS) {
+            snprintf(out->ops[j].name, sizeof out->ops[j].name, "%s", label);
+            out->ops[out->n_ops++].ms = 0;
+        }
+        if (j < out->n_ops)
+            out->ops[j].ms += ms;
+        out->device_ms += ms;
+    }
+}
+
+tmm_status bench_train_steps(tmm_device *dev, const tmm_train_config *c, uint32_t warmup, uint32_t steps,
+                             bool profile, bench_train_result *out)
+{
+    memset(out, 0, sizeof *out);
+    out->timed = profile;
+    if (steps == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "steps must be at least 1");
+    const uint32_t B = c->batch, rows = B * c->model.n_ctx;
+    uint32_t *tok = malloc((size_t)rows * sizeof *tok);
+    int32_t *tgt = malloc((size_t)rows * sizeof *tgt);
+    tmm_model *m = NULL;
+    tmm_optim *o = NULL;
+    tmm_recorder *r = NULL;
+    tmm_status s = tok && tgt ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK) {
+        fill_batch(rows, c->model.vocab, tok, tgt);
+        if ((s = tmm_model_create(dev, &c->model, B, &m)) == TMM_OK &&
+            (s = tmm_optim_create(dev, tmm_model_table(m), &c->optim, &o)) == TMM_OK &&
+            (s = tmm_model_set_batch(m, tok, tgt)) == TMM_OK && (s = tmm_recorder_create(dev, &r)) == TMM_OK) {
+            tmm_model_set_profile(m, profile);
+            if ((s = tmm_recorder_begin(r)) == TMM_OK && (s = tmm_model_record(m, r, true)) == TMM_OK &&
+                (!profile || (s = tmm_record_region_begin(r, "adamw")) == TMM_OK) &&
+                (s = tmm_optim_record(o, r, tmm_whole(tmm_model_param_buffer(m)),
+                                      tmm_whole(tmm_model_grad_buffer(m)))) == TMM_OK &&
+                (!profile || (s = tmm_record_region_end(r)) == TMM_OK))
+                s = tmm_recorder_end(r);
+        }
+    }
+    double wall = 0, cpu = 0;
+    for (uint32_t step = 0; s == TMM_OK && step < warmup + steps; step++) {
+        double w0 = cli_now_ms() * 1e-3, c0 = cpu_s();
+        if ((s = tmm_optim_set_step(o, step + 1, 1e-4)) != TMM_OK || (s = tmm_model_set_batch(m, tok, tgt)) != TMM_OK ||
+            (s = tmm_recorder_run(r)) != TMM_OK)
+            break;
+        if (step < warmup)
+            continue; /* lavapipe compiles shaders on first use */
+        wall += cli_now_ms() * 1e-3 - w0;
+        cpu += cpu_s() - c0;
+        add_op_times(r, out);
+    }
+    if (s == TMM_OK) {
+        out->ms_per_step = wall / (double)steps * 1e3;
+        out->cpu_ms_per_step = cpu / (double)steps * 1e3;
+        out->tokens_per_s = (double)rows * (double)steps / wall;
+    }
+    tmm_recorder_destroy(r);
+    tmm_optim_destroy(o);
+    tmm_model_destroy(m);
+    free(tok), free(tgt);
+    return s;
+}
+
+static void usage(void)
+{
+    printf("usage: tmm bench train [--preset NAME] [--arch A] [--window W]\n"
+           "                       [--d-model N --n-ctx N --layers N --heads N]\n"
+           "                       [--batch N] [--vocab N] [--steps N] [--device N] [--json]\n\n"
+           "Times training steps (forward, backward, clipping and AdamW, recorded once and\n"
+           "replayed) on fixed random tokens: tokens/s, ms per step, CPU time per step, the\n"
+           "planned device memory of training (the model at the batch, plus AdamW's moments),\n"
+           "and the share of device time per op from timestamp queries. Defaults: the\n"
+           "tiny-copy model, batch 16, vocab 16, 20 measured steps after 2 warm-up steps.\n\n"
+           "options:\n"
+           "  --preset NAME     start from a training preset (see tmm train --help)\n"
+           "  --arch A          tmm (default), transformer, swa or linear (docs/baselines.md);\n"
+           "                    an attention model without --heads gets heads of 64 channels\n"
+           "  --window W        swa only: keys each query attends to (default 128)\n"
+           "  --d-model N, --n-ctx N, --layers N, --heads N, --vocab N   the model\n"
+           "  --batch N         sequences per step\n"
+           "  --steps N         measured steps (at least 1)\n"
+           "  --device N        use Vulkan device N (see 'tmm devices')\n"
+           "  --json            print one JSON object instead of the table\n"
+           "  -h, --help        show this help\n");
+}
 
 int bench_train(int argc, char **argv)
 {
+    enum { O_ARCH = 256, O_WINDOW };
     static const struct option longopts[] = {
         { "preset", required_argument, NULL, 'p' }, { "d-model", required_argument, NULL, 'd' },
         { "n-ctx", required_argument, NULL, 'n' },  { "layers", required_argument, NULL, 'l' },
         { "heads", required_argument, NULL, 'H' },  { "batch", required_argument, NULL, 'b' },
         { "vocab", required_argument, NULL, 'V' },  { "steps", required_argument, NULL, 's' },
         { "device", required_argument, NULL, 'D' }, { "json", no_argument, NULL, 'j' },
+        { "arch", required_argument, NULL, O_ARCH }, { "window", required_argument, NULL, O_WINDOW },
         { "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
     };
     tmm_train_config c;
@@ -51,11 +155,14 @@ int bench_train(int argc, char **argv)
             const char *text = tmm_train_preset(optarg);
             if (!text) {
                 cli_fail("no preset '%s' (see tmm train --help)\n", optarg);
+                tmm_train_config_free(&c);
                 return 2;
             }
             tmm_status s = tmm_train_config_apply_json(&c, text, optarg);
-            if (s != TMM_OK)
+            if (s != TMM_OK) {
+                tmm_train_config_free(&c);
                 return cli_error("bad preset", s);
+            }
             if (c.task == TMM_DATA_TEXT)
                 c.model.vocab = 257;
             break;
@@ -69,136 +176,99 @@ int bench_train(int argc, char **argv)
         case 's': ok = cli_parse_uint("--steps", optarg, 1 << 20, &steps); break;
         case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case 'j': json = true; break;
+        case O_ARCH: ok = bench_parse_arch(optarg, &c.model.arch); break;
+        case O_WINDOW: ok = bench_parse_window(optarg, &c.model.window); break;
         case 'h':
-            printf("usage: tmm bench train [--preset NAME] [--d-model N --n-ctx N --layers N --heads N]\n"
-                   "                       [--batch N] [--vocab N] [--steps N] [--device N] [--json]\n\n"
-                   "Times training steps (forward, backward, clipping and AdamW, recorded once and\n"
-                   "replayed) on random tokens: tokens/s, ms per step, CPU time per step, and the\n"
-                   "share of device time per op from timestamp queries. Defaults: the tiny-copy model,\n"
-                   "batch 16, vocab 16, 20 measured steps after 2 warm-up steps.\n");
+            usage();
+            tmm_train_config_free(&c);
             return 0;
-        default: return 2;
+        default: tmm_train_config_free(&c); return 2;
         }
-        if (!ok)
+        if (!ok) {
+            tmm_train_config_free(&c);
             return 2;
+        }
     }
-    if (steps == 0) {
-        cli_fail("--steps must be at least 1\n");
+    if (steps == 0 || c.batch == 0) {
+        cli_fail("--%s must be at least 1\n", steps == 0 ? "steps" : "batch");
+        tmm_train_config_free(&c);
         return 2;
     }
+    c.accum = 1; /* every step runs the whole batch at once */
+    tmm_model_config_resolve(&c.model);
     tmm_status s = tmm_model_config_check(&c.model);
-    if (s != TMM_OK)
+    if (s != TMM_OK) {
+        tmm_train_config_free(&c);
         return cli_error("bad model", s);
+    }
     tmm_device *dev;
-    if (cli_open_device(device, &dev))
+    if (cli_open_device(device, &dev)) {
+        tmm_train_config_free(&c);
         return 1;
-    tmm_model *m = NULL;
-    tmm_optim *o = NULL;
-    tmm_recorder *r = NULL;
+    }
     const uint32_t B = c.batch, n = c.model.n_ctx, rows = B * n;
-    uint32_t *tok = malloc((size_t)rows * 4);
-    int32_t *tgt = malloc((size_t)rows * 4);
-    if (!tok || !tgt) {
-        cli_fail("out of memory\n");
-        return 1;
-    }
-    for (uint32_t i = 0; i < rows; i++) {
-        tok[i] = (i * 2654435761u >> 7) % c.model.vocab;
-        tgt[i] = (int32_t)((i * 40503u + 7) % c.model.vocab);
-    }
-    if ((s = tmm_model_create(dev, &c.model, B, &m)) == TMM_OK &&
-        (s = tmm_optim_create(dev, tmm_model_table(m), &c.optim, &o)) == TMM_OK &&
-        (s = tmm_model_set_batch(m, tok, tgt)) == TMM_OK && (s = tmm_recorder_create(dev, &r)) == TMM_OK) {
-        tmm_model_set_profile(m, true);
-        if ((s = tmm_recorder_begin(r)) == TMM_OK && (s = tmm_model_record(m, r, true)) == TMM_OK &&
-            (s = tmm_record_region_begin(r, "adamw")) == TMM_OK &&
-            (s = tmm_optim_record(o, r, tmm_whole(tmm_model_param_buffer(m)), tmm_whole(tmm_model_grad_buffer(m)))) ==
-                TMM_OK &&
-            (s = tmm_record_region_end(r)) == TMM_OK)
-            s = tmm_recorder_end(r);
-    }
-    op_time ops[MAX_OPS];
-    int n_ops = 0;
-    double wall = 0, cpu = 0, device_ms = 0;
-    bool timed = true;
-    for (unsigned long step = 0; s == TMM_OK && step < steps + 2; step++) {
-        double w0 = cli_now_ms() * 1e-3, c0 = cpu_s();
-        if ((s = tmm_optim_set_step(o, (uint32_t)step + 1, 1e-4)) != TMM_OK ||
-            (s = tmm_model_set_batch(m, tok, tgt)) != TMM_OK || (s = tmm_recorder_run(r)) != TMM_OK)
-            break;
-        if (step < 2)
-            continue; /* warm-up: lavapipe compiles shaders on first use */
-        wall += cli_now_ms() * 1e-3 - w0;
-        cpu += cpu_s() - c0;
-        for (uint32_t i = 0; timed && i < tmm_recorder_regions(r); i++) {
-            const char *label;
-            double ms;
-            if (tmm_recorder_region_time(r, i, &label, &ms) != TMM_OK) {
-                timed = false;
-                break;
-            }
-            int j = 0;
-            while (j < n_ops && strcmp(ops[j].name, label) != 0)
-                j++;
-            if (j == n_ops && n_ops < MAX_OPS)
-                ops[n_ops++] = (op_time){ label, 0 };
-            if (j < n_ops)
-                ops[j].ms += ms;
-            device_ms += ms;
-        }
-    }
+    bench_train_result res;
+    tmm_train_memory mem;
+    s = tmm_train_memory_plan(dev, &c, &mem);
+    if (s == TMM_OK)
+        s = bench_train_steps(dev, &c, 2, (uint32_t)steps, true, &res);
     int rc = 0;
     if (s != TMM_OK) {
         rc = cli_error("benchmark failed", s);
+    } else if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "device", tmm_device_get_info(dev)->name);
+        cJSON *mc = cJSON_AddObjectToObject(root, "model");
+        cJSON_AddStringToObject(mc, "arch", tmm_arch_name(c.model.arch));
+        cJSON_AddNumberToObject(mc, "vocab", c.model.vocab);
+        cJSON_AddNumberToObject(mc, "d_model", c.model.d_model);
+        cJSON_AddNumberToObject(mc, "n_ctx", c.model.n_ctx);
+        cJSON_AddNumberToObject(mc, "n_layers", c.model.n_layers);
+        cJSON_AddNumberToObject(mc, "heads", c.model.heads);
+        if (c.model.arch == TMM_ARCH_SWA)
+            cJSON_AddNumberToObject(mc, "window", c.model.window);
+        cJSON_AddNumberToObject(mc, "params", (double)tmm_model_param_count(&c.model));
+        cJSON_AddNumberToObject(root, "batch", B);
+        cJSON_AddNumberToObject(root, "steps", (double)steps);
+        cJSON_AddNumberToObject(root, "tokens_per_s", res.tokens_per_s);
+        cJSON_AddNumberToObject(root, "ms_per_step", res.ms_per_step);
+        cJSON_AddNumberToObject(root, "cpu_ms_per_step", res.cpu_ms_per_step);
+        cJSON_AddNumberToObject(root, "memory_bytes", (double)mem.total);
+        cJSON *arr = cJSON_AddArrayToObject(root, "ops");
+        for (int j = 0; res.timed && j < res.n_ops; j++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "op", res.ops[j].name);
+            cJSON_AddNumberToObject(e, "ms_per_step", res.ops[j].ms / (double)steps);
+            cJSON_AddNumberToObject(e, "share", res.device_ms > 0 ? res.ops[j].ms / res.device_ms : 0);
+            cJSON_AddItemToArray(arr, e);
+        }
+        char *text = cJSON_Print(root);
+        printf("%s\n", text);
+        free(text);
+        cJSON_Delete(root);
     } else {
-        double ms_step = wall / (double)steps * 1e3, cpu_step = cpu / (double)steps * 1e3;
-        double tps = (double)rows * (double)steps / wall;
-        if (json) {
-            cJSON *root = cJSON_CreateObject();
-            cJSON_AddStringToObject(root, "device", tmm_device_get_info(dev)->name);
-            cJSON *mc = cJSON_AddObjectToObject(root, "model");
-            cJSON_AddNumberToObject(mc, "vocab", c.model.vocab);
-            cJSON_AddNumberToObject(mc, "d_model", c.model.d_model);
-            cJSON_AddNumberToObject(mc, "n_ctx", c.model.n_ctx);
-            cJSON_AddNumberToObject(mc, "n_layers", c.model.n_layers);
-            cJSON_AddNumberToObject(mc, "heads", c.model.heads);
-            cJSON_AddNumberToObject(root, "batch", B);
-            cJSON_AddNumberToObject(root, "steps", (double)steps);
-            cJSON_AddNumberToObject(root, "tokens_per_s", tps);
-            cJSON_AddNumberToObject(root, "ms_per_step", ms_step);
-            cJSON_AddNumberToObject(root, "cpu_ms_per_step", cpu_step);
-            cJSON *arr = cJSON_AddArrayToObject(root, "ops");
-            for (int j = 0; timed && j < n_ops; j++) {
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "op", ops[j].name);
-                cJSON_AddNumberToObject(e, "ms_per_step", ops[j].ms / (double)steps);
-                cJSON_AddNumberToObject(e, "share", device_ms > 0 ? ops[j].ms / device_ms : 0);
-                cJSON_AddItemToArray(arr, e);
-            }
-            char *text = cJSON_Print(root);
-            printf("%s\n", text);
-            free(text);
-            cJSON_Delete(root);
+        char mix[64], t[4][32];
+        printf("device: %s\nmodel: %s, d %u, n %u, L %u, %s, vocab %u; batch %u (%u tokens per step)\n",
+               tmm_device_get_info(dev)->name, tmm_arch_name(c.model.arch), c.model.d_model, n, c.model.n_layers,
+               bench_mixing_desc(&c.model, mix, sizeof mix), c.model.vocab, B, rows);
+        printf("parameters: %llu; device memory planned: %s (parameters and gradients %s, AdamW moments %s, "
+               "activations and workspace %s)\n",
+               (unsigned long long)tmm_model_param_count(&c.model), cli_size(mem.total, t[0], 32),
+               cli_size(mem.model.params + mem.model.grads + mem.accumulation, t[1], 32),
+               cli_size(mem.optimizer, t[2], 32),
+               cli_size(mem.model.activations + mem.model.workspace + mem.model.mixer, t[3], 32));
+        printf("%.1f tokens/s   %.2f ms per step   %.2f ms CPU per step\n", res.tokens_per_s, res.ms_per_step,
+               res.cpu_ms_per_step);
+        if (res.timed) {
+            printf("\n%-16s %12s %8s\n", "op", "ms/step", "share");
+            for (int j = 0; j < res.n_ops; j++)
+                printf("%-16s %12.3f %7.1f%%\n", res.ops[j].name, res.ops[j].ms / (double)steps,
+                       100 * res.ops[j].ms / res.device_ms);
         } else {
-            printf("device: %s\nmodel: d %u, n %u, L %u, heads %u, vocab %u; batch %u (%u tokens per step)\n",
-                   tmm_device_get_info(dev)->name, c.model.d_model, n, c.model.n_layers, c.model.heads,
-                   c.model.vocab, B, rows);
-            printf("%.1f tokens/s   %.2f ms per step   %.2f ms CPU per step\n", tps, ms_step, cpu_step);
-            if (timed) {
-                printf("\n%-16s %12s %8s\n", "op", "ms/step", "share");
-                for (int j = 0; j < n_ops; j++)
-                    printf("%-16s %12.3f %7.1f%%\n", ops[j].name, ops[j].ms / (double)steps,
-                           100 * ops[j].ms / device_ms);
-            } else {
-                printf("(no per-op times: the device has no timestamps on its compute queue)\n");
-            }
+            printf("(no per-op times: the device has no timestamps on its compute queue)\n");
         }
     }
-    tmm_recorder_destroy(r);
-    tmm_optim_destroy(o);
-    tmm_model_destroy(m);
     tmm_device_destroy(dev);
-    free(tok), free(tgt);
     tmm_train_config_free(&c);
     return rc;
 }

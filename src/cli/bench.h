@@ -1,0 +1,81 @@
+/* What the model benchmarks share (tmm bench train, generate and arch): the
+ * options that choose an architecture, and the measuring code itself, so that
+ * bench arch measures exactly what bench train and bench generate do. */
+#ifndef TMM_CLI_BENCH_H
+#define TMM_CLI_BENCH_H
+
+#include <stddef.h>
+
+#include "gen/generator.h"
+#include "train/train_config.h"
+
+/* Defined in src/model/params.c; its public declaration (include/tmm/model.h)
+ * is being added on main. The same declaration here is compatible with it. */
+void tmm_model_config_resolve(tmm_model_config *config);
+
+/* tmm bench arch (cmd_bench_arch.c), dispatched by cmd_bench. */
+int bench_arch(int argc, char **argv);
+
+/* ---- options (cmd_bench.c) ---------------------------------------------- */
+
+/* --arch NAME: tmm, transformer, swa or linear; false after a one-line error. */
+bool bench_parse_arch(const char *text, tmm_arch *out);
+/* --window W: 1 .. TMM_MAX_N_CTX; false after a one-line error. */
+bool bench_parse_window(const char *text, uint32_t *out);
+/* "16,64,256": up to BENCH_MAX_POINTS positive values; false after an error. */
+#define BENCH_MAX_POINTS 16
+bool bench_parse_list(const char *option, const char *text, uint32_t *out, unsigned *count);
+/* "heads 4, window 128" (swa), "heads 4", or "flat, kernel 1" (a TMM without heads). */
+const char *bench_mixing_desc(const tmm_model_config *c, char *buf, size_t size);
+
+/* ---- training steps (cmd_bench_train.c) --------------------------------- */
+
+#define BENCH_MAX_OPS 32
+
+typedef struct bench_op_time {
+    char name[32];
+    double ms;        /* summed over the measured steps */
+} bench_op_time;
+
+typedef struct bench_train_result {
+    double tokens_per_s, ms_per_step, cpu_ms_per_step;  /* wall-clock and CPU time of the measured steps */
+    bool timed;                     /* per-op device times below (profile, and the device has timestamps) */
+    int n_ops;
+    bench_op_time ops[BENCH_MAX_OPS];
+    double device_ms;               /* sum of ops[].ms */
+} bench_train_result;
+
+/* Times training steps of c->model at c->batch sequences on fixed tokens:
+ * forward, backward, clipping and AdamW recorded once and replayed, `warmup`
+ * unmeasured steps (lavapipe compiles kernels at their first dispatch), then
+ * `steps` measured ones. With `profile` every op is wrapped in a timestamp
+ * region (device time per op; a little overhead). c->model must be checked. */
+tmm_status bench_train_steps(tmm_device *dev, const tmm_train_config *c, uint32_t warmup, uint32_t steps,
+                             bool profile, bench_train_result *out);
+
+/* ---- decoding (cmd_bench_generate.c) ------------------------------------ */
+
+#define BENCH_MAX_REPEAT 64
+
+typedef struct bench_gen {
+    tmm_generator *gen;
+    uint32_t n, V, repeat;  /* repeat: timed runs per measurement (<= BENCH_MAX_REPEAT) */
+    uint32_t *tokens;       /* n random tokens */
+    float *logits;
+} bench_gen;
+
+/* A generator of one sequence from weights in memory (a checkpoint's or
+ * random ones), with n random tokens to feed it. */
+tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const float *params,
+                          tmm_gen_tokenizer tokenizer, tmm_mixer_impl impl, uint32_t repeat, bench_gen *out);
+/* The same with random weights (tmm_param_init from c->seed); c must be checked. */
+tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_mixer_impl impl, uint32_t repeat,
+                            bench_gen *out);
+void bench_gen_close(bench_gen *b);
+/* Median ms of a prefill of `len` tokens and one greedy sample. */
+tmm_status bench_gen_first_token(bench_gen *b, uint32_t len, double *ms);
+/* Median ms of one cached decoding step at positions pos .. pos + repeat - 1,
+ * after a prefill of pos tokens (pos + repeat <= n). */
+tmm_status bench_gen_cached(bench_gen *b, uint32_t pos, double *ms);
+
+#endif
