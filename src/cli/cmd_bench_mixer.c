@@ -1,5 +1,6 @@
 /* tmm bench mixer: Toeplitz mixing (direct, FFT, auto) against causal
- * attention, over sequence lengths: device time, peak memory, scaling. */
+ * attention, sliding-window attention and causal linear attention, over
+ * sequence lengths: device time, peak memory, scaling. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -7,18 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "buffer.h"
 #include "cli.h"
 #include "ops/attention.h"
+#include "ops/linear_attention.h"
 #include "ops/toeplitz.h"
 #include "ops/toeplitz_fft.h"
 #include "mixer/mixer_select.h"
 #include "tmm/model.h"
 
-enum { IMPL_DIRECT, IMPL_FFT, IMPL_AUTO, IMPL_ATTENTION, N_IMPLS };
-static const char *const impl_names[N_IMPLS] = { "direct", "fft", "auto", "attention" };
+enum { IMPL_DIRECT, IMPL_FFT, IMPL_AUTO, IMPL_ATTENTION, IMPL_SWA, IMPL_LINEAR, N_IMPLS };
+static const char *const impl_names[N_IMPLS] = { "direct", "fft", "auto", "attention", "swa", "linear" };
 /* expected growth of time with n, to skip runs that would pass the cap */
-static const double impl_exponent[N_IMPLS] = { 2.0, 1.2, 2.0, 2.0 };
+static const double impl_exponent[N_IMPLS] = { 2.0, 1.2, 2.0, 2.0, 1.0, 1.0 };
+#define IMPL_LIST "direct, fft, auto, attention, swa, linear"
 
 typedef struct row {
     int impl;
@@ -29,6 +33,7 @@ typedef struct row {
 
 typedef struct shape {
     uint32_t d, heads, batch;
+    uint32_t window;    /* swa's keys per query */
 } shape;
 
 #define MAX_BUFS 12
@@ -56,11 +61,29 @@ static void release(bufs *set)
 }
 
 /* Records the op (forward, or forward then backward) into r. */
+static tmm_attention_desc attention_desc(int impl, const shape *sh, uint32_t n)
+{
+    return (tmm_attention_desc){ sh->batch, n, sh->d, sh->heads, TMM_ATTENTION_MEMORY_EFFICIENT,
+                                 impl == IMPL_SWA ? sh->window : 0 };
+}
+
+static tmm_linear_attention_desc linear_desc(const shape *sh, uint32_t n)
+{
+    return (tmm_linear_attention_desc){ sh->batch, n, sh->d, sh->heads, 0 };
+}
+
 static tmm_status record(tmm_recorder *r, int impl, const shape *sh, uint32_t n, bool backward, tmm_view *v,
                          tmm_toeplitz_fft *fft)
 {
-    if (impl == IMPL_ATTENTION) {
-        tmm_attention_desc ad = { sh->batch, n, sh->d, sh->heads, TMM_ATTENTION_MEMORY_EFFICIENT, 0 };
+    if (impl == IMPL_LINEAR) {
+        tmm_linear_attention_desc ld = linear_desc(sh, n);
+        TMM_TRY(tmm_op_linear_attention_forward(r, &ld, v[0], v[1], v[2], v[3], v[4]));
+        return backward
+                   ? tmm_op_linear_attention_backward(r, &ld, v[0], v[1], v[2], v[4], v[5], v[9], v[6], v[7], v[8])
+                   : TMM_OK;
+    }
+    if (impl == IMPL_ATTENTION || impl == IMPL_SWA) {
+        tmm_attention_desc ad = attention_desc(impl, sh, n);
         TMM_TRY(tmm_op_attention_forward(r, &ad, v[0], v[1], v[2], v[3], v[4]));
         return backward ? tmm_op_attention_backward(r, &ad, v[0], v[1], v[2], v[3], v[4], v[5], v[9], v[6], v[7], v[8])
                         : TMM_OK;
@@ -104,11 +127,19 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
     tmm_memory_stats before, after;
     tmm_device_memory_stats(dev, &before);
     tmm_status s = TMM_OK;
-    if (impl == IMPL_ATTENTION) {
-        tmm_attention_desc ad = { sh->batch, n, sh->d, sh->heads, TMM_ATTENTION_MEMORY_EFFICIENT, 0 };
+    if (impl == IMPL_ATTENTION || impl == IMPL_SWA) {
+        tmm_attention_desc ad = attention_desc(impl, sh, n);
         /* q, k, v, o, saved, dout, dq, dk, dv, scratch */
         uint64_t sizes[10] = { act, act, act, act, tmm_op_attention_saved(&ad), act, act, act, act,
                                tmm_op_attention_backward_scratch(&ad) };
+        for (int i = 0; i < 10 && s == TMM_OK; i++)
+            s = make(dev, &set, sizes[i], &v[i]);
+    } else if (impl == IMPL_LINEAR) {
+        tmm_linear_attention_desc ld = linear_desc(sh, n);
+        s = tmm_linear_attention_check(NULL, &ld);
+        /* q, k, v, y, saved, dy, dq, dk, dv, scratch */
+        uint64_t sizes[10] = { act, act, act, act, tmm_op_linear_attention_saved(&ld), act, act, act, act,
+                               tmm_op_linear_attention_backward_scratch(&ld) };
         for (int i = 0; i < 10 && s == TMM_OK; i++)
             s = make(dev, &set, sizes[i], &v[i]);
     } else {
@@ -193,11 +224,11 @@ static void write_svg(const char *path, const row *rows, int count, const shape 
     if (ly1 <= ly0)
         ly0 -= 0.5, ly1 += 0.5;
     const double W = 640, H = 420, L = 70, R = 150, T = 40, Bm = 50;
-    static const char *const colors[N_IMPLS] = { "#d62728", "#1f77b4", "#2ca02c", "#7f7f7f" };
+    static const char *const colors[N_IMPLS] = { "#d62728", "#1f77b4", "#2ca02c", "#7f7f7f", "#9467bd", "#ff7f0e" };
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
                "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-    fprintf(f, "<text x=\"%.0f\" y=\"20\">forward+backward time vs n (d %u, heads %u, batch %u), log-log</text>\n",
-            L, sh->d, sh->heads, sh->batch);
+    fprintf(f, "<text x=\"%.0f\" y=\"20\">forward+backward time vs n (d %u, heads %u, batch %u, swa window %u), "
+               "log-log</text>\n", L, sh->d, sh->heads, sh->batch, sh->window);
     fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", L, T,
             W - L - R, H - T - Bm);
     for (int e = (int)floor(lx0); e <= (int)ceil(lx1); e++)
@@ -241,15 +272,14 @@ static bool parse_impls(const char *text, bool wanted[N_IMPLS])
             if (strlen(impl_names[i]) == len && strncmp(text, impl_names[i], len) == 0)
                 found = i;
         if (found < 0) {
-            cli_fail("--impls: unknown implementation '%.*s' (direct, fft, auto, "
-                            "attention)\n", (int)len, text);
+            cli_fail("--impls: unknown implementation '%.*s' (" IMPL_LIST ")\n", (int)len, text);
             return false;
         }
         wanted[found] = any = true;
         text += len + (text[len] == ',');
     }
     if (!any)
-        cli_fail("--impls: name at least one of direct, fft, auto, attention\n");
+        cli_fail("--impls: name at least one of " IMPL_LIST "\n");
     return any;
 }
 
@@ -262,19 +292,26 @@ int bench_mixer(int argc, char **argv)
         { "svg", required_argument, NULL, 's' },        { "device", required_argument, NULL, 'D' },
         { "json", no_argument, NULL, 'j' },             { "help", no_argument, NULL, 'h' },
         { "impls", required_argument, NULL, 'i' },      { "fit-from", required_argument, NULL, 'f' },
-        { "repeat", required_argument, NULL, 'r' },     { 0, 0, 0, 0 },
+        { "repeat", required_argument, NULL, 'r' },     { "window", required_argument, NULL, 'w' },
+        { 0, 0, 0, 0 },
     };
-    shape sh = { 256, 4, 1 };
+    shape sh = { 256, 4, 1, 128 };
     unsigned long v, only_n = 0, max_n = 65536, cap_s = 20, fit_from = 0, repeat = 3;
-    bool wanted[N_IMPLS] = { true, true, true, true };
+    bool wanted[N_IMPLS] = { true, true, true, true, true, true };
     const char *svg = "bench-mixer.svg";
     int opt, device = -1;
-    bool json = false, cap_given = false;
+    bool json = false, cap_given = false, window_given = false;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         bool ok = true;
         switch (opt) {
-        case 'n': ok = cli_parse_uint("--n", optarg, 1 << 20, &only_n); break;
+        case 'n':
+            ok = cli_parse_uint("--n", optarg, 1 << 20, &only_n);
+            if (ok && only_n == 0) {
+                cli_fail("--n must be at least 1\n");
+                ok = false;
+            }
+            break;
         case 'd': ok = cli_parse_uint("--d", optarg, 1 << 16, &v), sh.d = (uint32_t)v; break;
         case 'H': ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v), sh.heads = (uint32_t)v; break;
         case 'b': ok = cli_parse_uint("--batch", optarg, 1 << 16, &v), sh.batch = (uint32_t)v; break;
@@ -285,16 +322,27 @@ int bench_mixer(int argc, char **argv)
         case 'j': json = true; break;
         case 'i': ok = parse_impls(optarg, wanted); break;
         case 'f': ok = cli_parse_uint("--fit-from", optarg, 1 << 20, &fit_from); break;
-        case 'r': ok = cli_parse_uint("--repeat", optarg, MAX_REPEAT, &repeat) && repeat > 0; break;
+        case 'r':
+            ok = cli_parse_uint("--repeat", optarg, MAX_REPEAT, &repeat);
+            if (ok && repeat == 0) {
+                cli_fail("--repeat must be from 1 to %d\n", MAX_REPEAT);
+                ok = false;
+            }
+            break;
+        case 'w': ok = bench_parse_window(optarg, &sh.window), window_given = true; break;
         case 'h':
             printf("usage: tmm bench mixer [--n N | --max-n N] [--d D] [--heads H] [--batch B]\n"
-                   "                       [--impls LIST] [--time-cap SECONDS] [--repeat R] [--fit-from N]\n"
-                   "                       [--svg FILE] [--device N] [--json]\n\n"
-                   "Times causal token mixing, forward and forward+backward, for n = 256, 512, ... up to\n"
-                   "--max-n (default 65536), or one length with --n: Toeplitz mixing computed directly\n"
-                   "(O(n^2)), by FFT (O(n log n)) and as auto chooses (FFT from the crossover length\n"
-                   "measured on the device for this B*d), beside causal softmax attention\n"
-                   "(memory-efficient); --impls picks some of direct,fft,auto,attention (comma-separated,\n"
+                   "                       [--impls LIST] [--window W] [--time-cap SECONDS] [--repeat R]\n"
+                   "                       [--fit-from N] [--svg FILE] [--device N] [--json]\n\n"
+                   "Times causal token mixing alone (the op on [B, n, d] inputs, no projections),\n"
+                   "forward and forward+backward, for n = 256, 512, ... up to --max-n (default 65536),\n"
+                   "or one length with --n: Toeplitz mixing computed directly (O(n^2)), by FFT\n"
+                   "(O(n log n)) and as auto chooses (FFT from the crossover length measured on the\n"
+                   "device for this B*d), beside causal softmax attention (memory-efficient, O(n^2)),\n"
+                   "swa: softmax attention over a sliding window of --window keys (default 128; O(n W);\n"
+                   "a window of n or more is full attention) and linear: causal linear attention\n"
+                   "(chunked, O(n)); the attention ops use --heads heads of d/H <= 128 channels.\n"
+                   "--impls picks some of direct,fft,auto,attention,swa,linear (comma-separated,\n"
                    "default all). Reports device time (median of --repeat runs, default 3, after a\n"
                    "warm-up), peak device memory of the op's buffers, tokens/s, and the fitted exponent\n"
                    "of time against n over n >= --fit-from (default: the upper half of each curve's\n"
@@ -312,6 +360,10 @@ int bench_mixer(int argc, char **argv)
                  "use --max-n for a series\n");
         return 2;
     }
+    if (window_given && !wanted[IMPL_SWA]) {
+        cli_fail("--window is for the swa rows: add swa to --impls\n");
+        return 2;
+    }
     if (sh.d == 0 || sh.batch == 0 || (sh.heads && sh.d % sh.heads)) {
         cli_fail("--d must be a positive multiple of --heads, --batch positive\n");
         return 2;
@@ -319,7 +371,7 @@ int bench_mixer(int argc, char **argv)
     tmm_device *dev;
     if (cli_open_device(device, &dev))
         return 1;
-    row rows[4 * 32];
+    row rows[N_IMPLS * 32];
     int count = 0, rc = 0;
     double last_ms[N_IMPLS] = { 0 };
     uint32_t last_n[N_IMPLS] = { 0 };
@@ -363,6 +415,8 @@ int bench_mixer(int argc, char **argv)
         cJSON_AddNumberToObject(root, "d", sh.d);
         cJSON_AddNumberToObject(root, "heads", sh.heads);
         cJSON_AddNumberToObject(root, "batch", sh.batch);
+        if (wanted[IMPL_SWA])
+            cJSON_AddNumberToObject(root, "window", sh.window);
         cJSON *arr = cJSON_AddArrayToObject(root, "rows");
         for (int i = 0; i < count; i++) {
             cJSON *e = cJSON_CreateObject();
