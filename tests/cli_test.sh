@@ -72,9 +72,51 @@ fi
 expect_fail "resume past the end" 1 "nothing to do" "$tmm" train --resume "$dir/b" --steps 1 --quiet
 check "resume" "$tmm" train --resume "$dir/b" --steps "$(( $(sed 's/step-0*//' "$dir/b/checkpoints/latest") + 5 ))" --quiet
 
-check "bench mixer" "$tmm" bench mixer --n 64 --d 16 --heads 2 --json --svg "$dir/mixer.svg"
+json_check() { # PYTHON COMMAND...: the command's JSON output (as r) passes the Python asserts
+  local code="$1"; shift
+  "$@" > "$dir/json" && python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+'"$code" "$dir/json"
+}
+check "bench mixer (every row, swa and linear included)" json_check \
+  'assert {x["impl"] for x in r["rows"]} == {"direct", "fft", "auto", "attention", "swa", "linear"} and r["window"] == 8, r' \
+  "$tmm" bench mixer --n 64 --d 16 --heads 2 --window 8 --json --svg "$dir/mixer.svg"
 check "bench mixer plot" grep -q "<polyline" "$dir/mixer.svg"
 check "bench train" "$tmm" bench train --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 2 --json
+# the baselines (issue 14): bench train and generate per architecture, bench arch at matched parameters
+for arch in transformer swa linear; do
+  check "bench train --arch $arch" json_check \
+    'assert r["model"]["arch"] == "'$arch'" and r["model"].get("window", 8) == 8 and r["tokens_per_s"] > 0, r' \
+    "$tmm" bench train --arch $arch $([ $arch = swa ] && echo --window 8) --d-model 16 --n-ctx 16 --layers 1 \
+    --heads 2 --batch 2 --steps 1 --json
+  check "bench generate --arch $arch" json_check \
+    'assert r["arch"] == "'$arch'" and r.get("window", 8) == 8 and r["decode"][1]["cached_ms"] > 0, r' \
+    "$tmm" bench generate --arch $arch $([ $arch = swa ] && echo --window 8) --d-model 16 --n-ctx 64 --layers 1 \
+    --heads 2 --prompts 8 --positions 1,40 --repeat 2 --json
+done
+tiny_arch=("$tmm" bench arch --d-model 16 --n-ctx 32 --layers 1 --heads 2 --window 8 --batch 2 --steps 1 --vocab 16
+           --positions 1,20 --repeat 2)
+check "bench arch --json" json_check 'assert [a["arch"] for a in r["archs"]] == ["tmm", "transformer", "swa", "linear"], r
+t = r["archs"][0]
+assert t["expansion"] == 4 and r["archs"][2]["window"] == 8 and r["window"] == 8, r
+for a in r["archs"]:
+    assert a["params"] > 0 and 1 <= a["expansion"] <= 16 and a["tokens_per_s"] > 0 and a["memory_bytes"] > 0, a
+    assert [p["position"] for p in a["decode"]] == [1, 20] and min(p["ms_per_token"] for p in a["decode"]) > 0, a
+    # the nearest expansion: a step of e changes a baseline by 3 d^2 L parameters (d 16, L 1)
+    assert a is t or abs(a["params"] - t["params"]) <= 3 * 16 * 16 / 2, a' "${tiny_arch[@]}" --json
+check "bench arch table" bash -c '"$@" | grep -q "^swa (W 8) "' _ "${tiny_arch[@]}"
+expect_fail "bench: unknown architecture" 2 "expects tmm, transformer, swa or linear" "$tmm" bench train --arch mamba
+check "bench: the error is one line" test "$(wc -l < "$dir/out")" -eq 1
+expect_fail "bench: --window without swa" 1 "window is for sliding-window attention" \
+  "$tmm" bench generate --arch transformer --window 8
+expect_fail "bench: --window 0" 2 "at least 1" "$tmm" bench train --arch swa --window 0
+expect_fail "bench generate: --arch with a checkpoint" 2 "has its own" "$tmm" bench generate --checkpoint "$dir/a" --arch swa
+expect_fail "bench arch: window past n" 2 "at most --n-ctx" "$tmm" bench arch --n-ctx 64 --window 100
+expect_fail "bench arch: position past n" 2 "passes --n-ctx" "$tmm" bench arch --n-ctx 64 --positions 1,100
+expect_fail "bench arch: heads" 2 "--heads must be at least 1" "$tmm" bench arch --heads 0
+expect_fail "bench arch: head width" 1 "head width" "$tmm" bench arch --d-model 512 --heads 2
+expect_fail "bench arch: unknown option" 2 "unknown option" "$tmm" bench arch --frob
+expect_fail "bench mixer: --window without swa" 2 "add swa" "$tmm" bench mixer --impls attention --window 8
 
 # generation: the default copy run reproduces a held-out sequence under --greedy
 check "default copy run" "$tmm" train --run-dir "$dir/copy" --quiet

@@ -174,7 +174,9 @@ static tmm_status match_models(const arch_opts *o, arch_row rows[N_ARCHS])
         if (s != TMM_OK) {
             char why[256];
             snprintf(why, sizeof why, "%s", tmm_last_error());
-            return tmm_fail(s, "%s: %s", tmm_arch_name(c.arch), why);
+            const char *name = tmm_arch_name(c.arch);
+            return strncmp(why, name, strlen(name)) == 0 ? tmm_fail(s, "%s", why)
+                                                          : tmm_fail(s, "%s: %s", name, why);
         }
         rows[a].c = c;
         rows[a].params = tmm_model_param_count(&c);

@@ -217,7 +217,8 @@ int bench_generate(int argc, char **argv)
     int opt, device = -1;
     bool json = false, ok = true, arch_given = false;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1 && ok) {
+    opterr = 0; /* our own messages below */
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1 && ok) {
         switch (opt) {
         case O_CKPT: checkpoint = optarg; break;
         case O_D: ok = cli_parse_uint("--d-model", optarg, TMM_MAX_D_MODEL, &v); c.d_model = (uint32_t)v; break;
@@ -242,11 +243,19 @@ int bench_generate(int argc, char **argv)
         case O_ARCH: ok = bench_parse_arch(optarg, &c.arch), arch_given = true; break;
         case O_WINDOW: ok = bench_parse_window(optarg, &c.window), arch_given = true; break;
         case 'h': usage(); return 0;
-        default: return 2;
+        case ':':
+        default:
+            cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench generate --help'\n",
+                     argv[optind - 1]);
+            return 2;
         }
     }
     if (!ok)
         return 2;
+    if (optind < argc) {
+        cli_fail("unexpected argument '%s'; see 'tmm bench generate --help'\n", argv[optind]);
+        return 2;
+    }
     if (checkpoint && arch_given) {
         cli_fail("--arch and --window describe the random model; a checkpoint has its own\n");
         return 2;

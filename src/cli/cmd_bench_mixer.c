@@ -302,7 +302,8 @@ int bench_mixer(int argc, char **argv)
     int opt, device = -1;
     bool json = false, cap_given = false, window_given = false;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0; /* our own messages below */
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         bool ok = true;
         switch (opt) {
         case 'n':
@@ -350,10 +351,18 @@ int bench_mixer(int argc, char **argv)
                    "previous length is skipped with a note (so the cap needs a series: not with --n). Writes a log-log plot to --svg (default\n"
                    "bench-mixer.svg). Defaults: d 256, heads 4, batch 1.\n");
             return 0;
-        default: return 2;
+        case ':':
+        default:
+            cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench mixer --help'\n",
+                     argv[optind - 1]);
+            return 2;
         }
         if (!ok)
             return 2;
+    }
+    if (optind < argc) {
+        cli_fail("unexpected argument '%s'; see 'tmm bench mixer --help'\n", argv[optind]);
+        return 2;
     }
     if (cap_given && only_n) {
         cli_fail("--time-cap skips lengths predicted from the previous one: with a single --n there is none; "

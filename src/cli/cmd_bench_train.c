@@ -148,7 +148,8 @@ int bench_train(int argc, char **argv)
     int opt, device = -1;
     bool json = false;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0; /* our own messages below */
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         bool ok = true;
         switch (opt) {
         case 'p': {
@@ -182,12 +183,22 @@ int bench_train(int argc, char **argv)
             usage();
             tmm_train_config_free(&c);
             return 0;
-        default: tmm_train_config_free(&c); return 2;
+        case ':':
+        default:
+            cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench train --help'\n",
+                     argv[optind - 1]);
+            tmm_train_config_free(&c);
+            return 2;
         }
         if (!ok) {
             tmm_train_config_free(&c);
             return 2;
         }
+    }
+    if (optind < argc) {
+        cli_fail("unexpected argument '%s'; see 'tmm bench train --help'\n", argv[optind]);
+        tmm_train_config_free(&c);
+        return 2;
     }
     if (steps == 0 || c.batch == 0) {
         cli_fail("--%s must be at least 1\n", steps == 0 ? "steps" : "batch");
