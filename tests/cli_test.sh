@@ -33,6 +33,14 @@ check "short training run" "$tmm" train "${small[@]}" --steps 30 --eval-every 10
 check "metrics.jsonl has evals" grep -q '"copy_acc"' "$dir/a/metrics.jsonl"
 check "checkpoint saved" test -f "$dir/a/checkpoints/latest"
 check "tmm eval" "$tmm" eval --checkpoint "$dir/a"
+# every architecture through the same commands: train, eval, generate (its own decoding state)
+for arch in transformer swa linear; do
+  check "train --arch $arch" "$tmm" train --arch $arch "${small[@]}" --heads 2 $([ $arch = swa ] && echo --window 8) \
+    --steps 4 --eval-every 2 --target-acc 0 --run-dir "$dir/arch-$arch"
+  check "eval --arch $arch" bash -c '"$0" eval --checkpoint "$1" | grep -q "^copy accuracy"' "$tmm" "$dir/arch-$arch"
+  check "generate --arch $arch" bash -c '[ "$("$0" generate --checkpoint "$1" --quiet --prompt 0123 --greedy -n 12 | wc -c)" -eq 13 ]' \
+    "$tmm" "$dir/arch-$arch"
+done
 
 # tmm index: operator analysis of the trained checkpoint (CPU only, no device)
 check "tmm index --help" "$tmm" index --help
