@@ -1,0 +1,36 @@
+#version 450
+// Softplus backward: a = x + b (recomputed; b when has_b), dx = dy sigmoid(a).
+// One invocation per element; dx may alias dy or x.
+layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+layout(std430, binding = 0) buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+layout(std430, binding = 2) buffer DY { float dy[]; };
+layout(std430, binding = 3) buffer DX { float dx[]; };
+layout(push_constant) uniform Push { uint n, d, has_b, base_x, base_dy, base_dx; } p;
+
+// exp(hi + lo) for |lo| small: 2^k exp(r), r = hi - k ln2 + lo (ln2 in two parts).
+float exp_acc(float hi, float lo)
+{
+    float k = clamp(round(hi * 1.44269504), -150.0, 128.0);
+    float r = fma(-k, 0.693359375, hi);
+    r = fma(-k, -2.12194440e-4, r) + lo;
+    return ldexp(exp(r), int(k));
+}
+
+// sigmoid(a) without overflow: 1 / (1 + e) for a >= 0, e / (1 + e) below, e = exp(-|a|).
+float sigmoid(float a)
+{
+    float e = exp_acc(-abs(a), 0.0);
+    return (a >= 0.0 ? 1.0 : e) / (1.0 + e);
+}
+
+void main()
+{
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= p.n)
+        return;
+    float a = x[p.base_x + i];
+    if (p.has_b != 0u)
+        a += b[i % p.d];
+    dx[p.base_dx + i] = dy[p.base_dy + i] * sigmoid(a);
+}
