@@ -756,3 +756,40 @@ H_TEST(ssm, bad_arguments_are_clear_errors)
     h_run(r);
     tmm_buffer_destroy(a), tmm_buffer_destroy(b), tmm_buffer_destroy(c);
 }
+
+/* No rows: the parameter gradients are zeroed (or left alone when
+ * accumulating); nothing else is touched. */
+H_TEST(ssm, zero_rows_zero_the_parameter_gradients)
+{
+    const uint32_t C = 5, K = 3;
+    float ones[16];
+    for (int i = 0; i < 16; i++)
+        ones[i] = 1.0f;
+    tmm_buffer *in = h_buffer(ones, 16), *g[8];
+    for (int i = 0; i < 8; i++)
+        g[i] = h_buffer(ones, 16);
+    tmm_view v = tmm_whole(in);
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_conv1d_backward(r, v, v, v, v, 0, 7, C, K, true, false, NONE, v, tmm_whole(g[0]), tmm_whole(g[1])));
+    H_OK(tmm_op_conv1d_backward(r, v, v, v, v, 3, 0, C, K, false, true, NONE, v, tmm_whole(g[2]), tmm_whole(g[3])));
+    H_OK(tmm_op_gelu_backward(r, v, v, v, 0, C, false, NONE, v, tmm_whole(g[4])));
+    H_OK(tmm_op_softplus_backward(r, v, NONE, v, 0, C, true, NONE, v, tmm_whole(g[5])));
+    H_OK(tmm_op_sine_backward(r, v, v, v, v, 0, C, false, NONE, v, tmm_whole(g[6]), tmm_whole(g[7])));
+    H_OK(tmm_op_conv1d_forward(r, v, v, v, 0, 4, C, K, false, v));
+    H_OK(tmm_op_gate_mul_forward(r, v, v, 0, C, v));
+    h_run(r);
+    const size_t want_zero[8] = { C * K, C, 0, 0, C, 0, C, C };
+    for (int i = 0; i < 8; i++) {
+        float *x = readback(g[i], 16);
+        for (size_t j = 0; j < 16; j++)
+            cr_assert(x[j] == (j < want_zero[i] ? 0.0f : 1.0f), "gradient %d, float %zu: %g", i, j, (double)x[j]);
+        free(x);
+        tmm_buffer_destroy(g[i]);
+    }
+    float *x = readback(in, 16);
+    for (size_t j = 0; j < 16; j++)
+        cr_assert(x[j] == 1.0f);
+    free(x);
+    tmm_buffer_destroy(in);
+    printf("  %-40s parameter gradients zeroed, nothing else written\n", "rows = 0");
+}
