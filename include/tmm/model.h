@@ -20,6 +20,7 @@ extern "C" {
 #define TMM_MAX_HEADS (1u << 16)
 #define TMM_MAX_EXPANSION 64u
 #define TMM_MAX_KERNEL 16u
+#define TMM_MAX_STATE 4096u
 
 /* The sequence model: the TMM or one of the compared baselines
  * (docs/model.md, docs/baselines.md). */
@@ -28,6 +29,8 @@ typedef enum tmm_arch {
     TMM_ARCH_TRANSFORMER,  /* Llama-style: RMSNorm, RoPE softmax attention, SwiGLU MLP */
     TMM_ARCH_SWA,          /* the transformer with sliding-window attention */
     TMM_ARCH_LINEAR,       /* the transformer block with causal linear attention */
+    TMM_ARCH_HYENA,        /* order-2 Hyena: LayerNorm, implicit long convolutions, GELU MLP */
+    TMM_ARCH_MAMBA2,       /* Mamba 2: RMSNorm, the SSD state-space mixer, no MLP */
 } tmm_arch;
 
 typedef struct tmm_model_config {
@@ -38,12 +41,14 @@ typedef struct tmm_model_config {
     uint32_t n_layers;   /* L */
     uint32_t heads;      /* tmm: 0 flat mixing (one w, beta per layer, no projections), H >= 1
                             in-projection, H groups of d/H channels, out-projection;
-                            attention: H >= 1 heads of d/H channels */
-    uint32_t expansion;  /* e: MLP hidden width e*d */
+                            attention: H >= 1 heads of d/H channels;
+                            mamba2: H >= 1 heads of P = 2d/H channels; hyena: 0 (none) */
+    uint32_t expansion;  /* e: MLP hidden width e*d (mamba2 has no MLP: ignored) */
     uint32_t kernel;     /* k taps per Toeplitz layer (1: plain) */
     bool expanded;       /* Toeplitz -> SiLU -> Toeplitz */
     bool frozen;         /* Toeplitz w and beta keep their initial values */
     uint32_t window;     /* swa: keys per query (t - window < s <= t); 0 for the other models */
+    uint32_t state;      /* mamba2: the SSM state size N; 0 for the other models */
     uint64_t seed;       /* initialization */
 } tmm_model_config;
 
@@ -54,14 +59,17 @@ typedef enum tmm_mixer_impl {
     TMM_MIXER_FFT,       /* O(n log n) per channel */
 } tmm_mixer_impl;
 
-/* "tmm", "transformer", "swa", "linear"; NULL for a value outside the enum. */
+/* "tmm", "transformer", "swa", "linear", "hyena", "mamba2"; NULL for a value
+ * outside the enum. */
 TMM_API const char *tmm_arch_name(tmm_arch arch);
 
 /* A small flat TMM: V 256, d 64, n 64, L 2, e 4, k 1, seed 1. */
 TMM_API tmm_model_config tmm_model_config_default(void);
 /* Gives the fields whose 0 means "the architecture's default" their value:
  * an attention model's heads (heads of 64 channels where they divide d_model,
- * else one head) and swa's window (128). */
+ * else one head), swa's window (128), mamba2's heads (heads of P = 64 of its
+ * 2·d_model inner channels where 64 divides them, else one head) and state
+ * (64). */
 TMM_API void tmm_model_config_resolve(tmm_model_config *config);
 /* TMM_OK, or TMM_ERR_INVALID_ARGUMENT with a message naming the bad field. */
 TMM_API tmm_status tmm_model_config_check(const tmm_model_config *config);

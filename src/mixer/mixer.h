@@ -109,5 +109,7 @@ struct tmm_mixer_class {
 extern const tmm_mixer_class tmm_toeplitz_mixer;
 extern const tmm_mixer_class tmm_attention_mixer;
 extern const tmm_mixer_class tmm_linear_mixer;
+extern const tmm_mixer_class tmm_hyena_mixer;   /* hyena_mixer.h */
+extern const tmm_mixer_class tmm_mamba2_mixer;  /* mamba2_mixer.h */
 
 #endif

@@ -4,21 +4,31 @@
 #include <string.h>
 
 /* The config values, indexed by tmm_arch (NULL-terminated for the config table). */
-const char *const tmm_arch_names[] = { "tmm", "transformer", "swa", "linear", NULL };
+const char *const tmm_arch_names[] = { "tmm", "transformer", "swa", "linear", "hyena", "mamba2", NULL };
 
 static const tmm_arch_desc archs[] = {
-    { .arch = TMM_ARCH_TMM, .norm = TMM_NORM_LAYER, .mlp = TMM_MLP_SILU, .mixer_first = false,
+    { .arch = TMM_ARCH_TMM, .norm = TMM_NORM_LAYER, .norm_eps = 1e-5, .mlp = TMM_MLP_SILU, .mixer_first = false,
       .final_norm = false, .linear_init = TMM_INIT_KAIMING, .embed_init = TMM_INIT_NORMAL,
       .mlp_norm_name = "ln1", .mix_norm_name = "ln2", .default_lr = 5e-4, .mixer = &tmm_toeplitz_mixer },
-    { .arch = TMM_ARCH_TRANSFORMER, .norm = TMM_NORM_RMS, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
+    { .arch = TMM_ARCH_TRANSFORMER, .norm = TMM_NORM_RMS, .norm_eps = 1e-6, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
       .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
       .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_attention_mixer },
-    { .arch = TMM_ARCH_SWA, .norm = TMM_NORM_RMS, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
+    { .arch = TMM_ARCH_SWA, .norm = TMM_NORM_RMS, .norm_eps = 1e-6, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
       .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
       .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_attention_mixer },
-    { .arch = TMM_ARCH_LINEAR, .norm = TMM_NORM_RMS, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
+    { .arch = TMM_ARCH_LINEAR, .norm = TMM_NORM_RMS, .norm_eps = 1e-6, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
       .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
       .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_linear_mixer },
+    /* Hyena: Kaiming normal Linear weights (the MLP's, the head's; the mixer's
+     * projections too), the embedding N(0, 1) as PyTorch's and the TMM's */
+    { .arch = TMM_ARCH_HYENA, .norm = TMM_NORM_LAYER, .norm_eps = 1e-5, .mlp = TMM_MLP_GELU, .mixer_first = true,
+      .final_norm = false, .linear_init = TMM_INIT_KAIMING, .embed_init = TMM_INIT_NORMAL,
+      .mlp_norm_name = "ln2", .mix_norm_name = "ln1", .default_lr = 2e-4, .mixer = &tmm_hyena_mixer },
+    /* Mamba 2: the LM head a PyTorch-default Linear, the embedding N(0, 0.02²)
+     * as mamba_ssm's */
+    { .arch = TMM_ARCH_MAMBA2, .norm = TMM_NORM_RMS, .norm_eps = 1e-5, .mlp = TMM_MLP_NONE, .mixer_first = true,
+      .final_norm = true, .linear_init = TMM_INIT_UNIFORM, .embed_init = TMM_INIT_SMALL,
+      .mlp_norm_name = NULL, .mix_norm_name = "norm", .default_lr = 2e-4, .mixer = &tmm_mamba2_mixer },
 };
 
 const tmm_arch_desc *tmm_arch_of(tmm_arch arch)

@@ -18,9 +18,16 @@ tmm_model_config tmm_model_config_default(void)
 
 void tmm_model_config_resolve(tmm_model_config *c)
 {
-    /* attention heads of 64 channels where they divide d, else one */
-    if (c->arch != TMM_ARCH_TMM && c->heads == 0 && c->d_model)
+    if (c->arch == TMM_ARCH_MAMBA2) {
+        /* heads of P = 64 of the 2d inner channels where 64 divides them, else one */
+        if (c->heads == 0 && c->d_model)
+            c->heads = (2 * c->d_model) % 64 == 0 ? 2 * c->d_model / 64 : 1;
+        if (c->state == 0)
+            c->state = 64;
+    } else if (c->arch != TMM_ARCH_TMM && c->arch != TMM_ARCH_HYENA && c->heads == 0 && c->d_model) {
+        /* attention heads of 64 channels where they divide d, else one */
         c->heads = c->d_model % 64 == 0 ? c->d_model / 64 : 1;
+    }
     if (c->arch == TMM_ARCH_SWA && c->window == 0)
         c->window = 128;
 }
@@ -35,19 +42,22 @@ tmm_status tmm_model_config_check(const tmm_model_config *c)
         { "vocab", c->vocab, 2, TMM_MAX_VOCAB },          { "d_model", c->d_model, 1, TMM_MAX_D_MODEL },
         { "n_ctx", c->n_ctx, 1, TMM_MAX_N_CTX },          { "n_layers", c->n_layers, 1, TMM_MAX_LAYERS },
         { "heads", c->heads, 0, TMM_MAX_HEADS },          { "expansion", c->expansion, 1, TMM_MAX_EXPANSION },
-        { "kernel", c->kernel, 1, TMM_MAX_KERNEL },
+        { "kernel", c->kernel, 1, TMM_MAX_KERNEL },       { "state", c->state, 0, TMM_MAX_STATE },
     };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i].value < fields[i].lo || fields[i].value > fields[i].hi)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s must be from %u to %u, got %u", fields[i].name, fields[i].lo,
                             fields[i].hi, fields[i].value);
-    if (c->heads && c->d_model % c->heads)
+    if (c->heads && c->arch != TMM_ARCH_MAMBA2 && c->d_model % c->heads) /* mamba2's heads divide 2d: its check */
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "d_model (%u) must be a multiple of heads (%u)", c->d_model,
                         c->heads);
     if ((uint64_t)c->expansion * c->d_model > (1u << 24) || (uint64_t)c->vocab * c->d_model > (1ull << 31))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model dimensions too large");
     if (c->window && c->arch != TMM_ARCH_SWA)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "window is for sliding-window attention (swa), not %s",
+                        tmm_arch_name(c->arch));
+    if (c->state && c->arch != TMM_ARCH_MAMBA2)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "state is the SSM state size of mamba2, not of %s",
                         tmm_arch_name(c->arch));
     if (c->arch != TMM_ARCH_TMM && (c->kernel != 1 || c->expanded || c->frozen))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel, expanded and frozen are variants of the TMM, not of %s",
@@ -123,8 +133,10 @@ static void add_mlp(tmm_param_builder *b, const tmm_arch_desc *a, uint32_t l, ui
 {
     const tmm_param_spec bias_d = { 1, { d }, TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true };
     const tmm_param_spec bias_e = { 1, { e }, TMM_INIT_ZERO, 0, TMM_PARAM_LINEAR_BIAS, true };
+    if (a->mlp == TMM_MLP_NONE)
+        return; /* no MLP, no MLP norm */
     add_norm(b, a, l, a->mlp_norm_name, d, &p->mlp_norm_w, &p->mlp_norm_b);
-    if (a->mlp == TMM_MLP_SILU) {
+    if (a->mlp == TMM_MLP_SILU || a->mlp == TMM_MLP_GELU) {
         p->mlp_in_w = tmm_param_add(b, l, "mlp.fc1.weight", linear_weight(a, e, d));
         p->mlp_in_b = tmm_param_add(b, l, "mlp.fc1.bias", bias_e);
         p->mlp_out_w = tmm_param_add(b, l, "mlp.fc2.weight", linear_weight(a, d, e));
@@ -210,6 +222,9 @@ uint64_t tmm_model_param_count(const tmm_model_config *c)
     return total;
 }
 
+/* softplus⁻¹(y) = y + ln(1 - e^-y) = ln(e^y - 1), stable for small y */
+static double inverse_softplus(double y) { return y + log(-expm1(-y)); }
+
 void tmm_param_init(const tmm_param_table *t, float *arena)
 {
     memset(arena, 0, t->arena_floats * sizeof *arena);
@@ -218,6 +233,7 @@ void tmm_param_init(const tmm_param_table *t, float *arena)
         float *x = arena + p->offset;
         uint64_t key = tmm_rng_key(t->config.seed, p->name);
         double std = p->init == TMM_INIT_KAIMING ? sqrt(2.0 / p->fan_in) : p->init == TMM_INIT_SMALL ? 0.02 : 1.0;
+        double bound = p->init == TMM_INIT_UNIFORM ? 1.0 / sqrt((double)p->fan_in) : 0.0;
         for (uint64_t j = 0; j < p->numel; j++) {
             switch (p->init) {
             case TMM_INIT_ZERO: x[j] = 0.0f; break;
@@ -225,6 +241,14 @@ void tmm_param_init(const tmm_param_table *t, float *arena)
             case TMM_INIT_NORMAL:
             case TMM_INIT_KAIMING:
             case TMM_INIT_SMALL: x[j] = (float)(std * tmm_rng_normal(key, j)); break;
+            case TMM_INIT_UNIFORM: x[j] = (float)(bound * (2.0 * tmm_rng_uniform(key, j) - 1.0)); break;
+            case TMM_INIT_A_LOG: x[j] = (float)log(1.0 + 15.0 * tmm_rng_uniform(key, j)); break;
+            case TMM_INIT_DT_BIAS: {
+                double lo = log(1e-3), hi = log(1e-1);
+                double dt0 = fmax(exp(lo + (hi - lo) * tmm_rng_uniform(key, j)), 1e-4);
+                x[j] = (float)inverse_softplus(dt0);
+                break;
+            }
             }
         }
     }

@@ -22,6 +22,10 @@ typedef enum tmm_init {
     TMM_INIT_NORMAL,   /* N(0, 1) */
     TMM_INIT_KAIMING,  /* N(0, 2 / fan_in) */
     TMM_INIT_SMALL,    /* N(0, 0.02²): the baselines' Linear weights and embedding */
+    TMM_INIT_UNIFORM,  /* U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default Linear and
+                          Conv1d weight and bias (fan_in: the weight's inputs times taps) */
+    TMM_INIT_A_LOG,    /* ln(U(1, 16)): Mamba 2's A_log */
+    TMM_INIT_DT_BIAS,  /* softplus⁻¹(dt0), dt0 = max(exp(U(ln 1e-3, ln 1e-1)), 1e-4): Mamba 2's dt_bias */
 } tmm_init;
 
 typedef enum tmm_param_kind {
@@ -36,19 +40,19 @@ typedef struct tmm_param {
     uint64_t numel;
     uint64_t offset;     /* floats from the start of the arena */
     tmm_init init;
-    uint32_t fan_in;
+    uint32_t fan_in;     /* Kaiming and uniform */
     tmm_param_kind kind;
     bool trainable;      /* false for frozen Toeplitz parameters */
 } tmm_param;
 
-#define TMM_MIXER_MAX_PARAMS 8
+#define TMM_MIXER_MAX_PARAMS 20 /* Hyena declares 17 */
 
 /* Where a block's tensors are in the table (index, or -1 when absent). The
  * mixer's are in the order its class declares them (src/mixer/). */
 typedef struct tmm_block_params {
-    int mlp_norm_w, mlp_norm_b;    /* the MLP's norm (bias: LayerNorm only) */
-    int mlp_in_w, mlp_in_b;        /* SiLU MLP: fc1; SwiGLU: gate and up, stacked [2e·d, d] */
-    int mlp_out_w, mlp_out_b;      /* SiLU MLP: fc2; SwiGLU: down */
+    int mlp_norm_w, mlp_norm_b;    /* the MLP's norm (bias: LayerNorm only); all MLP indices -1 without one */
+    int mlp_in_w, mlp_in_b;        /* SiLU and GELU MLP: fc1; SwiGLU: gate and up, stacked [2e·d, d] */
+    int mlp_out_w, mlp_out_b;      /* SiLU and GELU MLP: fc2; SwiGLU: down */
     int mix_norm_w, mix_norm_b;    /* the mixer's norm */
     int mix[TMM_MIXER_MAX_PARAMS];
 } tmm_block_params;
@@ -70,7 +74,7 @@ typedef struct tmm_param_spec {
     uint32_t ndim;
     uint32_t shape[3];
     tmm_init init;
-    uint32_t fan_in;         /* Kaiming only */
+    uint32_t fan_in;         /* Kaiming and uniform */
     tmm_param_kind kind;
     bool trainable;
 } tmm_param_spec;

@@ -10,9 +10,6 @@
 #include "ref/ref_llama.h"
 #include "ref/ref_model_util.h"
 
-#define LN_EPS 1e-5
-#define RMS_EPS 1e-6
-
 double *ref_zalloc(uint64_t n)
 {
     double *p = calloc(n ? n : 1, sizeof *p);
@@ -52,8 +49,46 @@ void ref_linear_bwd(uint64_t N, uint32_t in, uint32_t out, const double *x, cons
         }
 }
 
-static void layernorm_fwd(uint64_t N, uint32_t d, const double *x, const double *gamma, const double *beta,
-                          double *y, double *xhat, double *rstd)
+void ref_causal_conv_fwd(uint32_t B, uint32_t n, uint32_t C, uint32_t K, const double *w, const double *bias,
+                         const double *x, double *y)
+{
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t t = 0; t < n; t++)
+            for (uint32_t c = 0; c < C; c++) {
+                double s = bias[c];
+                for (uint32_t j = 0; j < K; j++) {
+                    int64_t src = (int64_t)t - (K - 1) + j;
+                    if (src >= 0)
+                        s += w[(uint64_t)c * K + j] * x[((uint64_t)b * n + (uint64_t)src) * C + c];
+                }
+                y[((uint64_t)b * n + t) * C + c] = s;
+            }
+}
+
+void ref_causal_conv_bwd(uint32_t B, uint32_t n, uint32_t C, uint32_t K, const double *w, const double *x,
+                         const double *dy, double *dx, double *dw, double *dbias)
+{
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t t = 0; t < n; t++)
+            for (uint32_t c = 0; c < C; c++) {
+                double g = dy[((uint64_t)b * n + t) * C + c];
+                if (dbias)
+                    dbias[c] += g;
+                for (uint32_t j = 0; j < K; j++) {
+                    int64_t src = (int64_t)t - (K - 1) + j;
+                    if (src < 0)
+                        continue;
+                    uint64_t at = ((uint64_t)b * n + (uint64_t)src) * C + c;
+                    if (dx)
+                        dx[at] += w[(uint64_t)c * K + j] * g;
+                    if (dw)
+                        dw[(uint64_t)c * K + j] += g * x[at];
+                }
+            }
+}
+
+static void layernorm_fwd(uint64_t N, uint32_t d, double eps, const double *x, const double *gamma,
+                          const double *beta, double *y, double *xhat, double *rstd)
 {
     for (uint64_t r = 0; r < N; r++) {
         const double *xr = x + r * d;
@@ -64,7 +99,7 @@ static void layernorm_fwd(uint64_t N, uint32_t d, const double *x, const double 
         for (uint32_t c = 0; c < d; c++)
             var += (xr[c] - mean) * (xr[c] - mean);
         var /= d;
-        rstd[r] = 1.0 / sqrt(var + LN_EPS);
+        rstd[r] = 1.0 / sqrt(var + eps);
         for (uint32_t c = 0; c < d; c++) {
             xhat[r * d + c] = (xr[c] - mean) * rstd[r];
             y[r * d + c] = xhat[r * d + c] * gamma[c] + beta[c];
@@ -95,6 +130,22 @@ static void layernorm_bwd(uint64_t N, uint32_t d, const double *xhat, const doub
 
 double ref_sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
 
+double ref_silu(double a) { return a * ref_sigmoid(a); }
+
+double ref_silu_grad(double a)
+{
+    double s = ref_sigmoid(a);
+    return s * (1 + a * (1 - s));
+}
+
+/* exact GELU: x Φ(x), Φ the standard normal CDF */
+double ref_gelu(double a) { return 0.5 * a * (1.0 + erf(a / sqrt(2.0))); }
+
+double ref_gelu_grad(double a)
+{
+    return 0.5 * (1.0 + erf(a / sqrt(2.0))) + a * exp(-0.5 * a * a) / sqrt(2.0 * 3.14159265358979323846);
+}
+
 const double *ref_param(const tmm_param_table *t, const double *arena, int idx)
 {
     return idx < 0 ? NULL : arena + t->params[idx].offset;
@@ -110,7 +161,15 @@ double *ref_grad(const tmm_param_table *t, double *grads, int idx)
 
 static const ref_mixer *mixer_of(tmm_arch arch)
 {
-    return arch == TMM_ARCH_TMM ? &ref_toeplitz_mixer : &ref_attention_mixer; /* attention and linear */
+    switch (arch) {
+    case TMM_ARCH_TMM: return &ref_toeplitz_mixer;
+    case TMM_ARCH_TRANSFORMER:
+    case TMM_ARCH_SWA:
+    case TMM_ARCH_LINEAR: return &ref_attention_mixer;
+    case TMM_ARCH_HYENA: return &ref_hyena_mixer;
+    case TMM_ARCH_MAMBA2: return &ref_mamba2_mixer;
+    }
+    abort(); /* the table was built from a checked config */
 }
 
 /* A norm: y = Norm(x); keeps x, xhat and rstd for the backward. */
@@ -119,6 +178,7 @@ typedef struct norm_saved {
 } norm_saved;
 
 static bool rms(const tmm_param_table *t) { return tmm_arch_of(t->config.arch)->norm == TMM_NORM_RMS; }
+static double eps_of(const tmm_param_table *t) { return tmm_arch_of(t->config.arch)->norm_eps; }
 
 static void norm_fwd(const tmm_param_table *t, const double *params, int w, int b, uint64_t N, const double *x,
                      norm_saved *S)
@@ -127,9 +187,9 @@ static void norm_fwd(const tmm_param_table *t, const double *params, int w, int 
     S->x = ref_zalloc(N * d), S->y = ref_zalloc(N * d), S->xhat = ref_zalloc(N * d), S->rstd = ref_zalloc(N);
     memcpy(S->x, x, N * d * sizeof *x);
     if (rms(t))
-        ref_rmsnorm_fwd_d(x, ref_param(t, params, w), N, d, RMS_EPS, S->y, S->rstd);
+        ref_rmsnorm_fwd_d(x, ref_param(t, params, w), N, d, eps_of(t), S->y, S->rstd);
     else
-        layernorm_fwd(N, d, x, ref_param(t, params, w), ref_param(t, params, b), S->y, S->xhat, S->rstd);
+        layernorm_fwd(N, d, eps_of(t), x, ref_param(t, params, w), ref_param(t, params, b), S->y, S->xhat, S->rstd);
 }
 
 /* dx += dL/dx of the norm given dy; its gradients. */
@@ -141,7 +201,7 @@ static void norm_bwd(const tmm_param_table *t, const double *params, int w, int 
     double *sink_w = dw ? NULL : ref_zalloc(d), *sink_b = db ? NULL : ref_zalloc(d);
     if (rms(t)) {
         double *dxn = ref_zalloc(N * d);
-        ref_rmsnorm_bwd_d(S->x, ref_param(t, params, w), dy, N, d, RMS_EPS, true, dxn, dw ? dw : sink_w);
+        ref_rmsnorm_bwd_d(S->x, ref_param(t, params, w), dy, N, d, eps_of(t), true, dxn, dw ? dw : sink_w);
         for (uint64_t i = 0; i < N * d; i++)
             dx[i] += dxn[i];
         free(dxn);
@@ -158,6 +218,7 @@ typedef struct mlp_saved {
 } mlp_saved;
 
 static bool swiglu(const tmm_param_table *t) { return tmm_arch_of(t->config.arch)->mlp == TMM_MLP_SWIGLU; }
+static bool gelu(const tmm_param_table *t) { return tmm_arch_of(t->config.arch)->mlp == TMM_MLP_GELU; }
 
 static void mlp_fwd(const tmm_param_table *t, const double *params, uint32_t l, uint64_t N, const double *x,
                     double *y, mlp_saved *S)
@@ -171,7 +232,7 @@ static void mlp_fwd(const tmm_param_table *t, const double *params, uint32_t l, 
         ref_swiglu_fwd_d(S->a, N, e, S->z);
     else
         for (uint64_t i = 0; i < N * e; i++)
-            S->z[i] = S->a[i] * ref_sigmoid(S->a[i]);
+            S->z[i] = gelu(t) ? ref_gelu(S->a[i]) : ref_silu(S->a[i]);
     ref_linear_fwd(N, e, d, S->z, ref_param(t, params, bp->mlp_out_w), ref_param(t, params, bp->mlp_out_b), y);
 }
 
@@ -186,10 +247,8 @@ static void mlp_bwd(const tmm_param_table *t, const double *params, uint32_t l, 
     if (swiglu(t)) {
         ref_swiglu_bwd_d(S->a, dz, N, e, da);
     } else {
-        for (uint64_t i = 0; i < N * e; i++) {
-            double s = ref_sigmoid(S->a[i]);
-            da[i] = dz[i] * s * (1 + S->a[i] * (1 - s));
-        }
+        for (uint64_t i = 0; i < N * e; i++)
+            da[i] = dz[i] * (gelu(t) ? ref_gelu_grad(S->a[i]) : ref_silu_grad(S->a[i]));
     }
     ref_linear_bwd(N, d, ea, S->x, ref_param(t, params, bp->mlp_in_w), da, dx, ref_grad(t, grads, bp->mlp_in_w),
                    ref_grad(t, grads, bp->mlp_in_b));
@@ -213,6 +272,7 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
     const ref_mixer *mixer = mixer_of(c->arch);
     const uint32_t d = c->d_model, n = c->n_ctx, V = c->vocab;
     const uint64_t N = (uint64_t)B * n;
+    const int halves = arch->mlp == TMM_MLP_NONE ? 1 : 2; /* without an MLP, the mixer's alone */
 
     half_saved *acts = calloc(2 * (size_t)c->n_layers, sizeof *acts);
     double *h = ref_zalloc(N * d), *f = ref_zalloc(N * d);
@@ -224,7 +284,7 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
 
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &t->blocks[l];
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < halves; i++) {
             half_saved *S = &acts[2 * l + i];
             bool is_mixer = (i == 0) == arch->mixer_first;
             norm_fwd(t, params, is_mixer ? bp->mix_norm_w : bp->mlp_norm_w, is_mixer ? bp->mix_norm_b : bp->mlp_norm_b,
@@ -284,7 +344,7 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
         }
         for (uint32_t l = c->n_layers; l-- > 0;) {
             const tmm_block_params *bp = &t->blocks[l];
-            for (int i = 1; i >= 0; i--) {
+            for (int i = halves - 1; i >= 0; i--) {
                 /* h_out = h_in + F(Norm(h_in)): dh_in = dh + Normᵀ(Fᵀ(dh)) */
                 half_saved *S = &acts[2 * l + i];
                 bool is_mixer = (i == 0) == arch->mixer_first;
@@ -305,7 +365,7 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
     }
 
     for (uint32_t l = 0; l < c->n_layers; l++)
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < halves; i++) {
             half_saved *S = &acts[2 * l + i];
             norm_free(&S->norm);
             if ((i == 0) == arch->mixer_first)

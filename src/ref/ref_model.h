@@ -1,6 +1,7 @@
-/* The whole TMM in plain C, in double precision: the readable definition of
- * the model's forward and backward that the Vulkan model is checked against
- * (and that finite differences check in turn). Follows docs/model.md. */
+/* The whole model of every architecture in plain C, in double precision: the
+ * readable definition of its forward and backward that the Vulkan model is
+ * checked against (and that finite differences check in turn). Follows
+ * docs/model.md (the TMM) and docs/baselines.md (the others). */
 #ifndef TMM_REF_MODEL_H
 #define TMM_REF_MODEL_H
 
