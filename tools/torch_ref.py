@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """PyTorch reference of tmm's models, written from docs/model.md (the TMM)
-and docs/baselines.md (transformer, swa, linear attention).
+and docs/baselines.md (transformer, swa, linear attention, Hyena, Mamba 2).
 
     torch_ref.py IN.safetensors OUT.safetensors
 
 IN holds the model's config in __metadata__ (arch, vocab, d_model, n_ctx,
-n_layers, heads, expansion, kernel, expanded, frozen, window; arch and
-window may be missing for a TMM), every parameter under tmm's names, and a
+n_layers, heads, expansion, kernel, expanded, frozen, window, state; arch,
+window and state may be missing for a TMM), every parameter under tmm's names, and a
 batch: "batch.tokens" and "batch.targets" (int32 [B, n]; a negative target
 is not scored). OUT gets "logits" [B, n, V], "loss" [1] and "grad.<name>" for
 every parameter that trains, all float64: the model runs in float64 so that
@@ -15,10 +15,14 @@ it serves as ground truth.
 Independent of tmm's code: the Toeplitz layer is an explicit lower-triangular
 matrix per group and tap (tmm never builds one), softmax attention and
 linear attention are explicit masked n x n matrices (tmm computes neither:
-it streams keys, and runs linear attention in chunks), and the rest is
+it streams keys, and runs linear attention in chunks), Hyena's long
+convolution is an explicit n x n causal Toeplitz matrix per channel and its
+short convolution torch's padded conv1d, Mamba 2 is the recurrence over t on
+[B, heads, P, N] states with torch's conv1d, and the rest is
 torch.nn.functional.
 """
 import json
+import math
 import struct
 import sys
 
@@ -143,6 +147,78 @@ def baseline_block(cfg, p, b, h):
     return h + F.linear(F.silu(gate) * up, p[b + "mlp.down.weight"])
 
 
+def hyena_filter(p, b, n, d):
+    """The implicit long filter hf [n, d] (docs/baselines.md section 4)."""
+    f64 = torch.float64
+    t = torch.arange(n, dtype=f64)
+    tt = t / (n - 1) if n > 1 else torch.zeros(n, dtype=f64)   # torch.linspace(0, 1, n)
+    angle = 2 * math.pi * 1e-4 * t / n
+    z = torch.stack([tt, torch.cos(angle), -torch.sin(angle)], dim=-1)    # [n, 3], fixed
+    a = z
+    for k in (1, 2, 3):
+        f = b + f"hyena.filter.fc{k}."
+        a = torch.sin(p[b + f"hyena.filter.omega{k}"] * F.linear(a, p[f + "weight"], p[f + "bias"]))
+    hf = F.linear(a, p[b + "hyena.filter.fc4.weight"])                   # [n, d]
+    delta = torch.linspace(math.log(0.01) / 1.5, math.log(0.01) / 0.3, d, dtype=f64)
+    return hf * torch.exp(-tt[:, None] * delta.abs()[None, :])
+
+
+def hyena_op(cfg, p, b, x):
+    """Order-2 HyenaOp on x [B, n, d]."""
+    B, n, d = x.shape
+    u = F.linear(x, p[b + "hyena.in_proj.weight"], p[b + "hyena.in_proj.bias"])      # [B, n, 3d]
+    # depthwise causal conv, kernel 3: pad 2 on both sides, keep the first n outputs
+    w3 = p[b + "hyena.short_conv.weight"].unsqueeze(1)                              # [3d, 1, 3]
+    u = F.conv1d(u.transpose(1, 2), w3, p[b + "hyena.short_conv.bias"], padding=2, groups=3 * d)[..., :n]
+    x0, x1, v = u.transpose(1, 2).split(d, dim=-1)
+    v = v * x1
+    hf = hyena_filter(p, b, n, d)
+    lag = torch.arange(n)[:, None] - torch.arange(n)[None, :]                      # t - s
+    T = torch.where(lag >= 0, hf[lag.clamp(min=0)].permute(2, 0, 1), torch.zeros((), dtype=x.dtype))  # [d, n, n]
+    v = torch.einsum("cts,bsc->btc", T, v) + p[b + "hyena.D"] * v
+    return F.linear(v * x0, p[b + "hyena.out_proj.weight"], p[b + "hyena.out_proj.bias"])
+
+
+def hyena_block(cfg, p, b, h):
+    """Hyena's block: LayerNorm, HyenaOp, then LayerNorm and the GELU MLP."""
+    d = cfg["d_model"]
+    x = F.layer_norm(h, (d,), p[b + "ln1.weight"], p[b + "ln1.bias"], eps=1e-5)
+    h = h + hyena_op(cfg, p, b, x)
+    x = F.layer_norm(h, (d,), p[b + "ln2.weight"], p[b + "ln2.bias"], eps=1e-5)
+    x = F.gelu(F.linear(x, p[b + "mlp.fc1.weight"], p[b + "mlp.fc1.bias"]))      # exact erf GELU
+    return h + F.linear(x, p[b + "mlp.fc2.weight"], p[b + "mlp.fc2.bias"])
+
+
+def mamba2_mixer(cfg, p, b, x):
+    """Mamba2Mixer on x [B, n, d] as the plain recurrence over t."""
+    Bsz, n, d = x.shape
+    di, nh, N = 2 * d, cfg["heads"], cfg["state"]
+    P = di // nh
+    z, xBC, dtr = F.linear(x, p[b + "mamba.in_proj.weight"]).split([di, di + 2 * N, nh], dim=-1)
+    w4 = p[b + "mamba.conv1d.weight"].unsqueeze(1)                                 # [di + 2N, 1, 4]
+    xBC = F.conv1d(xBC.transpose(1, 2), w4, p[b + "mamba.conv1d.bias"], padding=3, groups=di + 2 * N)[..., :n]
+    xs, Bt, Ct = F.silu(xBC.transpose(1, 2)).split([di, N, N], dim=-1)
+    r = dtr + p[b + "mamba.dt_bias"]
+    dt = torch.logaddexp(r, torch.zeros_like(r))                                  # softplus, no threshold
+    A = -torch.exp(p[b + "mamba.A_log"])
+    S = torch.zeros(Bsz, nh, P, N, dtype=x.dtype)
+    ys = []
+    for t in range(n):
+        xh = xs[:, t].reshape(Bsz, nh, P)
+        decay = torch.exp(dt[:, t] * A)[:, :, None, None]
+        S = decay * S + dt[:, t, :, None, None] * xh[..., None] * Bt[:, t, None, None, :]
+        y = torch.einsum("bhpn,bn->bhp", S, Ct[:, t]) + p[b + "mamba.D"][None, :, None] * xh
+        ys.append(y.reshape(Bsz, di))
+    y = torch.stack(ys, dim=1)
+    y = rms_norm(y * F.silu(z), p[b + "mamba.norm.weight"], eps=1e-5)
+    return F.linear(y, p[b + "mamba.out_proj.weight"])
+
+
+def mamba2_block(cfg, p, b, h):
+    """Mamba 2's block: RMSNorm (eps 1e-5) and the mixer; no MLP."""
+    return h + mamba2_mixer(cfg, p, b, rms_norm(h, p[b + "norm.weight"], eps=1e-5))
+
+
 def tmm_block(cfg, p, b, h):
     """The TMM's block: the MLP, then Toeplitz mixing."""
     heads, expanded, d = cfg["heads"], cfg["expanded"], cfg["d_model"]
@@ -164,10 +240,12 @@ def tmm_block(cfg, p, b, h):
 
 def forward(cfg, p, tokens, targets):
     h = p["embed.weight"][tokens.long()]
-    block = tmm_block if cfg["arch"] == "tmm" else baseline_block
+    block = {"tmm": tmm_block, "hyena": hyena_block, "mamba2": mamba2_block}.get(cfg["arch"], baseline_block)
     for l in range(cfg["n_layers"]):
         h = block(cfg, p, f"blocks.{l}.", h)
-    if cfg["arch"] != "tmm":
+    if cfg["arch"] == "mamba2":
+        h = rms_norm(h, p["final_norm.weight"], eps=1e-5)
+    elif cfg["arch"] not in ("tmm", "hyena"):
         h = rms_norm(h, p["final_norm.weight"])
     logits = F.linear(h, p["lm_head.weight"])
     t = targets.long().clone()
@@ -187,6 +265,7 @@ def main():
     cfg["expanded"] = meta["expanded"] == "1"
     cfg["arch"] = meta.get("arch", "tmm")
     cfg["window"] = int(meta.get("window", "0"))
+    cfg["state"] = int(meta.get("state", "0"))
     frozen = meta["frozen"] == "1"
     tokens, targets = tensors.pop("batch.tokens"), tensors.pop("batch.targets")
     params = {}
