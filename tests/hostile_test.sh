@@ -147,11 +147,17 @@ cp -r "$dir/run" "$dir/v1"
 edit "$(model_of "$dir/v1")" 'meta["format_version"] = "1"'
 check "a version-1 flat checkpoint still loads" "$tmm" eval --checkpoint "$dir/v1"
 cp -r "$dir/run" "$dir/v2"
-edit "$(model_of "$dir/v2")" 'meta["format_version"] = "2"; del meta["arch"]; del meta["window"]'
-check "a version-2 checkpoint (no arch, window) loads as a TMM" "$tmm" eval --checkpoint "$dir/v2"
+edit "$(model_of "$dir/v2")" 'meta["format_version"] = "2"; del meta["arch"]; del meta["window"]; del meta["state"]'
+check "a version-2 checkpoint (no arch, window, state) loads as a TMM" "$tmm" eval --checkpoint "$dir/v2"
 cp -r "$dir/run" "$dir/v3"
-edit "$(model_of "$dir/v3")" 'del meta["arch"]'
-expect_fail "a version-3 checkpoint without its arch" 1 "metadata 'arch' is missing" "$tmm" eval --checkpoint "$dir/v3"
+edit "$(model_of "$dir/v3")" 'meta["format_version"] = "3"; del meta["state"]'
+check "a version-3 checkpoint (no state) loads" "$tmm" eval --checkpoint "$dir/v3"
+cp -r "$dir/run" "$dir/v4"
+edit "$(model_of "$dir/v4")" 'del meta["arch"]'
+expect_fail "a current checkpoint without its arch" 1 "metadata 'arch' is missing" "$tmm" eval --checkpoint "$dir/v4"
+cp -r "$dir/run" "$dir/v4s"
+edit "$(model_of "$dir/v4s")" 'del meta["state"]'
+expect_fail "a current checkpoint without its state" 1 "metadata 'state' is missing" "$tmm" eval --checkpoint "$dir/v4s"
 cp -r "$dir/run" "$dir/ar"
 edit "$(model_of "$dir/ar")" 'meta["arch"] = "mamba9"'
 expect_fail "a checkpoint of an unknown arch" 1 "arch" "$tmm" eval --checkpoint "$dir/ar"

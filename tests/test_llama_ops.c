@@ -103,7 +103,7 @@ static void destroy_all(tmm_buffer **b, size_t n)
 static void check_rmsnorm(uint32_t rows, uint32_t d, bool in_place, uint64_t seed)
 {
     const size_t n = (size_t)rows * d;
-    const float eps = TMM_RMSNORM_EPS;
+    const float eps = 1e-6f;
     float *x = h_floats(n), *g = h_floats(d), *dy = h_floats(n), *dg0 = h_floats(d);
     h_rand(x, n, seed, -2, 3);
     h_rand(g, d, seed + 1, 0.5f, 1.5f);
@@ -455,14 +455,14 @@ static float *run_all_ops(size_t off, uint64_t wide_range, size_t *n_out, uint32
     tmm_buffer *bdg = B(NULL, R_D), *rsc = B(NULL, tmm_op_rmsnorm_backward_scratch(R_ROWS, R_D));
     tmm_buffer *bxw = ROWS_BUF(xw, W_ROWS * W_D), *byw = ROWS_BUF(NULL, W_ROWS * W_D), *brw = ROWS_BUF(NULL, W_ROWS);
     tmm_buffer *wsc = B(NULL, tmm_op_rmsnorm_forward_scratch(W_ROWS, W_D));
-    H_OK(tmm_op_rmsnorm_forward(r, V(bx, R_ROWS * R_D), tmm_whole(bg), R_ROWS, R_D, TMM_RMSNORM_EPS, (tmm_view){ 0 },
+    H_OK(tmm_op_rmsnorm_forward(r, V(bx, R_ROWS * R_D), tmm_whole(bg), R_ROWS, R_D, 1e-6f, (tmm_view){ 0 },
                                 V(by, R_ROWS * R_D), V(brs, R_ROWS)));
     H_OK(tmm_op_rmsnorm_backward(r, V(bx, R_ROWS * R_D), tmm_whole(bg), V(brs, R_ROWS), V(bdy, R_ROWS * R_D), R_ROWS,
                                  R_D, false, tmm_whole(rsc), V(bdx, R_ROWS * R_D), tmm_whole(bdg)));
     const uint64_t range = h_dev->info.max_storage_buffer_range;
     if (wide_range)
         h_dev->info.max_storage_buffer_range = wide_range;
-    H_OK(tmm_op_rmsnorm_forward(r, V(bxw, W_ROWS * W_D), tmm_whole(bg), W_ROWS, W_D, TMM_RMSNORM_EPS, tmm_whole(wsc),
+    H_OK(tmm_op_rmsnorm_forward(r, V(bxw, W_ROWS * W_D), tmm_whole(bg), W_ROWS, W_D, 1e-6f, tmm_whole(wsc),
                                 V(byw, W_ROWS * W_D), V(brw, W_ROWS)));
     h_dev->info.max_storage_buffer_range = range;
     /* SwiGLU */

@@ -26,6 +26,7 @@
 #include "ops/llama_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
+#include "ops/ssm_ops.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
 
@@ -79,9 +80,9 @@ static tmm_status step_norm(tmm_generator *g, tmm_recorder *r, int w, int b)
 {
     const uint32_t B = g->info.batch, d = g->info.config.d_model;
     if (g->arch->norm == TMM_NORM_RMS)
-        return tmm_op_rmsnorm_forward(r, W(g->h), param(g, w), B, d, TMM_RMSNORM_EPS, W(g->ln_scratch), W(g->x),
+        return tmm_op_rmsnorm_forward(r, W(g->h), param(g, w), B, d, (float)g->arch->norm_eps, W(g->ln_scratch), W(g->x),
                                       W(g->rstd));
-    return tmm_op_layernorm_forward(r, W(g->h), param(g, w), param(g, b), B, d, TMM_NN_LAYERNORM_EPS,
+    return tmm_op_layernorm_forward(r, W(g->h), param(g, w), param(g, b), B, d, (float)g->arch->norm_eps,
                                     W(g->ln_scratch), W(g->x), W(g->mean), W(g->rstd));
 }
 
@@ -95,7 +96,10 @@ static tmm_status step_mlp(tmm_generator *g, tmm_recorder *r, const tmm_block_pa
         TMM_TRY(tmm_op_swiglu_forward(r, W(g->f), B, e, W(g->z)));
     } else {
         TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, e, param(g, bp->mlp_in_w), none, W(g->f), false));
-        TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
+        if (g->arch->mlp == TMM_MLP_GELU)
+            TMM_TRY(tmm_op_gelu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
+        else
+            TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
     }
     return tmm_op_linear_rows(r, W(g->z), B, e, d, param(g, bp->mlp_out_w), param(g, bp->mlp_out_b), W(g->h), true);
 }
@@ -116,7 +120,7 @@ static tmm_status record_step(tmm_generator *g)
     TMM_TRY(tmm_op_embedding_forward(r, W(g->tokens), param(g, t->embed), B, V, d, W(g->h)));
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &t->blocks[l];
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < (g->arch->mlp == TMM_MLP_NONE ? 1 : 2); i++) {
             if ((i == 0) == g->arch->mixer_first) {
                 TMM_TRY(step_norm(g, r, bp->mix_norm_w, bp->mix_norm_b));
                 TMM_TRY(mc->record_step(g->decoder, &rec, l, W(g->positions), W(g->x), W(g->h)));

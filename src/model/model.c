@@ -9,6 +9,7 @@
 #include "ops/llama_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
+#include "ops/ssm_ops.h"
 
 /* What the frame keeps of each block for the backward, one line each: name,
  * floats per row of the batch (D = d, ONE = 1, E = e·d, EA = the MLP's
@@ -22,12 +23,12 @@
     X(mean1, ONE, LN)     /* norm 1 statistics (mean: LayerNorm only) */                           \
     X(rstd1, ONE, ALL)                                                                             \
     X(x1, D, ALL)         /* Norm1(h_in): the first half's input */                                \
-    X(h_mid, D, ALL)      /* h after the first half */                                             \
-    X(mean2, ONE, LN)                                                                              \
-    X(rstd2, ONE, ALL)                                                                             \
-    X(x2, D, ALL)         /* Norm2(h_mid): the second half's input */                              \
-    X(mlp_a, EA, ALL)     /* the MLP's pre-activation: x W1ᵀ, or [x Wgateᵀ, x Wupᵀ] */             \
-    X(mlp_z, E, ALL)      /* silu(a + b1), or silu(gate) ⊙ up */
+    X(h_mid, D, TWO)      /* h after the first half */                                             \
+    X(mean2, ONE, LN2)                                                                             \
+    X(rstd2, ONE, TWO)                                                                             \
+    X(x2, D, TWO)         /* Norm2(h_mid): the second half's input */                              \
+    X(mlp_a, EA, TWO)     /* the MLP's pre-activation: x W1ᵀ, or [x Wgateᵀ, x Wupᵀ] */             \
+    X(mlp_z, E, TWO)      /* act(a + b1), or silu(gate) ⊙ up */
 
 typedef struct layer_acts {
 #define DECLARE_ACT(name, size, who) tmm_buffer *name;
@@ -78,6 +79,9 @@ static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 static uint64_t mlp_width(const tmm_model *m) { return (uint64_t)m->table.config.expansion * m->table.config.d_model; }
 
+/* Halves per block: the mixer's and the MLP's, or the mixer's alone (no MLP). */
+static int n_halves(const tmm_model *m) { return m->arch->mlp == TMM_MLP_NONE ? 1 : 2; }
+
 static uint64_t scratch_floats(const tmm_model *m)
 {
     const tmm_model_config *c = &m->table.config;
@@ -85,6 +89,7 @@ static uint64_t scratch_floats(const tmm_model *m)
     uint64_t s = tmm_op_layernorm_forward_scratch(N, d);
     s = max_u64(s, tmm_op_layernorm_backward_scratch(N, d));
     s = max_u64(s, tmm_op_bias_silu_backward_scratch(N, e));
+    s = max_u64(s, tmm_op_gelu_backward_scratch(N, e));
     s = max_u64(s, tmm_op_sum_cols_scratch(N, d));
     s = max_u64(s, tmm_op_sum_cols_scratch(N, e));
     s = max_u64(s, tmm_op_xent_scratch(N, V));
@@ -108,7 +113,7 @@ static tmm_status allocate(tmm_model *m)
         TMM_TRY(tmm_buffer_create(m->device, m->table.arena_floats * 4, TMM_MEMORY_DEVICE, &m->grads));
     }
     const uint64_t D = d, ONE = 1, E = e, EA = m->arch->mlp == TMM_MLP_SWIGLU ? 2 * e : e;
-    const bool ALL = true, LN = m->arch->norm == TMM_NORM_LAYER;
+    const bool ALL = true, LN = m->arch->norm == TMM_NORM_LAYER, TWO = n_halves(m) == 2, LN2 = LN && TWO;
     for (uint32_t l = 0; l < c->n_layers; l++) {
         layer_acts *a = &m->layers[l];
 #define ALLOC_ACT(name, size, who) \
@@ -348,11 +353,11 @@ static tmm_status norm_forward(const tmm_model *m, const tmm_rec *rec, const nor
 {
     const uint32_t N = m->rows, d = m->table.config.d_model;
     if (m->arch->norm == TMM_NORM_RMS)
-        TMM_REC_OP(rec, "rmsnorm", tmm_op_rmsnorm_forward(rec->r, h, P(m, n->w), N, d, TMM_RMSNORM_EPS, rec->scratch,
+        TMM_REC_OP(rec, "rmsnorm", tmm_op_rmsnorm_forward(rec->r, h, P(m, n->w), N, d, (float)m->arch->norm_eps, rec->scratch,
                                                           y, A(n->rstd)));
     else
         TMM_REC_OP(rec, "layernorm", tmm_op_layernorm_forward(rec->r, h, P(m, n->w), P(m, n->b), N, d,
-                                                              TMM_NN_LAYERNORM_EPS, rec->scratch, y, A(n->mean),
+                                                              (float)m->arch->norm_eps, rec->scratch, y, A(n->mean),
                                                               A(n->rstd)));
     return TMM_OK;
 }
@@ -371,7 +376,7 @@ static tmm_status norm_backward(const tmm_model *m, const tmm_rec *rec, const no
     return TMM_OK;
 }
 
-/* h += MLP(x): W2 silu(W1 x + b1) + b2, or Wdown (silu(Wgate x) ⊙ Wup x). */
+/* h += MLP(x): W2 act(W1 x + b1) + b2 (act silu or gelu), or Wdown (silu(Wgate x) ⊙ Wup x). */
 static tmm_status mlp_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
 {
     const tmm_block_params *bp = &m->table.blocks[l];
@@ -383,7 +388,10 @@ static tmm_status mlp_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l
         TMM_REC_OP(rec, "swiglu", tmm_op_swiglu_forward(r, A(a->mlp_a), N, e, A(a->mlp_z)));
     } else {
         TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, e, P(m, bp->mlp_in_w), none, A(a->mlp_a), false));
-        TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
+        if (m->arch->mlp == TMM_MLP_GELU)
+            TMM_REC_OP(rec, "gelu", tmm_op_gelu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
+        else
+            TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
     }
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->mlp_z), N, e, d, P(m, bp->mlp_out_w), P(m, bp->mlp_out_b), h,
                                             true));
@@ -410,6 +418,9 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     if (swiglu) {
         da = A(a->mlp_a);
         TMM_REC_OP(rec, "swiglu bwd", tmm_op_swiglu_backward(r, A(a->mlp_a), ge, N, e, da));
+    } else if (m->arch->mlp == TMM_MLP_GELU) {
+        TMM_REC_OP(rec, "gelu bwd", tmm_op_gelu_backward(r, A(a->mlp_a), P(m, bp->mlp_in_b), ge, N, e, false,
+                                                         rec->scratch, ge, G(m, bp->mlp_in_b)));
     } else {
         TMM_REC_OP(rec, "silu bwd", tmm_op_bias_silu_backward(r, A(a->mlp_a), P(m, bp->mlp_in_b), ge, N, e, false,
                                                               rec->scratch, ge, G(m, bp->mlp_in_b)));
@@ -420,7 +431,9 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     return TMM_OK;
 }
 
-/* A block's two halves in order: whether half i is the mixer, its norm, its input x and the residual h it reads. */
+/* A block's halves in order (n_halves: without an MLP the mixer's alone, which
+ * the architecture then puts first): whether half i is the mixer, its norm,
+ * its input x and the residual h it reads. */
 typedef struct half {
     bool mixer;
     norm_io norm;
@@ -450,8 +463,9 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     for (uint32_t l = 0; l < c->n_layers; l++) {
         half hv[2];
         halves(m, l, hv);
-        tmm_buffer *next[2] = { m->layers[l].h_mid, l + 1 < c->n_layers ? m->layers[l + 1].h_in : m->h_out };
-        for (int i = 0; i < 2; i++) {
+        tmm_buffer *out = l + 1 < c->n_layers ? m->layers[l + 1].h_in : m->h_out;
+        tmm_buffer *next[2] = { n_halves(m) == 2 ? m->layers[l].h_mid : out, out };
+        for (int i = 0; i < n_halves(m); i++) {
             TMM_TRY(norm_forward(m, &rec, &hv[i].norm, A(hv[i].h), A(hv[i].x)));
             TMM_REC_OP(&rec, "residual", tmm_op_copy(r, A(hv[i].h), A(next[i]), (uint64_t)N * d));
             if (hv[i].mixer)
@@ -499,7 +513,7 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
         half hv[2];
         halves(m, l, hv);
         /* dh is dL/d(the half's output) and stays the residual's gradient */
-        for (int i = 1; i >= 0; i--) {
+        for (int i = n_halves(m) - 1; i >= 0; i--) {
             tmm_view dx;
             if (hv[i].mixer)
                 TMM_TRY(m->mixer->cls->backward(m->mixer, &rec, l, A(hv[i].x), dh, tmp, &dx));

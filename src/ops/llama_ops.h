@@ -33,8 +33,8 @@
  * Forward, per row r of x [rows, d]:
  *   rstd[r] = 1 / sqrt(sum_c x[r, c]^2 / d + eps)
  *   y[r, c] = x[r, c] * rstd[r] * g[c]
- * g [d]; rstd [rows] is saved for the backward. eps > 0 (the transformer
- * uses TMM_RMSNORM_EPS = 1e-6, Mamba 2 1e-5). Rows longer than
+ * g [d]; rstd [rows] is saved for the backward. eps > 0 (each
+ * architecture's norm_eps: the transformer's 1e-6, Mamba 2's 1e-5). Rows longer than
  * TMM_RMSNORM_CHUNK are summed in chunks whose sums a second pass adds in
  * chunk order; d up to TMM_RMSNORM_CHUNK * TMM_MAX_LOOP (8388608), else
  * TMM_ERR_UNSUPPORTED. y may be the same view as x. rows = 0 records nothing.
@@ -51,7 +51,6 @@
  * several bindings, each binding must hold at least 256 rows (else
  * TMM_ERR_UNSUPPORTED): d up to about 131000 with 128 MiB bindings. rows = 0
  * zeroes dg (unless accumulate). Scratch: tmm_op_rmsnorm_backward_scratch. */
-#define TMM_RMSNORM_EPS 1e-6f
 #define TMM_RMSNORM_CHUNK 2048u
 uint64_t tmm_op_rmsnorm_forward_scratch(uint32_t rows, uint32_t d);
 tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint32_t rows, uint32_t d, float eps,

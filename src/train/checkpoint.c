@@ -38,8 +38,11 @@ static const char *const STATE_FILE = "train_state.safetensors";
  * written, read and compared here without another edit. */
 static const char *const file_keys[] = { "format", "format_version", "step", "data_fnv1a64", "meta_fnv1a64" };
 #define N_FILE_KEYS (sizeof file_keys / sizeof file_keys[0])
-/* Model fields that files before format version 3 do not have (their zero is right). */
-static const char *const since_v3[] = { "arch", "window" };
+/* Model fields added after format version 2, and the version that added
+ * them: older files do not have them, and their zero is right there. */
+static const struct { const char *key; uint64_t since; } newer_fields[] = {
+    { "arch", 3 }, { "window", 3 }, { "state", 4 },
+};
 
 static bool is_model_field(const tmm_config_field *f) { return strcmp(f->section, "model") == 0; }
 
@@ -657,10 +660,10 @@ static tmm_status read_config(const tmm_safetensors *st, const char *path, uint6
         if (!is_model_field(f))
             continue;
         const char *v = tmm_safetensors_meta(st, f->key);
-        bool newer = false;
-        for (size_t i = 0; i < sizeof since_v3 / sizeof since_v3[0]; i++)
-            newer = newer || strcmp(f->key, since_v3[i]) == 0;
-        if (!v && version < 3 && newer)
+        bool absent_before = false;
+        for (size_t i = 0; i < sizeof newer_fields / sizeof newer_fields[0]; i++)
+            absent_before = absent_before || (strcmp(f->key, newer_fields[i].key) == 0 && version < newer_fields[i].since);
+        if (!v && absent_before)
             continue;
         if (!v)
             return tmm_fail(TMM_ERR_IO, "%s: metadata '%s' is missing", path, f->key);

@@ -17,7 +17,7 @@
 
 /* 2: kernel-k windows stay inside their head (version 1 files of kernel-k
  * models with heads are refused; all other version 1 files load). */
-#define TMM_CHECKPOINT_FORMAT_VERSION 3
+#define TMM_CHECKPOINT_FORMAT_VERSION 4
 #define TMM_CHECKPOINT_KEEP_DEFAULT 3
 #define TMM_TRAIN_STATE_WORDS 16
 
