@@ -1,14 +1,14 @@
 #version 450
 // SSD backward (src/ops/ssd.h), per head the vectors whose sums over the
-// heads are dBt and dCt: for position t of chunk j (t0 = jQ, last =
-// min(n, t0 + Q) - 1) and state column c, with K the decayed products
-// (ssd_bwd_scores), G_{j+1} = dL/dSp_{j+1} (zero for the last chunk) and
-// Sp_j the state before the chunk (zero for the first):
-//   w[b,h,t,c] = (dS_tᵀ xs_t)[c] = sum_{t <= t' <= last} K[t',t] Ct_t'[c]
-//                + exp(cs_last - cs_t) (G_{j+1}ᵀ xs_t)[c]
-//   z[b,h,t,c] = (S_tᵀ dy_t)[c]  = sum_{t0 <= s <= t} K[t,s] dt_s Bt_s[c]
-//                + exp(cs_t) (Sp_jᵀ dy_t)[c]
-// w, z [B, nh, n, N]. One invocation per block of BK rows t of a chunk by BK
+// heads are dBt and dCt, less their s = t terms: for position t of chunk j
+// (t0 = jQ, last = min(n, t0 + Q) - 1) and state column c, with K the
+// decayed products off the diagonal (ssd_bwd_scores), G_{j+1} = dL/dSp_{j+1}
+// (zero for the last chunk) and Sp_j the state before the chunk (zero for
+// the first):
+//   w'[b,h,t,c] = sum_{t < t' <= last} K[t',t] Ct_t'[c] + exp(cs_last - cs_t) (G_{j+1}ᵀ xs_t)[c]
+//   z'[b,h,t,c] = sum_{t0 <= s < t} K[t,s] dt_s Bt_s[c] + exp(cs_t) (Sp_jᵀ dy_t)[c]
+// (dS_tᵀ xs_t = w' + (dy_t·xs_t) Ct_t, S_tᵀ dy_t = z' + (dy_t·xs_t) dt_t Bt_t)
+// w', z' [B, nh, n, N]. One invocation per block of BK rows t of a chunk by BK
 // columns c: x = (j*RB + rb)*nNB + nb, y = h, z = b (nNB = ceil(N/BK)).
 // Loops: 2 Q + 2 P + 2 BK iterations.
 #extension GL_EXT_control_flow_attributes : require
@@ -53,7 +53,7 @@ void main()
     }
     const uint rows = min(BK, t1 - r0), ob = (bh * p.n + r0) * p.N + c0;
 
-    // w: K[t', t] is zero for t' < t
+    // w': K[t', t] is zero for t' <= t
     for (uint s = r0; s < t1; s++) {
         float kv[BK], cv[BK];
         [[unroll]] for (uint i = 0; i < BK; i++) {
@@ -86,7 +86,7 @@ void main()
             if (c0 + k < p.N)
                 w[p.base[7] + ob + i * p.N + k] = acc[i][k];
 
-    // z: K[t, s] is zero for s > t
+    // z': K[t, s] is zero for s >= t
     [[unroll]] for (uint i = 0; i < BK; i++)
         [[unroll]] for (uint k = 0; k < BK; k++)
             acc[i][k] = 0.0;

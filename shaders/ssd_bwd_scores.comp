@@ -1,8 +1,9 @@
 #version 450
 // SSD backward (src/ops/ssd.h), the decayed products of the output
-// gradients and the inputs inside each chunk, per head:
+// gradients and the inputs inside each chunk, per head, off the diagonal:
 //   K[b,h,t,i] = exp(cs_t - cs_s) (dy_t·xs_s)   (head h's P channels)
-// for s = t0 + i <= t, 0 for s > t. One invocation per block of BK rows t by
+// for s = t0 + i < t, 0 for s >= t (the s = t terms are added back where
+// they do not cancel: ssd_bwd_rows, ssd_bwd_bcsum). One invocation per block of BK rows t by
 // BK columns i of one chunk: x = (j*RB + rb)*RB + sb, y = h, z = b
 // (RB = ceil(Q / BK)). Loops: P + BK iterations.
 #extension GL_EXT_control_flow_attributes : require
@@ -38,7 +39,7 @@ void main()
         [[unroll]] for (uint k = 0; k < BK; k++)
             g[i][k] = 0.0;
     }
-    const bool live = s0 < t1 && s0 <= r0 + BK - 1u; // some s <= t
+    const bool live = s0 < t1 && s0 < r0 + BK - 1u; // some s < t
     if (live) {
         for (uint q = 0; q < p.P; q++) {
             float gv[BK], xv[BK];
@@ -60,7 +61,7 @@ void main()
         }
         [[unroll]] for (uint i = 0; i < BK; i++)
             [[unroll]] for (uint k = 0; k < BK; k++)
-                g[i][k] = s0 + k <= r0 + i ? exp(min(0.0, (rh[i] - ch[k]) + (rl[i] - cl[k]))) * g[i][k] : 0.0;
+                g[i][k] = s0 + k < r0 + i ? exp(min(0.0, (rh[i] - ch[k]) + (rl[i] - cl[k]))) * g[i][k] : 0.0;
     }
     const uint rows = min(BK, t1 - r0), i0 = sb * BK, kr = p.base[3] + (bh * p.n + r0) * p.Q + i0;
     [[dont_unroll]] for (uint i = 0; i < rows; i++)

@@ -263,3 +263,367 @@ H_TEST(ssd, matches_reference)
                 check_shape((shape){ B, ns[i], hpn[j][0], hpn[j][1], hpn[j][2], 0 }, seed += 10);
     printf("ssd: largest |device - reference| / atol %.3g\n", worst_seen);
 }
+
+/* Chunks of 1, 7 and 256 positions: many chunks on short sequences, one
+ * long chunk. */
+H_TEST(ssd, other_chunks)
+{
+    static const uint32_t ns[] = { 1, 7, 13, 50 };
+    worst_seen = 0;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        check_shape((shape){ 2, ns[i], 2, 3, 5, 7 }, 300 + i);
+        check_shape((shape){ 1, ns[i], 1, 4, 2, 1 }, 400 + i);
+    }
+    check_shape((shape){ 2, 300, 2, 5, 3, 256 }, 450);
+    printf("ssd, other chunks: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
+/* Wide heads and states: P, N = 37 and 19 (partial blocks of 8), 64 (the
+ * defaults) and 128. */
+H_TEST(ssd, wide)
+{
+    worst_seen = 0;
+    check_shape((shape){ 3, 67, 2, 37, 19, 0 }, 490);
+    check_shape((shape){ 2, 100, 2, 64, 64, 0 }, 500);
+    check_shape((shape){ 1, 70, 1, 128, 128, 32 }, 510);
+    printf("ssd, wide: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
+/* Many passes over the chunks and over the (sequence, chunk) partial sums:
+ * loop budgets of 1 and 3. */
+H_TEST(ssd, multi_pass)
+{
+    static const uint32_t budgets[] = { 1, 3 };
+    worst_seen = 0;
+    for (size_t i = 0; i < 2; i++) {
+        h_dev->tuning.loop_budget = budgets[i];
+        check_shape((shape){ 3, 40, 2, 3, 5, 4 }, 600 + i);
+        check_shape((shape){ 1, 130, 3, 8, 9, 0 }, 610 + i);
+        check_shape((shape){ 2, 5, 1, 1, 1, 1 }, 620 + i);
+    }
+    h_dev->tuning.loop_budget = 0;
+    printf("ssd, multi-pass: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
+/* n = 8192, the longest sequence the model uses: 128 chunks (and 8192 with
+ * chunks of 1: the scans over the chunks take two passes). */
+H_TEST(ssd, long_sequence)
+{
+    worst_seen = 0;
+    check_shape((shape){ 1, 8192, 2, 3, 5, 0 }, 700);
+    check_shape((shape){ 1, 8192, 1, 2, 3, 1 }, 710);
+    printf("ssd, n = 8192: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
+/* Strong decays: dt in [40, 60) with A_log = ln 16 (decays of e^-640 and
+ * less: every state forgets all but its own position), over chunks of 64
+ * and 256; mixed: every third dt = 50 among small ones, A_log in
+ * [ln 8, ln 16) (segment sums from -0.01 to -10^5 inside one chunk, where
+ * plain float cumulative sums would lose the small differences). */
+H_TEST(ssd, strong_decays)
+{
+    const ranges strong = { 40.0f, 60.0f, 2.7725887f, 2.7725888f, 0 };
+    const ranges mixed = { 0.001f, 0.05f, 2.0794415f, 2.7725887f, 50.0f };
+    worst_seen = 0;
+    check_shape_with((shape){ 2, 130, 2, 3, 5, 0 }, 800, strong, 0, false, TOL);
+    check_shape_with((shape){ 1, 300, 2, 8, 9, 256 }, 810, strong, 0, false, TOL);
+    check_shape_with((shape){ 2, 130, 2, 3, 5, 0 }, 820, mixed, 0, false, TOL);
+    check_shape_with((shape){ 1, 300, 2, 8, 9, 256 }, 830, mixed, 0, false, TOL);
+    printf("ssd, strong decays: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
+/* dA_log and dD added to what they held; views at odd float offsets. */
+H_TEST(ssd, accumulate_and_offsets)
+{
+    worst_seen = 0;
+    check_shape_with((shape){ 3, 70, 2, 3, 5, 0 }, 900, NORMAL, 0, true, TOL);
+    check_shape_with((shape){ 2, 33, 3, 5, 7, 8 }, 910, NORMAL, 1, true, TOL);
+    check_shape_with((shape){ 2, 33, 3, 5, 7, 8 }, 920, NORMAL, 3, false, TOL);
+    printf("ssd, accumulate and offsets: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
+/* The dispatches a forward of shape s records. */
+static uint32_t forward_dispatches(shape s)
+{
+    tmm_ssd_desc desc = desc_of(s);
+    const size_t rows = (size_t)s.B * s.n;
+    tmm_buffer *bx = h_buffer(NULL, rows * cx_of(s)), *bdt = h_buffer(NULL, rows * s.H), *bp = h_buffer(NULL, s.H);
+    tmm_buffer *by = h_buffer(NULL, rows * s.H * s.P), *bs = h_buffer(NULL, tmm_ssd_saved_floats(&desc));
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_ssd_forward(r, &desc, tmm_whole(bx), tmm_whole(bdt), tmm_whole(bp), tmm_whole(bp), tmm_whole(by),
+                            tmm_whole(bs)));
+    const uint32_t count = tmm_recorder_dispatches(r);
+    h_run(r);
+    tmm_buffer *all[] = { bx, bdt, bp, by, bs };
+    destroy_all(all, 5);
+    return count;
+}
+
+/* Sequences dispatched in groups (here one or two at a time): a device
+ * whose maxStorageBufferRange holds only a few sequences' tensors. */
+H_TEST(ssd, sequence_groups)
+{
+    const uint64_t range = h_dev->info.max_storage_buffer_range;
+    worst_seen = 0;
+    const shape s1 = { 3, 40, 2, 3, 5, 16 }, s2 = { 5, 20, 2, 3, 5, 8 };
+    const uint32_t whole1 = forward_dispatches(s1), whole2 = forward_dispatches(s2);
+    /* s1: M holds 2*40*16 floats per sequence (5120 bytes): all 3 in one group, then one at a time */
+    h_dev->info.max_storage_buffer_range = 16384;
+    cr_assert_eq(forward_dispatches(s1), whole1);
+    h_dev->info.max_storage_buffer_range = 8192;
+    cr_assert_gt(forward_dispatches(s1), whole1);
+    check_shape_with(s1, 1000, NORMAL, 1, true, TOL);
+    /* s2: M holds 2*20*8 floats per sequence (1280 bytes): groups of 1 */
+    h_dev->info.max_storage_buffer_range = 1536;
+    cr_assert_eq(forward_dispatches(s2), 5 * whole2);
+    check_shape_with(s2, 1010, NORMAL, 0, false, TOL);
+    h_dev->info.max_storage_buffer_range = 800;
+    tmm_ssd_desc desc = desc_of(s2);
+    cr_assert_eq(tmm_ssd_check(NULL, &desc), TMM_OK);
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_ssd_check(r, &desc), TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "maxStorageBufferRange"), "%s", tmm_last_error());
+    h_run(r);
+    h_dev->info.max_storage_buffer_range = range;
+    printf("ssd, sequence groups: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
+H_TEST(ssd, reruns_are_bit_identical)
+{
+    static const shape shapes[] = { { 2, 100, 2, 3, 5, 7 }, { 3, 130, 3, 8, 9, 0 } };
+    for (size_t i = 0; i < 2; i++) {
+        shape s = shapes[i];
+        inputs in = make_inputs(s, 1100 + i, NORMAL);
+        outputs a = run_device(s, &in, 0, false, NULL), b = run_device(s, &in, 0, false, NULL);
+        cr_assert(memcmp(a.y, b.y, in.ny * sizeof(float)) == 0);
+        cr_assert(memcmp(a.dx, b.dx, in.nx * sizeof(float)) == 0);
+        cr_assert(memcmp(a.ddt, b.ddt, in.ndt * sizeof(float)) == 0);
+        cr_assert(memcmp(a.dal, b.dal, s.H * sizeof(float)) == 0);
+        cr_assert(memcmp(a.dD, b.dD, s.H * sizeof(float)) == 0);
+        free_outputs(&a);
+        free_outputs(&b);
+        free_inputs(&in);
+    }
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+/* The state after len[b] positions of each sequence on the device
+ * (tmm_op_ssd_state) against the reference; returns the device's state. */
+static float *check_state(shape s, const inputs *in, const uint32_t *len)
+{
+    tmm_ssd_desc desc = desc_of(s);
+    const size_t nS = (size_t)s.B * s.H * s.P * s.N;
+    const uint64_t nw = tmm_ssd_state_workspace_floats(&desc);
+    cr_assert(nw > 0 && nw <= tmm_ssd_saved_floats(&desc));
+    float *lenf = h_floats(s.B), *S = h_floats(nS), *ref = h_floats(nS);
+    memcpy(lenf, len, s.B * sizeof *len);
+    tmm_buffer *bl = h_buffer(lenf, s.B), *bx = h_buffer(in->x, in->nx), *bdt = h_buffer(in->dt, in->ndt);
+    tmm_buffer *bal = h_buffer(in->al, s.H), *bw = h_buffer(NULL, nw), *bS = h_buffer(NULL, nS);
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_ssd_state(r, &desc, tmm_whole(bl), tmm_whole(bx), tmm_whole(bdt), tmm_whole(bal), tmm_whole(bw),
+                          tmm_whole(bS)));
+    h_run(r);
+    h_read(bS, S, nS);
+    ref_ssd_state(&desc, len, in->x, in->dt, in->al, ref);
+    char name[160];
+    snprintf(name, sizeof name, "state B=%u n=%u nh=%u P=%u N=%u Q=%u, len[0] = %u", s.B, s.n, s.H, s.P, s.N, s.Q,
+             len[0]);
+    double scale = 0;
+    for (size_t i = 0; i < nS; i++)
+        scale = fmax(scale, fabs((double)ref[i]));
+    h_compare(name, S, ref, nS, TOL * scale + FLOOR, RTOL);
+    tmm_buffer *all[] = { bl, bx, bdt, bal, bw, bS };
+    destroy_all(all, sizeof all / sizeof all[0]);
+    free(lenf);
+    free(ref);
+    return S;
+}
+
+/* Lengths 0, 1, around the chunk boundaries, n and above n (counts as n). */
+H_TEST(ssd, state_at_length)
+{
+    shape s = { 4, 70, 2, 3, 5, 8 };
+    inputs in = make_inputs(s, 1200, NORMAL);
+    static const uint32_t lens[][4] = { { 0, 1, 7, 8 }, { 9, 16, 17, 69 }, { 70, 71, 1000, 0 } };
+    for (size_t i = 0; i < 3; i++)
+        free(check_state(s, &in, lens[i]));
+    h_dev->tuning.loop_budget = 2; /* the scan over the 9 chunks in 5 passes */
+    free(check_state(s, &in, lens[1]));
+    h_dev->tuning.loop_budget = 0;
+    free_inputs(&in);
+    shape w = { 2, 130, 2, 64, 64, 0 };
+    inputs iw = make_inputs(w, 1210, NORMAL);
+    const uint32_t lw[2] = { 129, 64 };
+    free(check_state(w, &iw, lw));
+    free_inputs(&iw);
+}
+
+/* Steps `steps` positions on the device after a prompt of start[b]
+ * positions (tmm_op_ssd_state, then tmm_op_ssd_step; sequence b's step i
+ * takes position start[b] + i of the inputs); each step's y is compared with
+ * the reference forward's row, the final state with the reference state of
+ * start[b] + steps positions. Returns the step outputs then the state
+ * (caller frees). */
+static float *check_decode(shape s, const uint32_t *start, uint32_t steps, uint64_t seed, ranges rg)
+{
+    tmm_ssd_desc desc = desc_of(s), one = desc;
+    one.n = 1;
+    inputs in = make_inputs(s, seed, rg);
+    const size_t cx = cx_of(s), ldy = (size_t)s.H * s.P, nS = (size_t)s.B * s.H * s.P * s.N;
+    const size_t nr = (size_t)steps * s.B;
+    float *rx = h_floats(nr * cx), *rdt = h_floats(nr * s.H), *yref = h_floats(in.ny), *ydev = h_floats(nr * ldy);
+    float *ye = h_floats(nr * ldy), *lenf = h_floats(s.B);
+    for (uint32_t i = 0; i < steps; i++)
+        for (uint32_t b = 0; b < s.B; b++) {
+            const size_t from = (size_t)b * s.n + start[b] + i, to = (size_t)i * s.B + b;
+            cr_assert(start[b] + i < s.n);
+            memcpy(rx + to * cx, in.x + from * cx, cx * sizeof *rx);
+            memcpy(rdt + to * s.H, in.dt + from * s.H, s.H * sizeof *rdt);
+        }
+    ref_ssd_forward(&desc, in.x, in.dt, in.al, in.D, yref);
+    for (uint32_t i = 0; i < steps; i++)
+        for (uint32_t b = 0; b < s.B; b++)
+            memcpy(ye + ((size_t)i * s.B + b) * ldy, yref + ((size_t)b * s.n + start[b] + i) * ldy, ldy * sizeof *ye);
+    memcpy(lenf, start, s.B * sizeof *start);
+    const uint64_t nw = tmm_ssd_state_workspace_floats(&desc);
+    tmm_buffer *bl = h_buffer(lenf, s.B), *bx = h_buffer(in.x, in.nx), *bdt = h_buffer(in.dt, in.ndt);
+    tmm_buffer *bal = h_buffer(in.al, s.H), *bD = h_buffer(in.D, s.H), *bw = h_buffer(NULL, nw);
+    tmm_buffer *bS = h_buffer(NULL, nS), *brx = h_buffer(rx, nr * cx), *brdt = h_buffer(rdt, nr * s.H);
+    tmm_buffer *by = h_buffer(NULL, nr * ldy);
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_ssd_state(r, &desc, tmm_whole(bl), tmm_whole(bx), tmm_whole(bdt), tmm_whole(bal), tmm_whole(bw),
+                          tmm_whole(bS)));
+    for (uint32_t i = 0; i < steps; i++) {
+        const uint64_t f = sizeof(float), b = s.B;
+        H_OK(tmm_op_ssd_step(r, &one, tmm_sub(brx, i * b * cx * f, b * cx * f),
+                             tmm_sub(brdt, i * b * s.H * f, b * s.H * f), tmm_whole(bal), tmm_whole(bD), tmm_whole(bS),
+                             tmm_sub(by, i * b * ldy * f, b * ldy * f)));
+    }
+    h_run(r);
+    h_read(by, ydev, nr * ldy);
+    char name[160];
+    snprintf(name, sizeof name, "step y B=%u n=%u nh=%u P=%u N=%u, %u steps", s.B, s.n, s.H, s.P, s.N, steps);
+    double scale = 0;
+    for (size_t i = 0; i < nr * ldy; i++)
+        scale = fmax(scale, fabs((double)ye[i]));
+    h_compare(name, ydev, ye, nr * ldy, TOL * scale + FLOOR, RTOL);
+    float *S = h_floats(nS), *rS = h_floats(nS);
+    uint32_t *end = calloc(s.B, sizeof *end);
+    cr_assert_not_null(end);
+    for (uint32_t b = 0; b < s.B; b++)
+        end[b] = start[b] + steps;
+    h_read(bS, S, nS);
+    ref_ssd_state(&desc, end, in.x, in.dt, in.al, rS);
+    scale = 0;
+    for (size_t i = 0; i < nS; i++)
+        scale = fmax(scale, fabs((double)rS[i]));
+    h_compare("state after the steps", S, rS, nS, TOL * scale + FLOOR, RTOL);
+    float *out = h_floats(nr * ldy + nS);
+    memcpy(out, ydev, nr * ldy * sizeof *out);
+    memcpy(out + nr * ldy, S, nS * sizeof *out);
+    tmm_buffer *all[] = { bl, bx, bdt, bal, bD, bw, bS, brx, brdt, by };
+    destroy_all(all, sizeof all / sizeof all[0]);
+    float *fl[] = { rx, rdt, yref, ydev, ye, lenf, S, rS };
+    for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
+        free(fl[i]);
+    free(end);
+    free_inputs(&in);
+    return out;
+}
+
+/* From an empty state (a prompt of no positions), every row of the forward. */
+H_TEST(ssd, steps_match_forward)
+{
+    const uint32_t zero[2] = { 0, 0 };
+    free(check_decode((shape){ 2, 20, 2, 3, 5, 0 }, zero, 20, 1300, NORMAL));
+    free(check_decode((shape){ 1, 9, 2, 64, 64, 0 }, zero, 9, 1310, NORMAL));
+    free(check_decode((shape){ 1, 3, 1, 1, 1, 0 }, zero, 3, 1320, NORMAL));
+    const ranges strong = { 40.0f, 60.0f, 2.7725887f, 2.7725888f, 0 };
+    free(check_decode((shape){ 2, 12, 2, 3, 5, 0 }, zero, 12, 1330, strong));
+}
+
+/* Prompts of different lengths per sequence (0, inside the first chunk, past
+ * a chunk boundary), then steps. */
+H_TEST(ssd, prompt_then_steps)
+{
+    const uint32_t start[3] = { 0, 7, 19 };
+    free(check_decode((shape){ 3, 30, 3, 5, 7, 8 }, start, 11, 1400, NORMAL));
+    free(check_decode((shape){ 3, 30, 2, 3, 5, 0 }, start, 11, 1410, NORMAL));
+}
+
+H_TEST(ssd, decoding_reruns_are_bit_identical)
+{
+    const shape s = { 3, 30, 3, 5, 7, 8 };
+    const uint32_t start[3] = { 0, 7, 19 };
+    const size_t n = (size_t)11 * s.B * s.H * s.P + (size_t)s.B * s.H * s.P * s.N;
+    float *a = check_decode(s, start, 11, 1500, NORMAL), *b = check_decode(s, start, 11, 1500, NORMAL);
+    cr_assert(memcmp(a, b, n * sizeof(float)) == 0);
+    free(a);
+    free(b);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+H_TEST(ssd, errors)
+{
+    const tmm_ssd_desc ok = { .batch = 2, .n = 8, .heads = 2, .head_dim = 3, .state = 5, .chunk = 4 };
+    tmm_ssd_desc bad = ok;
+    bad.n = 0;
+    cr_assert_eq(tmm_ssd_check(NULL, &bad), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_ssd_saved_floats(&bad), 0);
+    cr_assert_eq(tmm_ssd_check(NULL, NULL), TMM_ERR_INVALID_ARGUMENT);
+    bad = ok;
+    bad.head_dim = TMM_SSD_MAX_HEAD_DIM + 1;
+    cr_assert_eq(tmm_ssd_check(NULL, &bad), TMM_ERR_UNSUPPORTED);
+    bad = ok;
+    bad.state = TMM_SSD_MAX_STATE + 1;
+    cr_assert_eq(tmm_ssd_check(NULL, &bad), TMM_ERR_UNSUPPORTED);
+    bad = ok;
+    bad.heads = TMM_SSD_MAX_HEADS + 1;
+    cr_assert_eq(tmm_ssd_check(NULL, &bad), TMM_ERR_UNSUPPORTED);
+    bad = ok;
+    bad.chunk = TMM_SSD_MAX_CHUNK + 1;
+    cr_assert_eq(tmm_ssd_check(NULL, &bad), TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "chunk"), "%s", tmm_last_error());
+
+    /* rows = 16, Cx = 16: xbc 256 floats, dt 32, y 96 */
+    const uint64_t ns = tmm_ssd_saved_floats(&ok), nx = tmm_ssd_backward_scratch_floats(&ok), f = sizeof(float);
+    cr_assert(ns > 0 && ns <= 4096 && nx > 0 && nx <= 4096);
+    tmm_buffer *b = h_buffer(NULL, 32768);
+    tmm_view x = tmm_sub(b, 0, 256 * f), dt = tmm_sub(b, 1024 * f, 32 * f), p = tmm_sub(b, 1100 * f, 2 * f);
+    tmm_view y = tmm_sub(b, 2048 * f, 96 * f), saved = tmm_sub(b, 4096 * f, ns * f);
+    tmm_view scratch = tmm_sub(b, 8192 * f, nx * f), dx = tmm_sub(b, 12288 * f, 256 * f);
+    tmm_view ddt = tmm_sub(b, 13000 * f, 32 * f), g1 = tmm_sub(b, 13100 * f, 2 * f), g2 = tmm_sub(b, 13200 * f, 2 * f);
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_ssd_forward(r, &ok, tmm_sub(b, 0, 255 * f), dt, p, p, y, saved), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "xbc holds"), "%s", tmm_last_error());
+    cr_assert_eq(tmm_op_ssd_forward(r, &ok, x, dt, p, p, tmm_sub(b, 2048 * f + 2, 96 * f), saved),
+                 TMM_ERR_INVALID_ARGUMENT); /* not at a float boundary */
+    cr_assert_eq(tmm_op_ssd_forward(r, &ok, x, dt, p, p, tmm_sub(b, 200 * f, 96 * f), saved),
+                 TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "overlaps"), "%s", tmm_last_error());
+    cr_assert_eq(tmm_op_ssd_forward(r, &ok, x, dt, p, p, y, tmm_sub(b, 4096 * f, (ns - 1) * f)),
+                 TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_op_ssd_forward(NULL, &ok, x, dt, p, p, y, saved), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_op_ssd_forward(r, &ok, x, dt, p, p, y, saved), TMM_OK);
+    cr_assert_eq(tmm_op_ssd_backward(r, &ok, x, dt, p, p, saved, y, saved, dx, ddt, g1, g2, false),
+                 TMM_ERR_INVALID_ARGUMENT); /* scratch overlaps saved */
+    cr_assert_eq(tmm_op_ssd_backward(r, &ok, x, dt, p, p, saved, y, scratch, dx, ddt, g1, g1, true),
+                 TMM_ERR_INVALID_ARGUMENT); /* dA_log and dD overlap */
+    cr_assert_eq(tmm_op_ssd_backward(r, &ok, x, dt, p, p, saved, y, scratch, dx, ddt, g1, g2, true), TMM_OK);
+    tmm_view S = tmm_sub(b, 16384 * f, 60 * f), len = tmm_sub(b, 16500 * f, 2 * f);
+    cr_assert_eq(tmm_op_ssd_state(r, &ok, len, x, dt, p, saved, S), TMM_OK);
+    cr_assert_eq(tmm_op_ssd_state(r, &ok, len, x, dt, p, saved, tmm_sub(b, 16384 * f, 59 * f)),
+                 TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "S holds"), "%s", tmm_last_error());
+    tmm_ssd_desc step = ok; /* the step ignores n and the chunk */
+    step.n = 0;
+    step.chunk = TMM_SSD_MAX_CHUNK + 1;
+    cr_assert_eq(tmm_op_ssd_step(r, &step, tmm_sub(b, 0, 32 * f), tmm_sub(b, 1024 * f, 4 * f), p, p, S,
+                                 tmm_sub(b, 2048 * f, 12 * f)), TMM_OK);
+    cr_assert_eq(tmm_op_ssd_step(r, &step, tmm_sub(b, 0, 32 * f), tmm_sub(b, 1024 * f, 4 * f), p, p, S,
+                                 tmm_sub(b, 16384 * f, 12 * f)), TMM_ERR_INVALID_ARGUMENT); /* y overlaps S */
+    h_run(r);
+    tmm_buffer_destroy(b);
+}

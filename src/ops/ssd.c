@@ -349,13 +349,14 @@ tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vi
     const tmm_view part = tmm_op_sub(s[6].v, lx.at[7], B * seq_part(&g));
     const tmm_view pacc = tmm_op_sub(s[6].v, lx.at[8], 2ull * g.nh);
 
-    tmm_pipeline *pown, *pscan, *pk, *pdx, *pbc, *pfin, *psdot, *pseq, *ppar;
+    tmm_pipeline *pown, *pscan, *pk, *pdx, *pbc, *prows, *psum, *psdot, *pseq, *ppar;
     TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_state, 5, 2, 1, &pown));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_scan, 3, 0, 0, &pscan));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_scores, 4, 1, 0, &pk));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_dx, 8, 1, 0, &pdx));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_bc, 9, 1, 0, &pbc));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_finish, 7, 0, 0, &pfin));
+    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_rows, 6, 0, 0, &prows));
+    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_bcsum, 6, 0, 0, &psum));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_sdot, 3, 0, 0, &psdot));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_seq, 6, 0, 0, &pseq));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_params, 5, 0, 0, &ppar));
@@ -400,15 +401,11 @@ tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vi
                          per_seq(w, seq_vec(&g), TMM_WRITE),
                          per_seq(z, seq_vec(&g), TMM_WRITE) };
     TMM_TRY(dispatch(r, &g, pbc, bbc, 9, p, tmm_div_up((uint64_t)g.NC * RB * nNB, WG), g.nh, 2));
-    const bind bf[] = { X,
-                        G,
-                        DT,
-                        per_seq(w, seq_vec(&g), TMM_READ),
-                        per_seq(z, seq_vec(&g), TMM_READ),
-                        per_seq(vdx, seq_xbc(&g), TMM_WRITE),
-                        per_seq(red, seq_red(&g), TMM_WRITE) };
-    const uint32_t K = g.N > g.nh ? g.N : g.nh;
-    TMM_TRY(dispatch(r, &g, pfin, bf, 7, p, tmm_div_up((uint64_t)g.n * K, WG), 1, 1));
+    const bind W = per_seq(w, seq_vec(&g), TMM_READ), Z = per_seq(z, seq_vec(&g), TMM_READ);
+    const bind brw[] = { X, G, DT, W, Z, per_seq(red, seq_red(&g), TMM_WRITE) };
+    TMM_TRY(dispatch(r, &g, prows, brw, 6, p, tmm_div_up((uint64_t)g.n * g.nh, WG), 1, 1));
+    const bind bsum[] = { X, DT, W, Z, per_seq(red, seq_red(&g), TMM_READ), per_seq(vdx, seq_xbc(&g), TMM_WRITE) };
+    TMM_TRY(dispatch(r, &g, psum, bsum, 6, p, tmm_div_up((uint64_t)g.n * g.N, WG), 1, 1));
     const bind bd[] = { per_seq(gn, seq_chunks(&g), TMM_READ), per_seq(sv.sp, seq_chunks(&g), TMM_READ),
                         per_seq(rd, seq_rows(&g), TMM_WRITE) };
     TMM_TRY(dispatch(r, &g, psdot, bd, 3, p, tmm_div_up((uint64_t)g.NC * g.P, WG), g.nh, 2));
