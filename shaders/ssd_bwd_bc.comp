@@ -42,7 +42,7 @@ void main()
         return;
     const uint xb = p.base[0] + b * p.n * p.cx, gb = p.base[1] + b * p.n * p.ldy + h * p.P;
     const uint xcol = h * p.P, bcol = p.nh * p.P, ccol = bcol + p.N;
-    const uint kb = p.base[2] + bh * p.n * p.Q - t0, csb = p.base[3] + 2u * bh * p.n;
+    const uint kb = p.base[2] + bh * p.n * p.Q - t0, csb = p.base[3] + 4u * bh * p.n;
     uint tr[BK], cc[BK]; // rows and columns, clamped for loading
     float acc[BK][BK];
     [[unroll]] for (uint i = 0; i < BK; i++) {
@@ -66,10 +66,10 @@ void main()
     }
     if (j + 1u < p.NC) {
         const uint gnb = p.base[5] + (bh * p.NC + j) * p.P * p.N;
-        const float lh = cs[csb + 2u * (t1 - 1u)], ll = cs[csb + 2u * (t1 - 1u) + 1u];
+        const float lh = cs[csb + 4u * (t1 - 1u)], ll = cs[csb + 4u * (t1 - 1u) + 1u];
         float f[BK];
         [[unroll]] for (uint i = 0; i < BK; i++)
-            f[i] = exp(min(0.0, (lh - cs[csb + 2u * tr[i]]) + (ll - cs[csb + 2u * tr[i] + 1u])));
+            f[i] = exp(min(0.0, (lh - cs[csb + 4u * tr[i]]) + (ll - cs[csb + 4u * tr[i] + 1u])));
         for (uint q = 0; q < p.P; q++) {
             float xv[BK], nv[BK];
             [[unroll]] for (uint i = 0; i < BK; i++) {
@@ -81,10 +81,14 @@ void main()
                     acc[i][k] = fma(xv[i], nv[k], acc[i][k]);
         }
     }
+    float outv[BK][BK]; // a copy for the stores (indexed by a loop variable: keeps acc in registers)
+    [[unroll]] for (uint i = 0; i < BK; i++)
+        [[unroll]] for (uint k = 0; k < BK; k++)
+            outv[i][k] = acc[i][k];
     [[dont_unroll]] for (uint i = 0; i < rows; i++)
         [[unroll]] for (uint k = 0; k < BK; k++)
             if (c0 + k < p.N)
-                w[p.base[7] + ob + i * p.N + k] = acc[i][k];
+                w[p.base[7] + ob + i * p.N + k] = outv[i][k];
 
     // z': K[t, s] is zero for s >= t
     [[unroll]] for (uint i = 0; i < BK; i++)
@@ -106,7 +110,7 @@ void main()
         const uint spb = p.base[6] + (bh * p.NC + j) * p.P * p.N;
         float e[BK];
         [[unroll]] for (uint i = 0; i < BK; i++)
-            e[i] = exp(min(0.0, cs[csb + 2u * tr[i]] + cs[csb + 2u * tr[i] + 1u]));
+            e[i] = cs[csb + 4u * tr[i] + 3u];
         for (uint q = 0; q < p.P; q++) {
             float gv[BK], sv[BK];
             [[unroll]] for (uint i = 0; i < BK; i++) {
@@ -118,8 +122,11 @@ void main()
                     acc[i][k] = fma(gv[i], sv[k], acc[i][k]);
         }
     }
+    [[unroll]] for (uint i = 0; i < BK; i++)
+        [[unroll]] for (uint k = 0; k < BK; k++)
+            outv[i][k] = acc[i][k];
     [[dont_unroll]] for (uint i = 0; i < rows; i++)
         [[unroll]] for (uint k = 0; k < BK; k++)
             if (c0 + k < p.N)
-                z[p.base[8] + ob + i * p.N + k] = acc[i][k];
+                z[p.base[8] + ob + i * p.N + k] = outv[i][k];
 }

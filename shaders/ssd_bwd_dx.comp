@@ -4,7 +4,7 @@
 // masked quadratic form and G_{j+1} = dL/dSp_{j+1} (zero for the last chunk):
 //   dxs[b,t,hP+q] = D_h dy_t[q] + sum_{t <= t' <= last} M[t',t] dy_t'[q]
 //                   + dt_t exp(cs_last - cs_t) (G_{j+1} Bt_t)[q]
-// (= D dy_t + dt_t dS_t Bt_t). One invocation per block of BK rows t of a
+// (= D dy_t + dt_t dS_t Bt_t; dt_t exp(cs_last - cs_t) from ssd_cumsum). One invocation per block of BK rows t of a
 // chunk by BK channels q: x = (j*RB + rb)*nPB + pb, y = h, z = b. Loops:
 // Q + N + BK iterations.
 #extension GL_EXT_control_flow_attributes : require
@@ -14,10 +14,9 @@ layout(std430, binding = 0) readonly buffer Xb { float xbc[]; };
 layout(std430, binding = 1) readonly buffer Gb { float dy[]; };
 layout(std430, binding = 2) readonly buffer Mb { float m[]; };
 layout(std430, binding = 3) readonly buffer CSb { float cs[]; };
-layout(std430, binding = 4) readonly buffer DTb { float dt[]; };
-layout(std430, binding = 5) readonly buffer GNb { float gn[]; };
-layout(std430, binding = 6) readonly buffer Db { float dpar[]; };
-layout(std430, binding = 7) writeonly buffer DXb { float dx[]; };
+layout(std430, binding = 4) readonly buffer GNb { float gn[]; };
+layout(std430, binding = 5) readonly buffer Db { float dpar[]; };
+layout(std430, binding = 6) writeonly buffer DXb { float dx[]; };
 layout(push_constant) uniform Push {
     uint n, nh, P, N;         // positions per sequence, heads, head width, state size
     uint Q, NC, cx, ldy;      // chunk, chunks per sequence, row strides of xbc (nh P + 2N) and y (nh P)
@@ -58,13 +57,11 @@ void main()
     }
     // the gradient of the state after the chunk
     if (j + 1u < p.NC) {
-        const uint csb = p.base[3] + 2u * bh * p.n, nb = p.base[5] + (bh * p.NC + j) * p.P * p.N;
-        const float lh = cs[csb + 2u * (t1 - 1u)], ll = cs[csb + 2u * (t1 - 1u) + 1u];
+        const uint csb = p.base[3] + 4u * bh * p.n, nb = p.base[4] + (bh * p.NC + j) * p.P * p.N;
         const uint bcol = p.nh * p.P;
         float f[BK];
         [[unroll]] for (uint i = 0; i < BK; i++)
-            f[i] = dt[p.base[4] + (b * p.n + tr[i]) * p.nh + h]
-                   * exp(min(0.0, (lh - cs[csb + 2u * tr[i]]) + (ll - cs[csb + 2u * tr[i] + 1u])));
+            f[i] = cs[csb + 4u * tr[i] + 2u];
         for (uint c = 0; c < p.N; c++) {
             float bv[BK], nv[BK];
             [[unroll]] for (uint i = 0; i < BK; i++) {
@@ -76,12 +73,16 @@ void main()
                     acc[i][k] = fma(bv[i], nv[k], acc[i][k]);
         }
     }
-    const float dh = dpar[p.base[6] + h];
+    float outv[BK][BK]; // a copy for the stores (indexed by a loop variable: keeps acc in registers)
+    [[unroll]] for (uint i = 0; i < BK; i++)
+        [[unroll]] for (uint k = 0; k < BK; k++)
+            outv[i][k] = acc[i][k];
+    const float dh = dpar[p.base[5] + h];
     const uint rows = min(BK, t1 - r0);
     [[dont_unroll]] for (uint i = 0; i < rows; i++) {
-        const uint t = r0 + i, gr = gb + t * p.ldy, xr = p.base[7] + (b * p.n + t) * p.cx + h * p.P;
+        const uint t = r0 + i, gr = gb + t * p.ldy, xr = p.base[6] + (b * p.n + t) * p.cx + h * p.P;
         [[unroll]] for (uint k = 0; k < BK; k++)
             if (q0 + k < p.P)
-                dx[xr + q0 + k] = fma(dh, dy[gr + q0 + k], acc[i][k]);
+                dx[xr + q0 + k] = fma(dh, dy[gr + q0 + k], outv[i][k]);
     }
 }

@@ -51,21 +51,25 @@ void main()
                 [[unroll]] for (uint k = 0; k < BK; k++)
                     g[i][k] = fma(gv[i], xv[k], g[i][k]);
         }
-        const uint csb = p.base[2] + 2u * bh * p.n;
+        const uint csb = p.base[2] + 4u * bh * p.n;
         float rh[BK], rl[BK], ch[BK], cl[BK];
         [[unroll]] for (uint i = 0; i < BK; i++) {
-            rh[i] = cs[csb + 2u * tr[i]];
-            rl[i] = cs[csb + 2u * tr[i] + 1u];
-            ch[i] = cs[csb + 2u * sc[i]];
-            cl[i] = cs[csb + 2u * sc[i] + 1u];
+            rh[i] = cs[csb + 4u * tr[i]];
+            rl[i] = cs[csb + 4u * tr[i] + 1u];
+            ch[i] = cs[csb + 4u * sc[i]];
+            cl[i] = cs[csb + 4u * sc[i] + 1u];
         }
         [[unroll]] for (uint i = 0; i < BK; i++)
             [[unroll]] for (uint k = 0; k < BK; k++)
                 g[i][k] = s0 + k < r0 + i ? exp(min(0.0, (rh[i] - ch[k]) + (rl[i] - cl[k]))) * g[i][k] : 0.0;
     }
+    float outv[BK][BK]; // a copy for the stores (indexed by a loop variable: keeps acc in registers)
+    [[unroll]] for (uint i = 0; i < BK; i++)
+        [[unroll]] for (uint k = 0; k < BK; k++)
+            outv[i][k] = g[i][k];
     const uint rows = min(BK, t1 - r0), i0 = sb * BK, kr = p.base[3] + (bh * p.n + r0) * p.Q + i0;
     [[dont_unroll]] for (uint i = 0; i < rows; i++)
         [[unroll]] for (uint k = 0; k < BK; k++)
             if (i0 + k < p.Q)
-                kk[kr + i * p.Q + k] = g[i][k];
+                kk[kr + i * p.Q + k] = outv[i][k];
 }

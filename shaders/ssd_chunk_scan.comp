@@ -3,7 +3,7 @@
 // element e of the P x N states of (b, h), in the order of the chunks
 // (flags bit 0 clear: j increasing, the forward; set: decreasing, the
 // backward), with decay_j = exp(cs at chunk j's last position) (the
-// chunk's total decay):
+// chunk's total decay, from ssd_cumsum):
 //   io[j] <- run;  run <- decay_j run + (io[j] as it was)
 // so that the forward turns each chunk's own state into the state before
 // it (Sp_j) and the backward each chunk's dL/dSp contribution into the
@@ -26,7 +26,7 @@ layout(push_constant) uniform Push {
 float decay(uint csb, uint j)
 {
     const uint last = min(p.n, (j + 1u) * p.Q) - 1u;
-    return exp(min(0.0, cs[csb + 2u * last] + cs[csb + 2u * last + 1u]));
+    return cs[csb + 4u * last + 3u];
 }
 
 void main()
@@ -34,7 +34,7 @@ void main()
     const uint PN = p.P * p.N, e = gl_GlobalInvocationID.x, h = gl_GlobalInvocationID.y, b = gl_GlobalInvocationID.z;
     if (e >= PN)
         return;
-    const uint bh = b * p.nh + h, csb = p.base[0] + 2u * bh * p.n, at = p.base[1] + bh * p.NC * PN + e;
+    const uint bh = b * p.nh + h, csb = p.base[0] + 4u * bh * p.n, at = p.base[1] + bh * p.NC * PN + e;
     const uint ca = p.base[2] + bh * PN + e;
     const bool rev = (p.flags & 1u) != 0u;
     float run = (rev ? p.hi < p.NC : p.lo > 0u) ? carry[ca] : 0.0;

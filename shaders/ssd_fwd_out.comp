@@ -54,10 +54,10 @@ void main()
     }
     // the state before the chunk
     if (j > 0u) {
-        const uint csb = p.base[2] + 2u * bh * p.n, sb = p.base[3] + (bh * p.NC + j) * p.P * p.N;
+        const uint csb = p.base[2] + 4u * bh * p.n, sb = p.base[3] + (bh * p.NC + j) * p.P * p.N;
         float e[BK];
         [[unroll]] for (uint i = 0; i < BK; i++)
-            e[i] = exp(min(0.0, cs[csb + 2u * tr[i]] + cs[csb + 2u * tr[i] + 1u]));
+            e[i] = cs[csb + 4u * tr[i] + 3u];
         for (uint c = 0; c < p.N; c++) {
             float cv[BK], sv[BK];
             [[unroll]] for (uint i = 0; i < BK; i++) {
@@ -69,12 +69,16 @@ void main()
                     acc[i][k] = fma(cv[i], sv[k], acc[i][k]);
         }
     }
+    float outv[BK][BK]; // a copy for the stores (indexed by a loop variable: keeps acc in registers)
+    [[unroll]] for (uint i = 0; i < BK; i++)
+        [[unroll]] for (uint k = 0; k < BK; k++)
+            outv[i][k] = acc[i][k];
     const float dh = dpar[p.base[4] + h];
     const uint rows = min(BK, t1 - r0);
     [[dont_unroll]] for (uint i = 0; i < rows; i++) {
         const uint t = r0 + i, xr = xb + t * p.cx + xcol, yr = p.base[5] + (b * p.n + t) * p.ldy + h * p.P;
         [[unroll]] for (uint k = 0; k < BK; k++)
             if (q0 + k < p.P)
-                y[yr + q0 + k] = fma(dh, xbc[xr + q0 + k], acc[i][k]);
+                y[yr + q0 + k] = fma(dh, xbc[xr + q0 + k], outv[i][k]);
     }
 }

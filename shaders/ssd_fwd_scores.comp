@@ -54,15 +54,15 @@ void main()
         }
     const uint rows = min(BK, t1 - r0), i0 = sb * BK;
     for (uint h = 0; h < p.nh; h++) {
-        const uint bh = b * p.nh + h, csb = p.base[2] + 2u * bh * p.n;
+        const uint bh = b * p.nh + h, csb = p.base[2] + 4u * bh * p.n;
         float mv[BK][BK];
         if (live) {
             float rh[BK], rl[BK], ch[BK], cl[BK], d[BK];
             [[unroll]] for (uint i = 0; i < BK; i++) {
-                rh[i] = cs[csb + 2u * tr[i]];
-                rl[i] = cs[csb + 2u * tr[i] + 1u];
-                ch[i] = cs[csb + 2u * sc[i]];
-                cl[i] = cs[csb + 2u * sc[i] + 1u];
+                rh[i] = cs[csb + 4u * tr[i]];
+                rl[i] = cs[csb + 4u * tr[i] + 1u];
+                ch[i] = cs[csb + 4u * sc[i]];
+                cl[i] = cs[csb + 4u * sc[i] + 1u];
                 d[i] = dt[p.base[1] + (b * p.n + sc[i]) * p.nh + h];
             }
             [[unroll]] for (uint i = 0; i < BK; i++)

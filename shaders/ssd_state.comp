@@ -38,8 +38,8 @@ void main()
             acc[i][k] = 0.0;
     }
     if (L > 0u) {
-        const uint l = L - 1u, j = l / p.Q, t0 = j * p.Q, csb = p.base[3] + 2u * bh * p.n;
-        const float lh = cs[csb + 2u * l], ll = cs[csb + 2u * l + 1u];
+        const uint l = L - 1u, j = l / p.Q, t0 = j * p.Q, csb = p.base[3] + 4u * bh * p.n;
+        const float lh = cs[csb + 4u * l], ll = cs[csb + 4u * l + 1u];
         if (j > 0u) {
             const float e = exp(min(0.0, lh + ll));
             const uint sb = p.base[4] + (bh * p.NC + j) * p.P * p.N;
@@ -50,7 +50,7 @@ void main()
         const uint bcol = p.nh * p.P;
         for (uint s = t0; s <= l; s++) {
             const uint xr = p.base[1] + (b * p.n + s) * p.cx;
-            const float wt = exp(min(0.0, (lh - cs[csb + 2u * s]) + (ll - cs[csb + 2u * s + 1u])))
+            const float wt = exp(min(0.0, (lh - cs[csb + 4u * s]) + (ll - cs[csb + 4u * s + 1u])))
                              * dt[p.base[2] + (b * p.n + s) * p.nh + h];
             float xv[BK], bv[BK];
             [[unroll]] for (uint i = 0; i < BK; i++) {
@@ -62,9 +62,13 @@ void main()
                     acc[i][k] = fma(xv[i], bv[k], acc[i][k]);
         }
     }
+    float outv[BK][BK]; // a copy for the stores (indexed by a loop variable: keeps acc in registers)
+    [[unroll]] for (uint i = 0; i < BK; i++)
+        [[unroll]] for (uint k = 0; k < BK; k++)
+            outv[i][k] = acc[i][k];
     const uint rows = min(BK, p.P - p0), ob = p.base[5] + (bh * p.P + p0) * p.N + c0;
     [[dont_unroll]] for (uint i = 0; i < rows; i++)
         [[unroll]] for (uint k = 0; k < BK; k++)
             if (c0 + k < p.N)
-                S[ob + i * p.N + k] = acc[i][k];
+                S[ob + i * p.N + k] = outv[i][k];
 }

@@ -59,7 +59,7 @@ static uint64_t align_up(uint64_t x) { return (x + TMM_SSD_ALIGN - 1) / TMM_SSD_
 static uint64_t seq_xbc(const geom *g) { return (uint64_t)g->n * g->cx; }
 static uint64_t seq_dt(const geom *g) { return (uint64_t)g->n * g->nh; }
 static uint64_t seq_y(const geom *g) { return (uint64_t)g->n * g->ldy; }
-static uint64_t seq_cs(const geom *g) { return 2ull * g->nh * g->n; }
+static uint64_t seq_cs(const geom *g) { return 4ull * g->nh * g->n; }
 static uint64_t seq_chunks(const geom *g) { return (uint64_t)g->nh * g->NC * g->P * g->N; }
 static uint64_t seq_state(const geom *g) { return (uint64_t)g->nh * g->P * g->N; }
 static uint64_t seq_quad(const geom *g) { return (uint64_t)g->nh * g->n * g->Q; }
@@ -238,16 +238,16 @@ static tmm_status record_states(tmm_recorder *r, const geom *g, tmm_view xbc, tm
 {
     tmm_pipeline *pcum, *pown, *pscan;
     TMM_TRY(pipeline(r, &tmm_spv_ssd_cumsum, 3, 0, 0, &pcum));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_state, 5, 2, 0, &pown));
+    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_state, 4, 2, 0, &pown));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_scan, 3, 0, 0, &pscan));
     push p = push_of(g);
-    const bind bc[] = { per_seq(dt, seq_dt(g), TMM_READ), whole(A_log, TMM_READ), per_seq(sv->cs, seq_cs(g), TMM_WRITE) };
+    const bind bc[] = { per_seq(dt, seq_dt(g), TMM_READ), whole(A_log, TMM_READ),
+                        per_seq(sv->cs, seq_cs(g), TMM_READ_WRITE) };
     TMM_TRY(dispatch(r, g, pcum, bc, 3, p, tmm_div_up(g->NC, WG), g->nh, 2));
     const uint32_t blocks = g->NC * tmm_div_up(g->P, BK) * tmm_div_up(g->N, BK);
     const bind bo[] = { per_seq(xbc, seq_xbc(g), TMM_READ), per_seq(xbc, seq_xbc(g), TMM_READ),
-                        per_seq(dt, seq_dt(g), TMM_READ), per_seq(sv->cs, seq_cs(g), TMM_READ),
-                        per_seq(sv->sp, seq_chunks(g), TMM_WRITE) };
-    TMM_TRY(dispatch(r, g, pown, bo, 5, p, tmm_div_up(blocks, WG), g->nh, 2));
+                        per_seq(sv->cs, seq_cs(g), TMM_READ), per_seq(sv->sp, seq_chunks(g), TMM_WRITE) };
+    TMM_TRY(dispatch(r, g, pown, bo, 4, p, tmm_div_up(blocks, WG), g->nh, 2));
     const bind bs[] = { per_seq(sv->cs, seq_cs(g), TMM_READ), per_seq(sv->sp, seq_chunks(g), TMM_READ_WRITE),
                         per_seq(sv->last, seq_state(g), TMM_READ_WRITE) };
     const uint32_t budget = loop_budget_of(tmm_recorder_device(r));
@@ -350,10 +350,10 @@ tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vi
     const tmm_view pacc = tmm_op_sub(s[6].v, lx.at[8], 2ull * g.nh);
 
     tmm_pipeline *pown, *pscan, *pk, *pdx, *pbc, *prows, *psum, *psdot, *pseq, *ppar;
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_state, 5, 2, 1, &pown));
+    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_state, 4, 2, 1, &pown));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_scan, 3, 0, 0, &pscan));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_scores, 4, 1, 0, &pk));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_dx, 8, 1, 0, &pdx));
+    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_dx, 7, 1, 0, &pdx));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_bc, 9, 1, 0, &pbc));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_rows, 6, 0, 0, &prows));
     TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_bcsum, 6, 0, 0, &psum));
@@ -367,8 +367,8 @@ tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vi
     const bind DT = per_seq(vdt, seq_dt(&g), TMM_READ), CS = per_seq(sv.cs, seq_cs(&g), TMM_READ);
 
     /* G_{j+1}: each chunk's contribution, then the reverse scan over the chunks */
-    const bind bo[] = { X, G, DT, CS, per_seq(gn, seq_chunks(&g), TMM_WRITE) };
-    TMM_TRY(dispatch(r, &g, pown, bo, 5, p, tmm_div_up((uint64_t)g.NC * nPB * nNB, WG), g.nh, 2));
+    const bind bo[] = { X, G, CS, per_seq(gn, seq_chunks(&g), TMM_WRITE) };
+    TMM_TRY(dispatch(r, &g, pown, bo, 4, p, tmm_div_up((uint64_t)g.NC * nPB * nNB, WG), g.nh, 2));
     const bind bs[] = { CS, per_seq(gn, seq_chunks(&g), TMM_READ_WRITE),
                         per_seq(carry, seq_state(&g), TMM_READ_WRITE) };
     p.flags = 1;
@@ -386,11 +386,10 @@ tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vi
                          G,
                          per_seq(sv.m, seq_quad(&g), TMM_READ),
                          CS,
-                         DT,
                          per_seq(gn, seq_chunks(&g), TMM_READ),
                          whole(vD, TMM_READ),
                          per_seq(vdx, seq_xbc(&g), TMM_WRITE) };
-    TMM_TRY(dispatch(r, &g, pdx, bdx, 8, p, tmm_div_up((uint64_t)g.NC * RB * nPB, WG), g.nh, 2));
+    TMM_TRY(dispatch(r, &g, pdx, bdx, 7, p, tmm_div_up((uint64_t)g.NC * RB * nPB, WG), g.nh, 2));
     const bind bbc[] = { X,
                          G,
                          per_seq(kq, seq_quad(&g), TMM_READ),
