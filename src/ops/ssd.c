@@ -6,11 +6,12 @@
  *             chunk, in place), ssd_fwd_scores (M), ssd_fwd_out (y).
  *   backward  ssd_chunk_state (each chunk's dL/dSp contribution),
  *             ssd_chunk_scan backwards (G_{j+1} per chunk, in place),
- *             ssd_bwd_scores (K), ssd_bwd_dx (dxs), ssd_bwd_bc (w, z per
- *             head), ssd_bwd_finish (dBt, dCt and per-head scalars),
- *             ssd_bwd_seq (passes over the positions from the end: ddt and
- *             the parameters' partial sums), ssd_bwd_params (passes over
- *             the sequences: dA_log, dD).
+ *             ssd_bwd_scores (K), ssd_bwd_dx (dxs), ssd_bwd_bc (w', z' per
+ *             head), ssd_bwd_rows (per-head scalars), ssd_bwd_bcsum (dBt,
+ *             dCt), ssd_bwd_sdot (<G_{j+1}, Sp_{j+1}> by rows), ssd_bwd_seq
+ *             (reverse scans inside the chunks: ddt and the parameters'
+ *             partial sums per chunk), ssd_bwd_params (passes over the
+ *             (sequence, chunk) partial sums: dA_log, dD).
  *   decoding  ssd_cumsum, ssd_chunk_state, ssd_chunk_scan, then ssd_state;
  *             ssd_step.
  * Every dimension is a push constant: each kernel compiles once (llvmpipe

@@ -30,24 +30,33 @@
  * Backward (dy given): dS_t = dL/dS_t = sum_{t'>=t} exp(seg(t',t)) dy_t' Ct_t'ᵀ,
  *   dxs_t = D dy_t + dt_t dS_t Bt_t
  *   dBt_t = sum_h dt_t dS_tᵀ xs_t          dCt_t = sum_h S_tᵀ dy_t
- *   u_t = xs_tᵀ dS_t Bt_t,  r_t = dy_t·(y_t - D xs_t)
- *   da_t = dL/da_t = sum_{r>=t} (r_r - dt_r u_r)   (over the whole sequence)
- *   ddt_t = u_t + A da_t,  dA_log = A sum_{b,t} dt_t da_t,  dD = sum_{b,t} dy_t·xs_t
- * computed chunk by chunk like the forward (the states' gradients G_j =
- * dL/dSp_j passed from the last chunk back), then a reverse scan of da per
- * sequence and head in host-dispatched passes, then the sums over sequences.
+ *   ddt_t = u_t + A da_t,  u_t = xs_tᵀ dS_t Bt_t,  da_t = dL/da_t
+ *   dA_log = A sum_{b,t} dt_t da_t,  dD = sum_{b,t} dy_t·xs_t
+ * computed chunk by chunk like the forward: G_j = dL/dSp_j passed from the
+ * last chunk back (G_{j+1} = exp(cs_last of j+1) G_{j+2} + sum_{t in j+1}
+ * exp(cs_t) dy_t Ct_tᵀ); inside chunk j the products
+ * K[t,s] = exp(cs_t - cs_s) dy_t·xs_s (s < t). The decays' gradient comes
+ * from the chunk-local cumulative sums: a_t moves cs_r for t <= r <= last
+ * only, so
+ *   da_t = <G_{j+1}, Sp_{j+1}> + sum_{t <= r <= last} (r'_r - dt_r u'_r)
+ * with r'_r = dy_r·(y_r - D xs_r) and u'_r = u_r both less their s = t
+ * term dt_r (Ct_r·Bt_r)(dy_r·xs_r), which cancels exactly (and is the
+ * largest under strong decays); no sum runs over more than one chunk, so
+ * no long sums of large terms cancel. The parameters' gradients are sums of
+ * per-chunk partial sums in a fixed order.
  *
  * Workspaces (floats; every region starts at a multiple of TMM_SSD_ALIGN):
  *   saved (tmm_ssd_saved_floats): written by the forward, read by the
- *     backward with the same desc and inputs: cs [B, nh, n, 2] (hi, lo);
- *     Sp [B, nh, NC, P, N]; the state after the last position
- *     [B, nh, P, N]; M [B, nh, n, Q]. About B nh n (2 + PN/Q + Q) floats:
- *     for P = N = Q = 64 about 2.5 times y.
+ *     backward with the same desc and inputs: cs [B, nh, n, 4] (hi, lo,
+ *     dt_t exp(cs_last - cs_t), exp(cs_t)); Sp [B, nh, NC, P, N]; the state
+ *     after the last position [B, nh, P, N]; M [B, nh, n, Q]. About
+ *     B nh n (4 + PN/Q + Q) floats: for P = N = Q = 64 about 2.1 times y.
  *   backward scratch (tmm_ssd_backward_scratch_floats): G_{j+1} per chunk
- *     [B, nh, NC, P, N]; a carry [B, nh, P, N]; the products
- *     exp(seg(t,s)) dy_t·xs_s [B, nh, n, Q]; dS_tᵀ xs_t and S_tᵀ dy_t
- *     [B, nh, n, N] each; per (b, h, t) three scalars; per (b, h) three, per
- *     head two. About B nh n (Q + 2N + PN/Q + 3) floats.
+ *     [B, nh, NC, P, N]; a carry [B, nh, P, N]; K [B, nh, n, Q]; dS_tᵀ xs_t
+ *     and S_tᵀ dy_t less their s = t terms [B, nh, n, N] each; (u_t, the
+ *     summed part of da_t, dy_t·xs_t) [B, nh, n, 3]; <G_{j+1}, Sp_{j+1}> by
+ *     rows [B, nh, NC, P]; partial sums [B, nh, NC, 2]; [nh, 2]. About
+ *     B nh n (Q + 2N + PN/Q + P/Q + 3) floats: for the defaults 4.1 times y.
  *   state workspace (tmm_ssd_state_workspace_floats): the first three
  *     regions of saved (cs, Sp, last state); a saved view may be passed.
  *
@@ -56,12 +65,12 @@
  * tmm_op_ssd_step adds one position: O(nh P N) per token.
  *
  * Loop bound (lavapipe's loop cap, shaders/loop_limit.glsl): the scans over
- * chunks (forward and backward), over positions (da) and over sequences (the
- * parameter gradients) run in host-dispatched passes of at most
- * TMM_MAX_LOOP steps (or the device's tuning.loop_budget when lower); every
- * other invocation loops at most max(2Q + 2P, nh + 2N + P, N + 9 nh,
- * Q + N + 8) <= 2560 times. No invocation loops more than 4096 times for
- * any n.
+ * the chunks (forward and backward) and the sums of the parameters'
+ * partial sums over (sequence, chunk) run in host-dispatched passes of at
+ * most TMM_MAX_LOOP steps (or the device's tuning.loop_budget when lower);
+ * every other invocation loops at most max(2Q + 2P + 16, Q + N + 8,
+ * P + 3N, N + 9 nh) <= 2560 times. No invocation loops more than 4096 times
+ * for any n.
  *
  * Blocking: the chunk products are register-blocked (8 x 8 outputs per
  * invocation: rows of a chunk by channels or state columns), no shared
