@@ -2,7 +2,8 @@
  * (src/ref/ref_ssd.c, the plain recurrence): the chunked forward (y) and
  * backward (dxs, dBt, dCt, ddt, dA_log, dD) on awkward shapes (n = 1, a
  * chunk, a chunk + 1, not a multiple; B = 1 and 3; nh = 1 to 3; P, N odd and
- * up to 128; chunks of 1, 7, 64 and 256), many passes over chunks, positions
+ * up to 128; chunks of 1, 4, 7, 8, 16, 32 (the default), 64 and 256), many
+ * passes over chunks, positions
  * and sequences (loop budget lowered), n = 8192, strong and mixed decays
  * (dt up to 50 with A_log = ln 16), views at odd float offsets and sequences
  * dispatched one at a time (a small maxStorageBufferRange), accumulate on
@@ -253,7 +254,8 @@ static void check_shape(shape s, uint64_t seed) { check_shape_with(s, seed, NORM
 
 H_TEST(ssd, matches_reference)
 {
-    static const uint32_t ns[] = { 1, 5, 64, 65, 130 }; /* one position, < Q, = Q, Q + 1, 2Q + 2 */
+    /* one position, < Q, = Q, Q + 1, 4Q + 2 (Q = TMM_SSD_CHUNK) */
+    static const uint32_t ns[] = { 1, 5, TMM_SSD_CHUNK, TMM_SSD_CHUNK + 1, 4 * TMM_SSD_CHUNK + 2 };
     static const uint32_t hpn[][3] = { { 1, 1, 1 }, { 2, 3, 5 }, { 3, 8, 9 } };
     worst_seen = 0;
     uint64_t seed = 100;
@@ -325,9 +327,9 @@ H_TEST(ssd, strong_decays)
     const ranges strong = { 40.0f, 60.0f, 2.7725887f, 2.7725888f, 0 };
     const ranges mixed = { 0.001f, 0.05f, 2.0794415f, 2.7725887f, 50.0f };
     worst_seen = 0;
-    check_shape_with((shape){ 2, 130, 2, 3, 5, 0 }, 800, strong, 0, false, TOL);
+    check_shape_with((shape){ 2, 130, 2, 3, 5, 64 }, 800, strong, 0, false, TOL);
     check_shape_with((shape){ 1, 300, 2, 8, 9, 256 }, 810, strong, 0, false, TOL);
-    check_shape_with((shape){ 2, 130, 2, 3, 5, 0 }, 820, mixed, 0, false, TOL);
+    check_shape_with((shape){ 2, 130, 2, 3, 5, 64 }, 820, mixed, 0, false, TOL);
     check_shape_with((shape){ 1, 300, 2, 8, 9, 256 }, 830, mixed, 0, false, TOL);
     printf("ssd, strong decays: largest |device - reference| / atol %.3g\n", worst_seen);
 }

@@ -50,13 +50,13 @@
  *     backward with the same desc and inputs: cs [B, nh, n, 4] (hi, lo,
  *     dt_t exp(cs_last - cs_t), exp(cs_t)); Sp [B, nh, NC, P, N]; the state
  *     after the last position [B, nh, P, N]; M [B, nh, n, Q]. About
- *     B nh n (4 + PN/Q + Q) floats: for P = N = Q = 64 about 2.1 times y.
+ *     B nh n (4 + PN/Q + Q) floats: for P = N = 64, Q = 32 about 2.6 times y.
  *   backward scratch (tmm_ssd_backward_scratch_floats): G_{j+1} per chunk
  *     [B, nh, NC, P, N]; a carry [B, nh, P, N]; K [B, nh, n, Q]; dS_tᵀ xs_t
  *     and S_tᵀ dy_t less their s = t terms [B, nh, n, N] each; (u_t, the
  *     summed part of da_t, dy_t·xs_t) [B, nh, n, 3]; <G_{j+1}, Sp_{j+1}> by
  *     rows [B, nh, NC, P]; partial sums [B, nh, NC, 2]; [nh, 2]. About
- *     B nh n (Q + 2N + PN/Q + P/Q + 3) floats: for the defaults 4.1 times y.
+ *     B nh n (Q + 2N + PN/Q + P/Q + 3) floats: for these 4.6 times y.
  *   state workspace (tmm_ssd_state_workspace_floats): the first three
  *     regions of saved (cs, Sp, last state); a saved view may be passed.
  *
@@ -90,7 +90,7 @@
 
 #include "recorder.h"
 
-#define TMM_SSD_CHUNK 64u          /* Q when desc->chunk is 0 */
+#define TMM_SSD_CHUNK 32u          /* Q when desc->chunk is 0 (faster than 64 on lavapipe) */
 #define TMM_SSD_MAX_CHUNK 256u     /* Q */
 #define TMM_SSD_MAX_HEAD_DIM 256u  /* P */
 #define TMM_SSD_MAX_STATE 256u     /* N */
