@@ -102,7 +102,7 @@ for arch in transformer swa linear; do
     "$tmm" bench generate --arch $arch $([ $arch = swa ] && echo --window 8) --d-model 16 --n-ctx 64 --layers 1 \
     --heads 2 --prompts 8 --positions 1,40 --repeat 2 --json
 done
-tiny_arch=("$tmm" bench arch --d-model 16 --n-ctx 32 --layers 1 --heads 2 --window 8 --batch 2 --steps 1 --vocab 16
+tiny_arch=("$tmm" bench arch --archs tmm,transformer,swa,linear --d-model 16 --n-ctx 32 --layers 1 --heads 2 --window 8 --batch 2 --steps 1 --vocab 16
            --positions 1,20 --repeat 2)
 check "bench arch --json" json_check 'assert [a["arch"] for a in r["archs"]] == ["tmm", "transformer", "swa", "linear"], r
 t = r["archs"][0]
@@ -113,7 +113,7 @@ for a in r["archs"]:
     # the nearest expansion: a step of e changes a baseline by 3 d^2 L parameters (d 16, L 1)
     assert a is t or abs(a["params"] - t["params"]) <= 3 * 16 * 16 / 2, a' "${tiny_arch[@]}" --json
 check "bench arch table" bash -c '"$@" | grep -q "^swa (W 8) "' _ "${tiny_arch[@]}"
-expect_fail "bench: unknown architecture" 2 "expects tmm, transformer, swa or linear" "$tmm" bench train --arch mamba
+expect_fail "bench: unknown architecture" 2 "expects tmm, transformer, swa, linear, hyena or mamba2" "$tmm" bench train --arch mamba
 check "bench: the error is one line" test "$(wc -l < "$dir/out")" -eq 1
 expect_fail "bench: --window without swa" 1 "window is for sliding-window attention" \
   "$tmm" bench generate --arch transformer --window 8
@@ -124,6 +124,8 @@ expect_fail "bench arch: position past n" 2 "passes --n-ctx" "$tmm" bench arch -
 expect_fail "bench arch: heads" 2 "--heads must be at least 1" "$tmm" bench arch --heads 0
 expect_fail "bench arch: head width" 1 "head width" "$tmm" bench arch --d-model 512 --heads 2
 expect_fail "bench arch: unknown option" 2 "unknown option" "$tmm" bench arch --frob
+expect_fail "bench arch: unknown architecture" 2 "expects tmm" "$tmm" bench arch --archs tmm,mamba
+expect_fail "bench arch: empty architecture list" 2 "names separated by commas" "$tmm" bench arch --archs tmm,
 expect_fail "bench mixer: --window without swa" 2 "add swa" "$tmm" bench mixer --impls attention --window 8
 
 # generation: the default copy run reproduces a held-out sequence under --greedy

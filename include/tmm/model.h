@@ -32,6 +32,7 @@ typedef enum tmm_arch {
     TMM_ARCH_HYENA,        /* order-2 Hyena: LayerNorm, implicit long convolutions, GELU MLP */
     TMM_ARCH_MAMBA2,       /* Mamba 2: RMSNorm, the SSD state-space mixer, no MLP */
 } tmm_arch;
+#define TMM_ARCH_COUNT (TMM_ARCH_MAMBA2 + 1)
 
 typedef struct tmm_model_config {
     tmm_arch arch;

@@ -9,23 +9,25 @@
 #include "gen/generator.h"
 #include "train/train_config.h"
 
-/* Defined in src/model/params.c; its public declaration (include/tmm/model.h)
- * is being added on main. The same declaration here is compatible with it. */
-void tmm_model_config_resolve(tmm_model_config *config);
-
 /* tmm bench arch (cmd_bench_arch.c), dispatched by cmd_bench. */
 int bench_arch(int argc, char **argv);
 
 /* ---- options (cmd_bench.c) ---------------------------------------------- */
 
-/* --arch NAME: tmm, transformer, swa or linear; false after a one-line error. */
+/* --arch NAME (BENCH_ARCHS); false after a one-line error. */
+#define BENCH_ARCHS "tmm, transformer, swa, linear, hyena or mamba2"
 bool bench_parse_arch(const char *text, tmm_arch *out);
+/* The heads a benchmark model of c->arch gets from --heads H: the TMM's and
+ * attention's heads are H; Hyena has none and Mamba 2 resolves its own from
+ * d (0 here, see tmm_model_config_resolve) unless heads_given. */
+void bench_set_heads(tmm_model_config *c, uint32_t heads, bool heads_given);
 /* --window W: 1 .. TMM_MAX_N_CTX; false after a one-line error. */
 bool bench_parse_window(const char *text, uint32_t *out);
 /* "16,64,256": up to BENCH_MAX_POINTS positive values; false after an error. */
 #define BENCH_MAX_POINTS 16
 bool bench_parse_list(const char *option, const char *text, uint32_t *out, unsigned *count);
-/* "heads 4, window 128" (swa), "heads 4", or "flat, kernel 1" (a TMM without heads). */
+/* "heads 4, window 128" (swa), "heads 4", "heads 4, state 64" (mamba2),
+ * "implicit filters" (hyena) or "flat, kernel 1" (a TMM without heads). */
 const char *bench_mixing_desc(const tmm_model_config *c, char *buf, size_t size);
 
 /* ---- training steps (cmd_bench_train.c) --------------------------------- */

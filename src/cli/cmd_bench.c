@@ -400,8 +400,18 @@ bool bench_parse_arch(const char *text, tmm_arch *out)
             *out = (tmm_arch)a;
             return true;
         }
-    cli_fail("--arch expects tmm, transformer, swa or linear, got '%s'\n", text);
+    cli_fail("--arch expects " BENCH_ARCHS ", got '%s'\n", text);
     return false;
+}
+
+void bench_set_heads(tmm_model_config *c, uint32_t heads, bool heads_given)
+{
+    if (c->arch == TMM_ARCH_HYENA)
+        c->heads = 0;
+    else if (c->arch == TMM_ARCH_MAMBA2)
+        c->heads = heads_given ? heads : 0;
+    else
+        c->heads = heads;
 }
 
 bool bench_parse_window(const char *text, uint32_t *out)
@@ -445,6 +455,10 @@ const char *bench_mixing_desc(const tmm_model_config *c, char *buf, size_t size)
         snprintf(buf, size, "flat, kernel %u", c->kernel);
     else if (c->arch == TMM_ARCH_SWA)
         snprintf(buf, size, "heads %u, window %u", c->heads, c->window);
+    else if (c->arch == TMM_ARCH_MAMBA2)
+        snprintf(buf, size, "heads %u, state %u", c->heads, c->state);
+    else if (c->arch == TMM_ARCH_HYENA)
+        snprintf(buf, size, "implicit filters");
     else
         snprintf(buf, size, "heads %u", c->heads);
     return buf;
@@ -461,7 +475,7 @@ static const struct bench {
     { "train", bench_train, "training steps of one architecture: tokens/s, ms per step, device time per op" },
     { "mixer", bench_mixer, "token mixing over n: Toeplitz (direct, FFT) against attention, swa, linear" },
     { "generate", bench_generate, "generation: time to first token, cached against naive decoding" },
-    { "arch", bench_arch, "the four architectures at matched parameters: training, memory, decoding" },
+    { "arch", bench_arch, "every architecture at matched parameters: training, memory, decoding" },
 };
 
 static void usage(FILE *f)

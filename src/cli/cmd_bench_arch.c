@@ -11,11 +11,13 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "model/arch.h"
 #include "train/trainer.h"
 
-#define N_ARCHS 4
+#define N_ARCHS TMM_ARCH_COUNT
 #define TMM_EXPANSION 4u       /* the TMM's MLP expansion */
 #define MAX_MATCH_EXPANSION 16u
+#define MAX_MATCH_LAYERS_PER 4u /* a model without an MLP: up to 4L layers */
 #define DEFAULT_WINDOW 128u    /* swa's (the resolved default), at most n */
 #define TRAIN_WARMUP 2u        /* as bench train */
 
@@ -31,20 +33,24 @@ typedef struct arch_opts {
     uint32_t d, n, layers, heads, window, batch, vocab, steps, repeat;
     uint32_t positions[BENCH_MAX_POINTS];
     unsigned np;
+    bool selected[N_ARCHS];      /* --archs */
     bool positions_given, json;
     int device;
 } arch_opts;
 
 static void usage(void)
 {
-    printf("usage: tmm bench arch [--d-model D] [--n-ctx N] [--layers L] [--heads H] [--window W]\n"
-           "                      [--batch B] [--vocab V] [--steps S] [--positions T,T,...]\n"
+    printf("usage: tmm bench arch [--archs A,A,...] [--d-model D] [--n-ctx N] [--layers L] [--heads H]\n"
+           "                      [--window W] [--batch B] [--vocab V] [--steps S] [--positions T,T,...]\n"
            "                      [--repeat R] [--device N] [--json]\n\n"
-           "Compares the four architectures (tmm, transformer, swa, linear; docs/baselines.md)\n"
-           "at matched parameter counts, on one device in one run. The TMM has H heads and MLP\n"
-           "expansion 4; each baseline has H heads too and the MLP expansion e (1..16) whose\n"
-           "parameter count is nearest the TMM's. Per architecture:\n"
-           "  params, e        its parameters (all of them, embedding and head included)\n"
+           "Compares the architectures (" BENCH_ARCHS "; docs/baselines.md)\n"
+           "at matched parameter counts, on one device in one run. The TMM has H heads, L layers\n"
+           "and MLP expansion 4; each baseline has H heads too (Hyena none, Mamba 2 heads of 64\n"
+           "inner channels) and the MLP expansion e (1..16) whose parameter count is nearest the\n"
+           "TMM's; Mamba 2, which has no MLP, the number of layers (1..4L) instead. Per\n"
+           "architecture:\n"
+           "  params, e, L     its parameters (all of them, embedding and head included), MLP\n"
+           "                   expansion and layers\n"
            "  tokens/s, ms/step  a training step (forward, backward, clipping, AdamW; recorded\n"
            "                   once, replayed) on B random sequences of N tokens: S measured\n"
            "                   steps after 2 warm-up steps, wall-clock time (as bench train)\n"
@@ -53,6 +59,7 @@ static void usage(void)
            "  ms/token at t    cached decoding of one sequence: a prefill of t tokens, then the\n"
            "                   median of R single steps at t .. t+R-1 (as bench generate)\n\n"
            "options:\n"
+           "  --archs A,A,...  the architectures to measure (default all of them)\n"
            "  --d-model D      width (default 128)\n"
            "  --n-ctx N        context length (default 1024)\n"
            "  --layers L       blocks (default 4)\n"
@@ -67,7 +74,7 @@ static void usage(void)
            "  --device N       use Vulkan device N (see 'tmm devices')\n"
            "  --json           print one JSON object instead of the table\n"
            "  -h, --help       show this help\n\n"
-           "With the defaults it takes one to two minutes on lavapipe (2 CPU cores).\n",
+           "With the defaults it takes a few minutes on lavapipe (2 CPU cores).\n",
            BENCH_MAX_REPEAT);
 }
 
@@ -85,10 +92,31 @@ static bool parse_positive(const char *option, const char *text, unsigned long m
     return true;
 }
 
+/* --archs tmm,swa: marks each named architecture; false after a one-line error. */
+static bool parse_archs(const char *text, bool selected[N_ARCHS])
+{
+    char name[32];
+    for (const char *p = text;;) {
+        size_t len = strcspn(p, ",");
+        tmm_arch a;
+        if (len == 0 || len >= sizeof name) {
+            cli_fail("--archs expects names separated by commas (" BENCH_ARCHS "), got '%s'\n", text);
+            return false;
+        }
+        memcpy(name, p, len), name[len] = 0;
+        if (!bench_parse_arch(name, &a))
+            return false;
+        selected[a] = true;
+        if (!p[len])
+            return true;
+        p += len + 1;
+    }
+}
+
 /* Parses the options into o; 0 to go on, else the exit status. */
 static int parse(int argc, char **argv, arch_opts *o)
 {
-    enum { O_D = 256, O_N, O_L, O_H, O_W, O_B, O_V, O_STEPS, O_POS, O_REPEAT, O_DEVICE, O_JSON };
+    enum { O_D = 256, O_N, O_L, O_H, O_W, O_B, O_V, O_STEPS, O_POS, O_REPEAT, O_DEVICE, O_JSON, O_ARCHS };
     static const struct option longopts[] = {
         { "d-model", required_argument, NULL, O_D },     { "n-ctx", required_argument, NULL, O_N },
         { "layers", required_argument, NULL, O_L },      { "heads", required_argument, NULL, O_H },
@@ -96,7 +124,8 @@ static int parse(int argc, char **argv, arch_opts *o)
         { "vocab", required_argument, NULL, O_V },       { "steps", required_argument, NULL, O_STEPS },
         { "positions", required_argument, NULL, O_POS }, { "repeat", required_argument, NULL, O_REPEAT },
         { "device", required_argument, NULL, O_DEVICE }, { "json", no_argument, NULL, O_JSON },
-        { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
+        { "archs", required_argument, NULL, O_ARCHS },   { "help", no_argument, NULL, 'h' },
+        { 0, 0, 0, 0 },
     };
     *o = (arch_opts){ .d = 128, .n = 1024, .layers = 4, .heads = 4, .batch = 4, .vocab = 257, .steps = 3,
                       .repeat = 5, .positions = { 1, 100, 1000 }, .np = 3, .device = -1 };
@@ -122,6 +151,7 @@ static int parse(int argc, char **argv, arch_opts *o)
             o->device = (int)v;
             break;
         case O_JSON: o->json = true; break;
+        case O_ARCHS: ok = parse_archs(optarg, o->selected); break;
         case 'h': usage(); return -1;
         case ':': cli_fail("%s needs a value\n", argv[optind - 1]); return 2;
         default: cli_fail("unknown option '%s'; see 'tmm bench arch --help'\n", argv[optind - 1]); return 2;
@@ -129,6 +159,11 @@ static int parse(int argc, char **argv, arch_opts *o)
     }
     if (!ok)
         return 2;
+    bool any = false;
+    for (int a = 0; a < N_ARCHS; a++)
+        any = any || o->selected[a];
+    for (int a = 0; a < N_ARCHS && !any; a++)
+        o->selected[a] = true;
     if (optind < argc) {
         cli_fail("unexpected argument '%s'; see 'tmm bench arch --help'\n", argv[optind]);
         return 2;
@@ -159,14 +194,27 @@ static int parse(int argc, char **argv, arch_opts *o)
     return 0;
 }
 
-/* The four models: the TMM as given, each baseline with the expansion whose
+/* What matches a baseline's parameters to the TMM's: its MLP expansion, or
+ * for an architecture without an MLP its number of layers. */
+static uint32_t *match_knob(tmm_model_config *c, uint32_t *max)
+{
+    if (tmm_arch_of(c->arch)->mlp == TMM_MLP_NONE) {
+        *max = c->n_layers * MAX_MATCH_LAYERS_PER;
+        return &c->n_layers;
+    }
+    *max = MAX_MATCH_EXPANSION;
+    return &c->expansion;
+}
+
+/* Every model: the TMM as given, each baseline with the knob value whose
  * parameter count is nearest the TMM's (the smaller one on a tie). */
 static tmm_status match_models(const arch_opts *o, arch_row rows[N_ARCHS])
 {
     for (int a = 0; a < N_ARCHS; a++) {
         tmm_model_config c = tmm_model_config_default();
         c.arch = (tmm_arch)a;
-        c.vocab = o->vocab, c.d_model = o->d, c.n_ctx = o->n, c.n_layers = o->layers, c.heads = o->heads;
+        c.vocab = o->vocab, c.d_model = o->d, c.n_ctx = o->n, c.n_layers = o->layers;
+        bench_set_heads(&c, o->heads, false);
         c.expansion = TMM_EXPANSION;
         c.window = c.arch == TMM_ARCH_SWA ? o->window : 0;
         tmm_model_config_resolve(&c);
@@ -186,15 +234,16 @@ static tmm_status match_models(const arch_opts *o, arch_row rows[N_ARCHS])
         if (a == TMM_ARCH_TMM)
             continue;
         tmm_model_config c = rows[a].c;
+        uint32_t max, *knob = match_knob(&c, &max);
         uint64_t best_diff = UINT64_MAX;
-        for (uint32_t e = 1; e <= MAX_MATCH_EXPANSION; e++) {
-            c.expansion = e;
+        for (uint32_t v = 1; v <= max; v++) {
+            *knob = v;
             if (tmm_model_config_check(&c) != TMM_OK)
-                break; /* e * d past the limit: so is every larger e */
+                break; /* past a limit: so is every larger value */
             uint64_t p = tmm_model_param_count(&c), diff = p > target ? p - target : target - p;
             if (diff < best_diff) {
                 best_diff = diff;
-                rows[a].c.expansion = e;
+                rows[a].c = c;
                 rows[a].params = p;
             }
         }
@@ -239,13 +288,13 @@ static void print_header(const arch_opts *o, const char *device)
 {
     printf("device: %s\n"
            "models: d %u, n %u, %u layers, %u heads, vocab %u; the TMM at MLP expansion %u, each baseline at "
-           "the expansion that matches its parameters\n"
+           "the expansion (Mamba 2: the layers) that matches its parameters\n"
            "training: batch %u (%u tokens per step), %u steps after %u warm-up; memory: planned for that training "
            "(model and AdamW moments)\n"
            "decoding: one sequence, median ms of %u cached steps after a prefill to position t\n\n",
            device, o->d, o->n, o->layers, o->heads, o->vocab, TMM_EXPANSION, o->batch, o->batch * o->n, o->steps,
            TRAIN_WARMUP, o->repeat);
-    printf("%-12s %11s %3s %10s %9s %10s  ms/token at t =", "arch", "params", "e", "tokens/s", "ms/step",
+    printf("%-12s %11s %3s %3s %10s %9s %10s  ms/token at t =", "arch", "params", "e", "L", "tokens/s", "ms/step",
            "memory");
     for (unsigned i = 0; i < o->np; i++)
         printf(" %7u", o->positions[i]);
@@ -254,9 +303,11 @@ static void print_header(const arch_opts *o, const char *device)
 
 static void print_row(const arch_opts *o, const arch_row *r)
 {
-    char label[32], mem[32];
-    printf("%-12s %11llu %3u %10.1f %9.2f %10s  %15s", arch_label(&r->c, label, sizeof label),
-           (unsigned long long)r->params, r->c.expansion, r->train.tokens_per_s, r->train.ms_per_step,
+    char label[32], mem[32], e[8] = "-";
+    if (tmm_arch_of(r->c.arch)->mlp != TMM_MLP_NONE)
+        snprintf(e, sizeof e, "%u", r->c.expansion);
+    printf("%-12s %11llu %3s %3u %10.1f %9.2f %10s  %15s", arch_label(&r->c, label, sizeof label),
+           (unsigned long long)r->params, e, r->c.n_layers, r->train.tokens_per_s, r->train.ms_per_step,
            cli_size(r->mem.total, mem, sizeof mem), "");
     for (unsigned i = 0; i < o->np; i++)
         printf(" %7.3f", r->decode_ms[i]);
@@ -281,12 +332,18 @@ static int print_json(const arch_opts *o, const char *device, const arch_row row
     cJSON *arr = cJSON_AddArrayToObject(root, "archs");
     for (int a = 0; a < N_ARCHS; a++) {
         const arch_row *r = &rows[a];
+        if (!o->selected[a])
+            continue;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, e);
         cJSON_AddStringToObject(e, "arch", tmm_arch_name(r->c.arch));
         cJSON_AddNumberToObject(e, "params", (double)r->params);
-        cJSON_AddNumberToObject(e, "expansion", r->c.expansion);
+        if (tmm_arch_of(r->c.arch)->mlp != TMM_MLP_NONE)
+            cJSON_AddNumberToObject(e, "expansion", r->c.expansion);
+        cJSON_AddNumberToObject(e, "n_layers", r->c.n_layers);
         cJSON_AddNumberToObject(e, "heads", r->c.heads);
+        if (r->c.arch == TMM_ARCH_MAMBA2)
+            cJSON_AddNumberToObject(e, "state", r->c.state);
         if (r->c.arch == TMM_ARCH_SWA)
             cJSON_AddNumberToObject(e, "window", r->c.window);
         cJSON_AddNumberToObject(e, "tokens_per_s", r->train.tokens_per_s);
@@ -336,14 +393,17 @@ int bench_arch(int argc, char **argv)
     if (!o.json)
         print_header(&o, device);
     int a = 0;
-    for (; a < N_ARCHS && s == TMM_OK; a++) {
-        s = measure(dev, &o, &rows[a]);
-        if (s == TMM_OK && !o.json)
+    for (; a < N_ARCHS; a++) {
+        if (!o.selected[a])
+            continue;
+        if ((s = measure(dev, &o, &rows[a])) != TMM_OK)
+            break;
+        if (!o.json)
             print_row(&o, &rows[a]);
     }
     if (s != TMM_OK) {
         char what[48];
-        snprintf(what, sizeof what, "measuring %s", tmm_arch_name(rows[a - 1].c.arch));
+        snprintf(what, sizeof what, "measuring %s", tmm_arch_name(rows[a].c.arch));
         rc = cli_error(what, s);
     } else if (o.json) {
         rc = print_json(&o, device, rows);

@@ -24,12 +24,13 @@ static void usage(void)
            "                          [--mixer-impl auto|direct|fft] [--device N] [--json]\n\n"
            "Measures generation: the time to first token (prefill of the prompt in one forward\n"
            "pass, plus sampling) for each prompt length, and the time per decoded token at each\n"
-           "position with cached decoding (the TMM: one dot product over the cache per channel;\n"
-           "attention: the key/value cache, swa: a ring of the last W; linear attention: a\n"
-           "constant-size state) and the naive way (a full forward pass for every new token),\n"
-           "side by side. Medians of --repeat runs after a warm-up. Without --checkpoint a model\n"
-           "of random weights is used: the TMM by default (--arch tmm, transformer, swa or\n"
-           "linear; swa's --window defaults to 128), d 128, 4 layers, 4 heads, n 1024, vocab 257,\n"
+           "position with cached decoding (the TMM and Hyena: one dot product over the cache\n"
+           "per channel; attention: the key/value cache, swa: a ring of the last W; linear\n"
+           "attention and Mamba 2: a constant-size state) and the naive way (a full forward pass\n"
+           "for every new token), side by side. Medians of --repeat runs after a warm-up.\n"
+           "Without --checkpoint a model of random weights is used: the TMM by default (--arch\n"
+           BENCH_ARCHS "; swa's --window defaults to 128), d 128, 4 layers,\n"
+           "4 heads (Hyena none; Mamba 2 heads of 64 inner channels), n 1024, vocab 257,\n"
            "MLP expansion 4. With --json prints one object, including decode_speedup_at_1000\n"
            "(naive / cached ms per token at position 1000; null when n <= 1000).\n"
            "Defaults: --prompts 16,64,256,1000 --positions 1,10,100,500,1000 --repeat 5 (values\n"
@@ -215,7 +216,7 @@ int bench_generate(int argc, char **argv)
     const char *checkpoint = NULL;
     tmm_mixer_impl mixer = TMM_MIXER_AUTO;
     int opt, device = -1;
-    bool json = false, ok = true, arch_given = false;
+    bool json = false, ok = true, arch_given = false, heads_given = false;
     optind = 1;
     opterr = 0; /* our own messages below */
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1 && ok) {
@@ -224,7 +225,10 @@ int bench_generate(int argc, char **argv)
         case O_D: ok = cli_parse_uint("--d-model", optarg, TMM_MAX_D_MODEL, &v); c.d_model = (uint32_t)v; break;
         case O_N: ok = cli_parse_uint("--n-ctx", optarg, TMM_MAX_N_CTX, &v); c.n_ctx = (uint32_t)v; break;
         case O_L: ok = cli_parse_uint("--layers", optarg, TMM_MAX_LAYERS, &v); c.n_layers = (uint32_t)v; break;
-        case O_H: ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v); c.heads = (uint32_t)v; break;
+        case O_H:
+            ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v), heads_given = true;
+            c.heads = (uint32_t)v;
+            break;
         case O_V: ok = cli_parse_uint("--vocab", optarg, TMM_MAX_VOCAB, &v); c.vocab = (uint32_t)v; break;
         case O_PROMPTS: ok = bench_parse_list("--prompts", optarg, prompts, &np); break;
         case O_POSITIONS: ok = bench_parse_list("--positions", optarg, positions, &nq); break;
@@ -269,6 +273,7 @@ int bench_generate(int argc, char **argv)
             return cli_error("cannot load the checkpoint", s);
         c = ck.table.config;
     } else {
+        bench_set_heads(&c, c.heads, heads_given);
         tmm_model_config_resolve(&c);
         if ((s = tmm_model_config_check(&c)) != TMM_OK)
             return cli_error("bad model", s);
