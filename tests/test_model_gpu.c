@@ -31,6 +31,11 @@ static const variant variants[] = {
                         .expansion = 2, .kernel = 1, .window = 4, .seed = 3 } },
     { "linear heads 4", { .arch = TMM_ARCH_LINEAR, .vocab = 37, .d_model = 20, .n_ctx = 13, .n_layers = 2,
                           .heads = 4, .expansion = 2, .kernel = 1, .seed = 3 } },
+    /* d = 20: the short conv's part views start aligned on lavapipe (16 bytes); d = 10 goes through staging */
+    { "hyena", { .arch = TMM_ARCH_HYENA, .vocab = 37, .d_model = 20, .n_ctx = 13, .n_layers = 2, .expansion = 2,
+                 .kernel = 1, .seed = 3 } },
+    { "hyena d 10", { .arch = TMM_ARCH_HYENA, .vocab = 37, .d_model = 10, .n_ctx = 13, .n_layers = 2,
+                      .expansion = 2, .kernel = 1, .seed = 3 } },
 };
 
 enum { B = 2 };
@@ -142,6 +147,8 @@ H_TEST(model_gpu, frozen) { check_variant(&variants[4], TMM_MIXER_DIRECT); }
 H_TEST(model_gpu, transformer) { check_variant(&variants[5], TMM_MIXER_AUTO); }
 H_TEST(model_gpu, swa) { check_variant(&variants[6], TMM_MIXER_AUTO); }
 H_TEST(model_gpu, linear) { check_variant(&variants[7], TMM_MIXER_AUTO); }
+H_TEST(model_gpu, hyena) { check_variant(&variants[8], TMM_MIXER_DIRECT); }
+H_TEST(model_gpu, hyena_unaligned) { check_variant(&variants[9], TMM_MIXER_DIRECT); }
 
 /* The same checks with the Toeplitz layers computed by FFT */
 H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_MIXER_FFT); }
@@ -149,6 +156,8 @@ H_TEST(model_gpu_fft, heads4) { check_variant(&variants[1], TMM_MIXER_FFT); }
 H_TEST(model_gpu_fft, kernel3) { check_variant(&variants[2], TMM_MIXER_FFT); }
 H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_MIXER_FFT); }
 H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_MIXER_FFT); }
+H_TEST(model_gpu_fft, hyena) { check_variant(&variants[8], TMM_MIXER_FFT); }
+H_TEST(model_gpu_fft, hyena_unaligned) { check_variant(&variants[9], TMM_MIXER_FFT); }
 
 H_TEST(model_gpu, activation_memory_grows_linearly_in_n)
 {

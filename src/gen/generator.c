@@ -11,9 +11,10 @@
  * Short prompts are prefilled by a model of a shorter context (the smallest
  * power of two from GEN_MIN_BUCKET that holds the longest prompt), made on
  * first use from the same weights with the Toeplitz w and beta cropped
- * (position t of a causal model never sees w or beta past t); the decoder's
- * prefill then takes the state from it: the time to first token follows the
- * prompt's length. The step is recorded once; per step the host writes the
+ * (position t of a causal model never sees w or beta past t) and, for a
+ * mixer whose function depends on the context length (Hyena), told the full
+ * context's positions (set_positions); the decoder's prefill then takes the
+ * state from it: the time to first token follows the prompt's length. The step is recorded once; per step the host writes the
  * tokens and positions (two small host-visible buffers), submits, and reads
  * [B, V] logits. */
 #include "gen/generator.h"
@@ -345,6 +346,9 @@ static tmm_status bucket_model(tmm_generator *g, int k, prefiller **out)
     }
     if (s == TMM_OK)
         s = tmm_model_write_params(bk->model, cropped);
+    tmm_mixer *mx = s == TMM_OK ? tmm_model_mixer(bk->model) : NULL;
+    if (mx && mx->cls->set_positions) /* the full context's positions (Hyena's filter) */
+        s = mx->cls->set_positions(mx, g->info.config.n_ctx);
     if (s == TMM_OK)
         s = record_prefill(g, bk);
     free(cropped);

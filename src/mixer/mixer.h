@@ -90,6 +90,12 @@ struct tmm_mixer_class {
                            const tmm_view tmp[2], tmm_view *dx);
     /* How Toeplitz layers are computed (NULL: nothing to choose). */
     tmm_status (*set_impl)(tmm_mixer *m, tmm_mixer_impl impl);
+    /* Positions as in a context of n_pos >= n_ctx (NULL: the mixer computes
+     * the same function at every context length). A model of a shorter
+     * context that prefills for a longer one with the same weights then
+     * computes the longer one's first n_ctx positions: Hyena's filter is a
+     * function of t/(n-1). The generator calls it on its shorter models. */
+    tmm_status (*set_positions)(tmm_mixer *m, uint32_t n_pos);
 
     /* Decoding state for the model `m` is made for (its batch), `x` the
      * mixer inputs of every layer as m's forward leaves them ([batch, n, d]). */
