@@ -155,6 +155,16 @@ H_TEST(generate, cached_transformer_short_prompts) { check_cached("transformer n
 H_TEST(generate, cached_linear) { check_cached("linear heads 3", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 23, 3, 0), 3, three_lengths, TMM_MIXER_AUTO); }
 H_TEST(generate, cached_linear_short_prompts) { check_cached("linear n 70, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 70, 2, 0), 2, mixed_lengths, TMM_MIXER_AUTO); }
 H_TEST(generate, cached_swa_short_prompts) { check_cached("swa n 70 window 6, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_SWA, 70, 3, 6), 2, mixed_lengths, TMM_MIXER_AUTO); }
+/* Hyena: the long conv's cache (its inputs), the short conv's windows and
+ * the filter of the full n; short prompts prefilled by models of context 32
+ * and 64 that take the full context's positions (the filter depends on n);
+ * d = 9 stages its unaligned part views */
+#define HYENA(n, d) { .arch = TMM_ARCH_HYENA, .vocab = 29, .d_model = (d), .n_ctx = (n), .n_layers = 2, \
+                      .expansion = 2, .kernel = 1, .seed = 5 }
+H_TEST(generate, cached_hyena) { check_cached("hyena", (tmm_model_config)HYENA(23, 12), 3, three_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_hyena_fft_unaligned) { check_cached("hyena d 9, fft", (tmm_model_config)HYENA(23, 9), 3, three_lengths, TMM_MIXER_FFT); }
+H_TEST(generate, cached_hyena_short_prompts) { check_cached("hyena n 100, bucket 32", (tmm_model_config)HYENA(100, 12), 2, short_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_hyena_short_prompts_fft) { check_cached("hyena n 70, bucket 64, fft", (tmm_model_config)HYENA(70, 9), 2, mixed_lengths, TMM_MIXER_FFT); }
 /* several chunks of the step kernel */
 H_TEST(generate, cached_long)
 {
