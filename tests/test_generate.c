@@ -164,6 +164,11 @@ H_TEST(generate, cached_swa_short_prompts) { check_cached("swa n 70 window 6, bu
 H_TEST(generate, cached_hyena) { check_cached("hyena", (tmm_model_config)HYENA(23, 12), 3, three_lengths, TMM_MIXER_DIRECT); }
 H_TEST(generate, cached_hyena_fft_unaligned) { check_cached("hyena d 9, fft", (tmm_model_config)HYENA(23, 9), 3, three_lengths, TMM_MIXER_FFT); }
 H_TEST(generate, cached_hyena_short_prompts) { check_cached("hyena n 100, bucket 32", (tmm_model_config)HYENA(100, 12), 2, short_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_hyena_long)
+{
+    static const uint32_t lengths[] = { 590 };
+    check_cached("hyena n 600", (tmm_model_config)HYENA(600, 12), 1, lengths, TMM_MIXER_AUTO);
+}
 H_TEST(generate, cached_hyena_short_prompts_fft) { check_cached("hyena n 70, bucket 64, fft", (tmm_model_config)HYENA(70, 9), 2, mixed_lengths, TMM_MIXER_FFT); }
 /* several chunks of the step kernel */
 H_TEST(generate, cached_long)

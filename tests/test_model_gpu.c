@@ -149,6 +149,16 @@ H_TEST(model_gpu, swa) { check_variant(&variants[6], TMM_MIXER_AUTO); }
 H_TEST(model_gpu, linear) { check_variant(&variants[7], TMM_MIXER_AUTO); }
 H_TEST(model_gpu, hyena) { check_variant(&variants[8], TMM_MIXER_DIRECT); }
 H_TEST(model_gpu, hyena_unaligned) { check_variant(&variants[9], TMM_MIXER_DIRECT); }
+/* Hyena's long conv (G = d groups of one channel) in many passes of 3 loop
+ * iterations, and the FFT path in chunks of 7 channel rows */
+H_TEST(model_gpu, hyena_many_passes)
+{
+    h_dev->tuning.loop_budget = 3;
+    check_variant(&variants[8], TMM_MIXER_DIRECT);
+    h_dev->tuning.max_chunk_rows = 7;
+    check_variant(&variants[9], TMM_MIXER_FFT);
+    h_dev->tuning.loop_budget = 0, h_dev->tuning.max_chunk_rows = 0;
+}
 
 /* The same checks with the Toeplitz layers computed by FFT */
 H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_MIXER_FFT); }
