@@ -17,7 +17,9 @@
  * Toeplitz op computes the whole long convolution and dD = dhf'[:, 0].
  * z [n, 3], decayT [d, n] (tmm_hyena_features, tmm_hyena_decay, computed in
  * double for positions normalized by n_pos - 1), e0 and the zero beta are
- * fixed tables uploaded at creation.
+ * fixed tables uploaded at creation. The Toeplitz op runs direct or through
+ * an FFT plan as the model's impl says; AUTO takes the FFT path from a
+ * quarter of the device's measured crossover (resolve() below says why).
  *
  * Kept per layer: u_p, c_p, w, y1 [N, d]; p_k, a_k [n, 64]; hfT [d, n].
  * Workspace: two [N, d] buffers (the gate product y1 ⊙ c_0, recomputed in
@@ -173,13 +175,36 @@ static tmm_toeplitz_desc desc_of(const hy_mixer *m, tmm_mixer_impl impl)
                                 .taps = 1, .impl = impl };
 }
 
+/* AUTO's choice. The device's crossover (mixer_select.h) is measured for
+ * the TMM's few groups; with G = d groups of one channel the direct kernels
+ * read a filter per channel and run 4 to 6 times slower, while the FFT path
+ * costs the same (lavapipe, tmm bench mixer --heads d against --heads 4 at
+ * d 128 and 512, n 256 to 2048: the FFT wins forward+backward from n = 512,
+ * at 256 when d = 512 about ties). So Hyena takes the FFT path from a
+ * quarter of the crossover length (never below TMM_MIXER_CALIBRATE_FROM). */
+#define HY_DIRECT_SLOWDOWN 4u
+static tmm_status resolve(tmm_device *dev, tmm_mixer_impl impl, uint32_t n, uint64_t work, tmm_mixer_impl *out)
+{
+    *out = impl;
+    if (impl != TMM_MIXER_AUTO)
+        return TMM_OK;
+    *out = TMM_MIXER_DIRECT;
+    if (n < TMM_MIXER_CALIBRATE_FROM)
+        return TMM_OK;
+    uint32_t crossover;
+    TMM_TRY(tmm_mixer_crossover(dev, work, &crossover));
+    if (crossover != UINT32_MAX && n >= crossover / HY_DIRECT_SLOWDOWN)
+        *out = TMM_MIXER_FFT;
+    return TMM_OK;
+}
+
 /* Resolves the implementation and makes or frees the FFT plan to match. */
 static tmm_status set_plan(hy_mixer *m, tmm_mixer_impl impl)
 {
     const tmm_model_config *c = config_of(m);
     tmm_device *dev = m->base.s.alloc->device;
     m->base.s.impl = impl;
-    TMM_TRY(tmm_mixer_resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
+    TMM_TRY(resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
     if (impl == TMM_MIXER_FFT && !m->fft) {
         tmm_toeplitz_desc td = desc_of(m, impl);
         TMM_TRY(tmm_toeplitz_fft_create(dev, &td, &m->fft));
@@ -292,7 +317,7 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
     if (st == TMM_OK && s->alloc->dry) {
         tmm_mixer_impl impl = s->impl;
         if (impl == TMM_MIXER_AUTO && s->alloc->device)
-            st = tmm_mixer_resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
+            st = resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
         td = desc_of(m, impl);
         if (st == TMM_OK && impl == TMM_MIXER_FFT)
             s->alloc->dry->mixer += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
