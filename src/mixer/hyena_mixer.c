@@ -158,7 +158,8 @@ typedef struct hy_mixer {
 /* Staging slots: taps, bias, dtaps, dbias of each part, each at a multiple
  * of 256 bytes (the largest offset alignment Vulkan allows). */
 enum { ST_W, ST_B, ST_DW, ST_DB, ST_KINDS, STAGE_SLOTS = ST_KINDS * PARTS };
-static uint64_t slot_floats(uint32_t d) { return ((uint64_t)KS * d + 63) / 64 * 64; }
+static uint64_t align_floats(uint64_t f) { return (f + 63) / 64 * 64; }
+static uint64_t slot_floats(uint32_t d) { return align_floats((uint64_t)KS * d); }
 
 static const tmm_model_config *config_of(const hy_mixer *m) { return &m->base.s.table->config; }
 static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
@@ -576,8 +577,6 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
 
 static tmm_toeplitz_desc step_desc(const hy_mixer *m) { return desc_of(m, TMM_MIXER_DIRECT); }
 
-static uint64_t align_floats(uint64_t f) { return (f + 63) / 64 * 64; }
-
 /* Layer l's part views for the step, staging the unaligned ones into a buffer of the decoder: recorded into r. */
 static tmm_status stage_layer(hy_decoder *dec, tmm_recorder *r, uint32_t l)
 {
@@ -655,7 +654,8 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     for (uint32_t l = 0; l < L && s == TMM_OK; l++)
         s = tmm_buffer_create(dev, PARTS * Bd * (KS - 1) * 4, TMM_MEMORY_DEVICE, &dec->window[l]);
     struct { tmm_buffer **b; uint64_t floats; } all[] = {
-        { &dec->u, PARTS * Bd }, { &dec->y1, Bd }, { &dec->g, Bd }, { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
+        { &dec->u, PARTS * Bd }, { &dec->y1, Bd }, { &dec->g, Bd },
+        { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0] && s == TMM_OK; i++)
         s = tmm_buffer_create(dev, (all[i].floats ? all[i].floats : 1) * 4, TMM_MEMORY_DEVICE, all[i].b);
