@@ -60,7 +60,7 @@ tmm_status tmm_op_conv1d_forward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_vi
     TMM_TRY(tmm_op_need_floats(op, "y", y, total));
     tmm_op_span all[] = { { "x", x, total }, { "w", w, (uint64_t)C * K }, { "bias", bias, C }, { "y", y, total } };
     TMM_TRY(tmm_op_no_overlap(op, &all[3], all, 4));
-    uint64_t per;
+    uint64_t per = 0;
     TMM_TRY(chunk_rows(dev, op, C, K - 1, rows, &per));
     tmm_pipeline *p;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_conv1d_fwd, 4, 36, local_elem, NULL, 0, &p));
@@ -126,7 +126,7 @@ tmm_status tmm_op_conv1d_backward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_v
                           { "dx", dx, total }, { "dw", dw, nw }, { "dbias", dbias, C } };
     for (int i = 4; i < 7; i++)
         TMM_TRY(tmm_op_no_overlap(op, &all[i], all, 7));
-    uint64_t per;
+    uint64_t per = 0;
     TMM_TRY(chunk_rows(dev, op, C, 2 * (K - 1), rows, &per));
     if (per < rows)
         per = nn_round_chunk(per);

@@ -144,13 +144,13 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_ssd_d
 
 tmm_status tmm_ssd_check(const tmm_recorder *r, const tmm_ssd_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     return resolve("ssd", r, desc, FOR_TRAINING, &g);
 }
 
 uint64_t tmm_ssd_saved_floats(const tmm_ssd_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     if (resolve("ssd", NULL, desc, FOR_TRAINING, &g) != TMM_OK)
         return 0;
     return layout_of(&g, false).total;
@@ -158,7 +158,7 @@ uint64_t tmm_ssd_saved_floats(const tmm_ssd_desc *desc)
 
 uint64_t tmm_ssd_backward_scratch_floats(const tmm_ssd_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     if (resolve("ssd", NULL, desc, FOR_TRAINING, &g) != TMM_OK)
         return 0;
     return layout_of(&g, true).total;
@@ -166,7 +166,7 @@ uint64_t tmm_ssd_backward_scratch_floats(const tmm_ssd_desc *desc)
 
 uint64_t tmm_ssd_state_workspace_floats(const tmm_ssd_desc *desc)
 {
-    geom g;
+    geom g = { 0 };
     if (resolve("ssd", NULL, desc, FOR_STATE, &g) != TMM_OK)
         return 0;
     layout l = layout_of(&g, false);
@@ -289,7 +289,7 @@ tmm_status tmm_op_ssd_forward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vie
     static const char op[] = "ssd forward";
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, FOR_TRAINING, &g));
     tmm_op_span s[] = { { "xbc", xbc, g.B * seq_xbc(&g) }, { "dt", dt, g.B * seq_dt(&g) }, { "A_log", A_log, g.nh },
                         { "D", D, g.nh }, { "y", y, g.B * seq_y(&g) }, { "saved", saved, layout_of(&g, false).total } };
@@ -320,7 +320,7 @@ tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vi
     static const char op[] = "ssd backward";
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, FOR_TRAINING, &g));
     const layout lx = layout_of(&g, true);
     tmm_op_span s[] = { { "xbc", xbc, g.B * seq_xbc(&g) },
@@ -443,7 +443,7 @@ tmm_status tmm_op_ssd_state(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_view 
     static const char op[] = "ssd state";
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, FOR_STATE, &g));
     tmm_op_span s[] = { { "len", len, g.B },
                         { "xbc", xbc, g.B * seq_xbc(&g) },
@@ -474,7 +474,7 @@ tmm_status tmm_op_ssd_step(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_view x
     static const char op[] = "ssd step";
     if (!r)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL recorder", op);
-    geom g;
+    geom g = { 0 };
     TMM_TRY(resolve(op, r, desc, FOR_STEP, &g));
     tmm_op_span s[] = { { "xbc", xbc, g.B * seq_xbc(&g) }, { "dt", dt, g.B * seq_dt(&g) }, { "A_log", A_log, g.nh },
                         { "D", D, g.nh },                  { "S", S, g.B * seq_state(&g) }, { "y", y, g.B * seq_y(&g) } };
