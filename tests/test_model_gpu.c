@@ -38,7 +38,7 @@ static const variant variants[] = {
                       .expansion = 2, .kernel = 1, .seed = 3 } },
 };
 
-enum { B = 2 };
+enum { B = 2, MAX_N = 64 }; /* the longest n of a variant */
 
 static void make_batch(const tmm_model_config *c, uint32_t *tok, int32_t *tgt)
 {
@@ -83,8 +83,9 @@ static void check_variant(const variant *v, tmm_mixer_impl impl)
     H_OK(tmm_model_write_params(m, w));
 
     const uint32_t N = B * c->n_ctx, V = c->vocab;
-    uint32_t tok[B * 13];
-    int32_t tgt[B * 13];
+    cr_assert_leq(c->n_ctx, MAX_N);
+    uint32_t tok[B * MAX_N];
+    int32_t tgt[B * MAX_N];
     make_batch(c, tok, tgt);
     H_OK(tmm_model_set_batch(m, tok, tgt));
 
@@ -101,7 +102,7 @@ static void check_variant(const variant *v, tmm_mixer_impl impl)
     cr_assert(dev <= 1e-5 * (1 + scale), "%s: logits deviate by %g", v->name, dev);
     cr_assert(fabs(loss - ref_loss) <= 1e-5 * (1 + ref_loss), "%s: loss %g vs %g", v->name, (double)loss, ref_loss);
 
-    uint32_t am[B * 13];
+    uint32_t am[B * MAX_N];
     H_OK(tmm_model_argmax(m, am));
     for (uint32_t r = 0; r < N; r++) {
         uint32_t best = 0;
@@ -168,6 +169,24 @@ H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_MIXER_FFT); }
 H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_MIXER_FFT); }
 H_TEST(model_gpu_fft, hyena) { check_variant(&variants[8], TMM_MIXER_FFT); }
 H_TEST(model_gpu_fft, hyena_unaligned) { check_variant(&variants[9], TMM_MIXER_FFT); }
+
+/* Mamba 2: n = 41 is two SSD chunks of 32 (the second partial), d = 20 (di
+ * 40, conv 50); two heads of 20 and N = 5, or one head of 40 and N = 16 with
+ * the device's loop budget at 1 so that every scan over the chunks and every
+ * parameter sum runs in one pass per step */
+static const variant mamba2_variants[] = {
+    { "mamba2 heads 2 N 5", { .arch = TMM_ARCH_MAMBA2, .vocab = 37, .d_model = 20, .n_ctx = 41, .n_layers = 2,
+                              .heads = 2, .state = 5, .expansion = 2, .kernel = 1, .seed = 3 } },
+    { "mamba2 1 head N 16", { .arch = TMM_ARCH_MAMBA2, .vocab = 37, .d_model = 20, .n_ctx = 41, .n_layers = 2,
+                              .heads = 1, .state = 16, .expansion = 2, .kernel = 1, .seed = 4 } },
+};
+H_TEST(model_gpu, mamba2) { check_variant(&mamba2_variants[0], TMM_MIXER_AUTO); }
+H_TEST(model_gpu, mamba2_one_pass_per_chunk)
+{
+    h_dev->tuning.loop_budget = 1;
+    check_variant(&mamba2_variants[1], TMM_MIXER_AUTO);
+    h_dev->tuning.loop_budget = 0;
+}
 
 H_TEST(model_gpu, activation_memory_grows_linearly_in_n)
 {

@@ -1,8 +1,50 @@
-/* Mamba 2's mixer (mamba2_mixer.h, docs/baselines.md section 5): the config
- * rules and the tensors. The device mixer is not built yet: create refuses
- * with one line, so every device model of this architecture (training,
- * memory plans, generation) stops there. */
+/* Mamba 2's mixer (mamba2_mixer.h, docs/baselines.md section 5) on the
+ * device: the config rules, the tensors, training and cached decoding.
+ *
+ * Forward, rows = B n (position-major), one dispatch chain per layer:
+ *     z   = x Wzᵀ       [rows, di]     Wz, Wxbc, Wdtr: the row blocks of
+ *     xbc = x Wxbcᵀ     [rows, conv]   in_proj.weight (three matmuls on
+ *     dtr = x Wdtrᵀ     [rows, nh]     row sub-views of the weight)
+ *     xa  = silu(conv4(xbc))           (ops/ssm_ops.h conv1d, fused SiLU)
+ *     dt  = softplus(dtr + dt_bias)
+ *     y   = SSD(xa, dt, A_log, D)      (ops/ssd.h, chunked, Q = TMM_SSD_CHUNK)
+ *     g   = y ⊙ silu(z)
+ *     yn  = RMSNorm(g) ⊙ gn            (eps 1e-5; rstd saved)
+ *     h  += yn Woutᵀ
+ * Activations kept per layer: z, xbc, dtr, xa, dt, y, g, yn, rstd and the
+ * SSD's saved workspace (about rows (4 di + 2 conv + 2 nh + 1) floats plus
+ * tmm_ssd_saved_floats). The backward runs the chain in reverse through a
+ * workspace shared by the layers: wa [rows, conv] (dL/dyn, dL/dg, dL/dy in
+ * place, later dL/dxbc), wz [rows, di] (dL/dz), wx [rows, conv] (dL/dxa),
+ * wt [rows, nh] (dL/ddt, then dL/ddtr in place); dL/dx lands in tmp[0].
+ * Every parameter gradient is written (not accumulated): each tensor is
+ * touched by exactly one op per step. The model's shared scratch serves the
+ * SSD backward, the norm, the conv and the softplus in turn.
+ *
+ * Decoding (O(nh P N + d (in + di)) per token, the same at every position):
+ * per layer the SSD state S [B, nh, P, N] and the conv window [B, 3, conv]
+ * (the last three xbc inputs, oldest first). A step: the three projections
+ * (the decode row kernel where a weight block starts at an aligned offset,
+ * else a matmul), conv1d step (+ SiLU, the window shifted; position 0 reads
+ * zeros), softplus, SSD step (S updated in place), the gate, the norm and
+ * h += yn Woutᵀ: about 9 dispatches per layer. Prefill: the window from the
+ * prompt's xbc (conv1d fill) and S from the prompt's xa, dt
+ * (tmm_op_ssd_state), taken from the forward of whichever model ran it: a
+ * shorter-context model works unchanged, nothing here depends on n. The state
+ * op's workspace is that model's SSD saved buffer (its first regions: the
+ * state op rewrites them with the same values the forward left there).
+ *
+ * Limits: the SSD's (P, N, nh at most 256 each; checked with the config). */
 #include "mixer/mamba2_mixer.h"
+
+#include <stdlib.h>
+
+#include "mixer/qkvo.h"
+#include "ops/decode_ops.h"
+#include "ops/llama_ops.h"
+#include "ops/ops.h"
+#include "ops/ssd.h"
+#include "ops/ssm_ops.h"
 
 tmm_mamba2_dims tmm_mamba2_dims_of(const tmm_model_config *c)
 {
@@ -25,6 +67,15 @@ static tmm_status check(const tmm_model_config *c)
     const tmm_mamba2_dims m = tmm_mamba2_dims_of(c);
     if ((uint64_t)m.in * m.d > (1ull << 31))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model dimensions too large");
+    if (m.P > TMM_SSD_MAX_HEAD_DIM)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "mamba2's head width 2·d_model/heads is %u; the SSD op takes at "
+                        "most %u (more --heads)", m.P, TMM_SSD_MAX_HEAD_DIM);
+    if (m.heads > TMM_SSD_MAX_HEADS)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "mamba2 has %u heads; the SSD op takes at most %u", m.heads,
+                        TMM_SSD_MAX_HEADS);
+    if (m.N > TMM_SSD_MAX_STATE)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "mamba2's state is %u; the SSD op takes at most %u (--state)", m.N,
+                        TMM_SSD_MAX_STATE);
     return TMM_OK;
 }
 
@@ -52,17 +103,316 @@ static void declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l,
     idx[TMM_M2_OUT_W] = tmm_param_add(b, l, "mamba.out_proj.weight", out_w);
 }
 
-static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
+/* ---- training ------------------------------------------------------------- */
+
+typedef struct m2_layer {
+    tmm_buffer *z, *xbc, *dtr, *xa, *dt, *y, *g, *yn, *rstd, *saved;
+} m2_layer;
+
+typedef struct m2_mixer {
+    tmm_mixer base;
+    tmm_mamba2_dims dm;
+    m2_layer *layers;
+    tmm_buffer *wa, *wz, *wx, *wt;   /* backward workspace (see above) */
+} m2_mixer;
+
+enum { KC = TMM_MAMBA2_CONV_TAPS };
+
+static const tmm_view none = { 0 };
+
+static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
+
+static const tmm_model_config *config_of(const m2_mixer *m) { return &m->base.s.table->config; }
+
+static tmm_ssd_desc desc_of(const m2_mixer *m, uint32_t batch, uint32_t n)
 {
-    (void)s;
-    *out = NULL;
-    return tmm_fail(TMM_ERR_UNSUPPORTED, "mamba2: the device mixer is not built yet");
+    return (tmm_ssd_desc){ .batch = batch, .n = n, .heads = m->dm.heads, .head_dim = m->dm.P, .state = m->dm.N };
 }
 
-/* Only check, declare and create until the device mixer exists: create fails,
- * so nothing else is ever called. */
+/* The three row blocks of in_proj.weight [in, d] (or of its gradient):
+ * z [0, di), xbc [di, di + conv), dtr [di + conv, in). */
+typedef struct in_blocks {
+    tmm_view z, xbc, dtr;
+} in_blocks;
+
+static in_blocks blocks_of(const m2_mixer *m, tmm_view w)
+{
+    const uint64_t d = m->dm.d, di = m->dm.di, conv = m->dm.conv;
+    return (in_blocks){ tmm_sub(w.buffer, w.offset, di * d * 4), tmm_sub(w.buffer, w.offset + di * d * 4, conv * d * 4),
+                        tmm_sub(w.buffer, w.offset + (di + conv) * d * 4, (uint64_t)m->dm.heads * d * 4) };
+}
+
+static tmm_view P(const m2_mixer *m, uint32_t l, int which) { return tmm_mixer_param(&m->base, l, which); }
+static tmm_view G(const m2_mixer *m, uint32_t l, int which) { return tmm_mixer_grad(&m->base, l, which); }
+
+static void destroy(tmm_mixer *base)
+{
+    m2_mixer *m = (m2_mixer *)base;
+    if (!m)
+        return;
+    if (m->layers)
+        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+            m2_layer *a = &m->layers[l];
+            tmm_buffer *all[] = { a->z, a->xbc, a->dtr, a->xa, a->dt, a->y, a->g, a->yn, a->rstd, a->saved };
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                tmm_buffer_destroy(all[i]);
+        }
+    tmm_buffer_destroy(m->wa), tmm_buffer_destroy(m->wz), tmm_buffer_destroy(m->wx), tmm_buffer_destroy(m->wt);
+    free(m->layers);
+    free(m);
+}
+
+static tmm_status allocate(m2_mixer *m)
+{
+    const tmm_model_config *c = config_of(m);
+    const tmm_allocation *al = m->base.s.alloc;
+    const uint64_t rows = m->base.rows, di = m->dm.di, conv = m->dm.conv, nh = m->dm.heads;
+    const tmm_ssd_desc sd = desc_of(m, m->base.s.batch, c->n_ctx);
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        m2_layer *a = &m->layers[l];
+        struct { tmm_buffer **b; uint64_t floats; } acts[] = {
+            { &a->z, rows * di },   { &a->xbc, rows * conv }, { &a->dtr, rows * nh },  { &a->xa, rows * conv },
+            { &a->dt, rows * nh },  { &a->y, rows * di },     { &a->g, rows * di },    { &a->yn, rows * di },
+            { &a->rstd, rows },     { &a->saved, tmm_ssd_saved_floats(&sd) },
+        };
+        for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+            TMM_TRY(tmm_alloc(al, acts[i].b, acts[i].floats, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+    }
+    TMM_TRY(tmm_alloc(al, &m->wa, rows * conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->wz, rows * di, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->wx, rows * conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    return tmm_alloc(al, &m->wt, rows * nh, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE);
+}
+
+static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
+{
+    *out = NULL;
+    m2_mixer *m = calloc(1, sizeof *m);
+    if (!m)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    m->base = (tmm_mixer){ .cls = &tmm_mamba2_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
+    m->dm = tmm_mamba2_dims_of(&s->table->config);
+    const tmm_ssd_desc sd = desc_of(m, s->batch, s->table->config.n_ctx);
+    tmm_status st = tmm_ssd_check(NULL, &sd);
+    if (st == TMM_OK && !(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (st == TMM_OK)
+        st = allocate(m);
+    if (st != TMM_OK) {
+        destroy(&m->base);
+        return st;
+    }
+    *out = &m->base;
+    return TMM_OK;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static uint64_t scratch_floats(const tmm_mixer *base)
+{
+    const m2_mixer *m = (const m2_mixer *)base;
+    const uint32_t rows = base->rows, n = config_of(m)->n_ctx, B = base->s.batch;
+    const tmm_ssd_desc sd = desc_of(m, B, n);
+    uint64_t s = tmm_ssd_backward_scratch_floats(&sd);
+    s = max_u64(s, tmm_op_rmsnorm_forward_scratch(rows, m->dm.di));
+    s = max_u64(s, tmm_op_rmsnorm_backward_scratch(rows, m->dm.di));
+    s = max_u64(s, tmm_op_conv1d_backward_scratch(B, n, m->dm.conv, KC));
+    return max_u64(s, tmm_op_softplus_backward_scratch(rows, m->dm.heads));
+}
+
+static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
+{
+    m2_mixer *m = (m2_mixer *)base;
+    const tmm_mamba2_dims dm = m->dm;
+    const uint32_t rows = base->rows, n = config_of(m)->n_ctx, B = base->s.batch;
+    const tmm_ssd_desc sd = desc_of(m, B, n);
+    tmm_recorder *r = rec->r;
+    m2_layer *a = &m->layers[l];
+    const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W));
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.di, w.z, none, A(a->z), false));
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.conv, w.xbc, none, A(a->xbc), false));
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.heads, w.dtr, none, A(a->dtr), false));
+    TMM_REC_OP(rec, "conv1d", tmm_op_conv1d_forward(r, A(a->xbc), P(m, l, TMM_M2_CONV_W), P(m, l, TMM_M2_CONV_B), B, n,
+                                                    dm.conv, KC, true, A(a->xa)));
+    TMM_REC_OP(rec, "softplus", tmm_op_softplus_forward(r, A(a->dtr), P(m, l, TMM_M2_DT_BIAS), rows, dm.heads,
+                                                        A(a->dt)));
+    TMM_REC_OP(rec, "ssd", tmm_op_ssd_forward(r, &sd, A(a->xa), A(a->dt), P(m, l, TMM_M2_A_LOG), P(m, l, TMM_M2_D),
+                                              A(a->y), A(a->saved)));
+    TMM_REC_OP(rec, "gate", tmm_op_gate_silu_forward(r, A(a->y), A(a->z), rows, dm.di, A(a->g)));
+    TMM_REC_OP(rec, "rmsnorm", tmm_op_rmsnorm_forward(r, A(a->g), P(m, l, TMM_M2_NORM_W), rows, dm.di,
+                                                      (float)TMM_MAMBA2_NORM_EPS, rec->scratch, A(a->yn),
+                                                      A(a->rstd)));
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->yn), rows, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), none, h, true));
+    return TMM_OK;
+}
+
+static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view dh,
+                           const tmm_view tmp[2], tmm_view *dx)
+{
+    m2_mixer *m = (m2_mixer *)base;
+    const tmm_mamba2_dims dm = m->dm;
+    const uint32_t rows = base->rows, n = config_of(m)->n_ctx, B = base->s.batch;
+    const tmm_ssd_desc sd = desc_of(m, B, n);
+    tmm_recorder *r = rec->r;
+    m2_layer *a = &m->layers[l];
+    const uint64_t rdi = (uint64_t)rows * dm.di;
+    /* wa holds [rows, di] gradients first, dL/dxbc [rows, conv] last */
+    const tmm_view wdi = tmm_sub(m->wa, 0, rdi * 4), wa = A(m->wa), wz = A(m->wz), wx = A(m->wx), wt = A(m->wt);
+
+    /* h += yn Woutᵀ */
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->yn), rows, dm.di, dm.d, G(m, l, TMM_M2_OUT_W)));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, rows, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), wdi, false));
+    /* yn = RMSNorm(g) ⊙ gn, g = y ⊙ silu(z) */
+    TMM_REC_OP(rec, "rmsnorm bwd", tmm_op_rmsnorm_backward(r, A(a->g), P(m, l, TMM_M2_NORM_W), A(a->rstd), wdi, rows,
+                                                           dm.di, false, rec->scratch, wdi, G(m, l, TMM_M2_NORM_W)));
+    TMM_REC_OP(rec, "gate bwd", tmm_op_gate_silu_backward(r, A(a->y), A(a->z), wdi, rows, dm.di, wdi, wz));
+    /* the scan */
+    TMM_REC_OP(rec, "ssd bwd", tmm_op_ssd_backward(r, &sd, A(a->xa), A(a->dt), P(m, l, TMM_M2_A_LOG),
+                                                   P(m, l, TMM_M2_D), A(a->saved), wdi, rec->scratch, wx, wt,
+                                                   G(m, l, TMM_M2_A_LOG), G(m, l, TMM_M2_D), false));
+    /* dt = softplus(dtr + dt_bias), xa = silu(conv(xbc)) */
+    TMM_REC_OP(rec, "softplus bwd", tmm_op_softplus_backward(r, A(a->dtr), P(m, l, TMM_M2_DT_BIAS), wt, rows,
+                                                             dm.heads, false, rec->scratch, wt,
+                                                             G(m, l, TMM_M2_DT_BIAS)));
+    TMM_REC_OP(rec, "conv1d bwd", tmm_op_conv1d_backward(r, A(a->xbc), P(m, l, TMM_M2_CONV_W), P(m, l, TMM_M2_CONV_B),
+                                                         wx, B, n, dm.conv, KC, true, false, rec->scratch, wa,
+                                                         G(m, l, TMM_M2_CONV_W), G(m, l, TMM_M2_CONV_B)));
+    /* the in-projection's three blocks */
+    const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W)), dw = blocks_of(m, G(m, l, TMM_M2_IN_W));
+    const tmm_view grads[3] = { wz, wa, wt }, ws[3] = { w.z, w.xbc, w.dtr }, dws[3] = { dw.z, dw.xbc, dw.dtr };
+    const uint32_t outs[3] = { dm.di, dm.conv, dm.heads };
+    *dx = tmp[0];
+    for (int i = 0; i < 3; i++) {
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, grads[i], x, rows, dm.d, outs[i], dws[i]));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, grads[i], rows, dm.d, outs[i], ws[i], *dx, i > 0));
+    }
+    return TMM_OK;
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+
+typedef struct m2_decoder {
+    m2_mixer *m;
+    tmm_buffer **S, **win;                 /* per layer: [B, nh, P, N], [B, 3, conv] */
+    tmm_buffer *z, *xbc, *dt, *y, *rstd;   /* one position: [B, di], [B, conv], [B, nh], [B, di], [B] */
+    tmm_buffer *scratch;                   /* the norm's (di > TMM_RMSNORM_CHUNK) */
+} m2_decoder;
+
+static void decoder_destroy(tmm_mixer_decoder *dd)
+{
+    m2_decoder *dec = (m2_decoder *)dd;
+    if (!dec)
+        return;
+    for (uint32_t l = 0; dec->S && dec->win && l < config_of(dec->m)->n_layers; l++)
+        tmm_buffer_destroy(dec->S[l]), tmm_buffer_destroy(dec->win[l]);
+    tmm_buffer *all[] = { dec->z, dec->xbc, dec->dt, dec->y, dec->rstd, dec->scratch };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(dec->S), free(dec->win);
+    free(dec);
+}
+
+static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_decoder **out)
+{
+    (void)x;
+    *out = NULL;
+    m2_mixer *m = (m2_mixer *)base;
+    const tmm_model_config *c = config_of(m);
+    const tmm_mamba2_dims dm = m->dm;
+    tmm_device *dev = base->s.alloc->device;
+    const uint64_t B = base->s.batch;
+    m2_decoder *dec = calloc(1, sizeof *dec);
+    if (!dec)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    dec->m = m;
+    dec->S = calloc(c->n_layers, sizeof *dec->S);
+    dec->win = calloc(c->n_layers, sizeof *dec->win);
+    tmm_status s = dec->S && dec->win ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < c->n_layers && s == TMM_OK; l++) {
+        s = tmm_buffer_create(dev, B * dm.heads * dm.P * dm.N * 4, TMM_MEMORY_DEVICE, &dec->S[l]);
+        if (s == TMM_OK)
+            s = tmm_buffer_create(dev, B * (KC - 1) * dm.conv * 4, TMM_MEMORY_DEVICE, &dec->win[l]);
+    }
+    const uint64_t scratch = tmm_op_rmsnorm_forward_scratch((uint32_t)B, dm.di);
+    struct { tmm_buffer **b; uint64_t floats; } rows[] = {
+        { &dec->z, B * dm.di }, { &dec->xbc, B * dm.conv }, { &dec->dt, B * dm.heads }, { &dec->y, B * dm.di },
+        { &dec->rstd, B },      { &dec->scratch, scratch ? scratch : 1 },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && s == TMM_OK; i++)
+        s = tmm_buffer_create(dev, rows[i].floats * 4, TMM_MEMORY_DEVICE, rows[i].b);
+    if (s != TMM_OK) {
+        decoder_destroy((tmm_mixer_decoder *)dec);
+        return s;
+    }
+    *out = (tmm_mixer_decoder *)dec;
+    return TMM_OK;
+}
+
+/* The state after the prompts: the conv window from src's xbc, S from its xa and dt. */
+static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mixer *src_base, const tmm_view *src_x,
+                                 tmm_view len)
+{
+    (void)src_x;
+    m2_decoder *dec = (m2_decoder *)dd;
+    m2_mixer *src = (m2_mixer *)src_base;
+    const uint32_t ns = config_of(src)->n_ctx, B = src->base.s.batch;
+    const tmm_ssd_desc sd = desc_of(src, B, ns);
+    for (uint32_t l = 0; l < config_of(dec->m)->n_layers; l++) {
+        const m2_layer *a = &src->layers[l];
+        TMM_TRY(tmm_op_conv1d_fill(r, A(a->xbc), len, B, ns, src->dm.conv, KC, A(dec->win[l])));
+        TMM_TRY(tmm_op_ssd_state(r, &sd, len, A(a->xa), A(a->dt), P(src, l, TMM_M2_A_LOG), A(a->saved),
+                                 A(dec->S[l])));
+    }
+    return TMM_OK;
+}
+
+/* y [rows, out] (+)= x [rows, in] Wᵀ for a step: the decode row kernel when
+ * W starts at an aligned offset (it binds W as given), else a matmul. */
+static tmm_status step_linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                              tmm_view y, bool accumulate)
+{
+    const tmm_device *dev = tmm_recorder_device(r);
+    uint64_t align = dev->info.min_storage_buffer_offset_alignment;
+    align = align < 16 ? 16 : align;
+    if (w.offset % align == 0)
+        return tmm_op_linear_rows(r, x, rows, in, out, w, none, y, accumulate);
+    return tmm_op_linear(r, x, rows, in, out, w, none, y, accumulate);
+}
+
+static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
+                              tmm_view h)
+{
+    m2_decoder *dec = (m2_decoder *)dd;
+    m2_mixer *m = dec->m;
+    const tmm_mamba2_dims dm = m->dm;
+    const uint32_t B = m->base.s.batch;
+    const tmm_ssd_desc sd = desc_of(m, B, 1);
+    tmm_recorder *r = rec->r;
+    const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W));
+    TMM_TRY(step_linear(r, x, B, dm.d, dm.di, w.z, A(dec->z), false));
+    TMM_TRY(step_linear(r, x, B, dm.d, dm.conv, w.xbc, A(dec->xbc), false));
+    TMM_TRY(step_linear(r, x, B, dm.d, dm.heads, w.dtr, A(dec->dt), false));
+    TMM_TRY(tmm_op_conv1d_step(r, A(dec->xbc), P(m, l, TMM_M2_CONV_W), P(m, l, TMM_M2_CONV_B), pos, B, dm.conv, KC,
+                               true, A(dec->win[l]), A(dec->xbc)));
+    TMM_TRY(tmm_op_softplus_forward(r, A(dec->dt), P(m, l, TMM_M2_DT_BIAS), B, dm.heads, A(dec->dt)));
+    TMM_TRY(tmm_op_ssd_step(r, &sd, A(dec->xbc), A(dec->dt), P(m, l, TMM_M2_A_LOG), P(m, l, TMM_M2_D),
+                            A(dec->S[l]), A(dec->y)));
+    TMM_TRY(tmm_op_gate_silu_forward(r, A(dec->y), A(dec->z), B, dm.di, A(dec->y)));
+    TMM_TRY(tmm_op_rmsnorm_forward(r, A(dec->y), P(m, l, TMM_M2_NORM_W), B, dm.di, (float)TMM_MAMBA2_NORM_EPS,
+                                   A(dec->scratch), A(dec->y), A(dec->rstd)));
+    return tmm_op_linear_rows(r, A(dec->y), B, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), none, h, true);
+}
+
 const tmm_mixer_class tmm_mamba2_mixer = {
     .check = check,
     .declare = declare,
     .create = create,
+    .destroy = destroy,
+    .scratch_floats = scratch_floats,
+    .forward = forward,
+    .backward = backward,
+    .decoder_create = decoder_create,
+    .decoder_destroy = decoder_destroy,
+    .record_prefill = record_prefill,
+    .record_step = record_step,
 };
