@@ -170,6 +170,26 @@ H_TEST(generate, cached_hyena_long)
     check_cached("hyena n 600", (tmm_model_config)HYENA(600, 12), 1, lengths, TMM_MIXER_AUTO);
 }
 H_TEST(generate, cached_hyena_short_prompts_fft) { check_cached("hyena n 70, bucket 64, fft", (tmm_model_config)HYENA(70, 9), 2, mixed_lengths, TMM_MIXER_FFT); }
+/* Mamba 2: the SSD state and the conv window per layer, set by the prefill
+ * (of the model itself, n 23; or of a shorter model, context 32 or 64, two
+ * SSD chunks of 32) and carried by the steps; sequences at different
+ * positions in one batch, prompts of 1 to 3 tokens (shorter than the conv's
+ * window) */
+#define M2(n, h, st) { .arch = TMM_ARCH_MAMBA2, .vocab = 29, .d_model = 12, .n_ctx = (n), .n_layers = 2, \
+                       .heads = (h), .state = (st), .expansion = 2, .kernel = 1, .seed = 5 }
+static const uint32_t m2_tiny_lengths[] = { 1, 3, 2 };
+H_TEST(generate, cached_mamba2) { check_cached("mamba2 heads 3 N 5", (tmm_model_config)M2(23, 3, 5), 3, three_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_mamba2_tiny_prompts) { check_cached("mamba2 heads 2 N 4, 1-3 tokens", (tmm_model_config)M2(23, 2, 4), 3, m2_tiny_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_mamba2_short_prompts) { check_cached("mamba2 n 70, bucket 64", (tmm_model_config)M2(70, 1, 7), 2, mixed_lengths, TMM_MIXER_AUTO); }
+/* d = 7: the in-projection's xbc and dtr blocks start at byte offsets that
+ * are not multiples of 16, so the steps take the matmul instead of the row kernel */
+H_TEST(generate, cached_mamba2_odd_width)
+{
+    tmm_model_config c = M2(23, 2, 3);
+    c.d_model = 7;
+    check_cached("mamba2 d 7 heads 2 N 3", c, 3, three_lengths, TMM_MIXER_AUTO);
+}
+H_TEST(generate, cached_mamba2_bucket32) { check_cached("mamba2 n 100, bucket 32", (tmm_model_config)M2(100, 4, 3), 2, short_lengths, TMM_MIXER_AUTO); }
 /* several chunks of the step kernel */
 H_TEST(generate, cached_long)
 {
