@@ -5,18 +5,24 @@
  *     z   = x Wzᵀ       [rows, di]     Wz, Wxbc, Wdtr: the row blocks of
  *     xbc = x Wxbcᵀ     [rows, conv]   in_proj.weight (three matmuls on
  *     dtr = x Wdtrᵀ     [rows, nh]     row sub-views of the weight)
- *     xa  = silu(conv4(xbc))           (ops/ssm_ops.h conv1d, fused SiLU)
+ *     pre = conv4(xbc) + conv_bias     (ops/ssm_ops.h conv1d)
+ *     xa  = silu(pre)                  (nn_ops.h bias_silu with a zero bias)
  *     dt  = softplus(dtr + dt_bias)
  *     y   = SSD(xa, dt, A_log, D)      (ops/ssd.h, chunked, Q = TMM_SSD_CHUNK)
  *     g   = y ⊙ silu(z)
  *     yn  = RMSNorm(g) ⊙ gn            (eps 1e-5; rstd saved)
  *     h  += yn Woutᵀ
- * Activations kept per layer: z, xbc, dtr, xa, dt, y, g, yn, rstd and the
- * SSD's saved workspace (about rows (4 di + 2 conv + 2 nh + 1) floats plus
- * tmm_ssd_saved_floats). The backward runs the chain in reverse through a
- * workspace shared by the layers: wa [rows, conv] (dL/dyn, dL/dg, dL/dy in
- * place, later dL/dxbc), wz [rows, di] (dL/dz), wx [rows, conv] (dL/dxa),
- * wt [rows, nh] (dL/ddt, then dL/ddtr in place); dL/dx lands in tmp[0].
+ * The SiLU is a separate op rather than the conv's fused one: the fused
+ * backward recomputes pre K times per element (K + 1 loads and an exp each),
+ * which made the conv's backward 2x slower than SiLU's backward from the
+ * kept pre plus a plain conv backward (measured on lavapipe, d 256, n 1024).
+ * Activations kept per layer: z, xbc, dtr, pre, xa, dt, y, g, yn, rstd and
+ * the SSD's saved workspace (about rows (4 di + 3 conv + 2 nh + 1) floats
+ * plus tmm_ssd_saved_floats). The backward runs the chain in reverse through
+ * a workspace shared by the layers: wa [rows, conv] (dL/dyn, dL/dg, dL/dy in
+ * place, later dL/dxbc), wz [rows, di] (dL/dz), wx [rows, conv] (dL/dxa,
+ * then dL/dpre in place), wt [rows, nh] (dL/ddt, then dL/ddtr in place), and
+ * the SiLU's zero bias and its unused gradient [conv]; dL/dx lands in tmp[0].
  * Every parameter gradient is written (not accumulated): each tensor is
  * touched by exactly one op per step. The model's shared scratch serves the
  * SSD backward, the norm, the conv and the softplus in turn.
@@ -42,6 +48,7 @@
 #include "mixer/qkvo.h"
 #include "ops/decode_ops.h"
 #include "ops/llama_ops.h"
+#include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "ops/ssd.h"
 #include "ops/ssm_ops.h"
@@ -106,7 +113,7 @@ static void declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l,
 /* ---- training ------------------------------------------------------------- */
 
 typedef struct m2_layer {
-    tmm_buffer *z, *xbc, *dtr, *xa, *dt, *y, *g, *yn, *rstd, *saved;
+    tmm_buffer *z, *xbc, *dtr, *pre, *xa, *dt, *y, *g, *yn, *rstd, *saved;
 } m2_layer;
 
 typedef struct m2_mixer {
@@ -114,6 +121,7 @@ typedef struct m2_mixer {
     tmm_mamba2_dims dm;
     m2_layer *layers;
     tmm_buffer *wa, *wz, *wx, *wt;   /* backward workspace (see above) */
+    tmm_buffer *zeros, *dummy;       /* [conv]: the SiLU's zero bias and its unused gradient */
 } m2_mixer;
 
 enum { KC = TMM_MAMBA2_CONV_TAPS };
@@ -153,11 +161,12 @@ static void destroy(tmm_mixer *base)
     if (m->layers)
         for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
             m2_layer *a = &m->layers[l];
-            tmm_buffer *all[] = { a->z, a->xbc, a->dtr, a->xa, a->dt, a->y, a->g, a->yn, a->rstd, a->saved };
+            tmm_buffer *all[] = { a->z, a->xbc, a->dtr, a->pre, a->xa, a->dt, a->y, a->g, a->yn, a->rstd, a->saved };
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
                 tmm_buffer_destroy(all[i]);
         }
     tmm_buffer_destroy(m->wa), tmm_buffer_destroy(m->wz), tmm_buffer_destroy(m->wx), tmm_buffer_destroy(m->wt);
+    tmm_buffer_destroy(m->zeros), tmm_buffer_destroy(m->dummy);
     free(m->layers);
     free(m);
 }
@@ -171,9 +180,9 @@ static tmm_status allocate(m2_mixer *m)
     for (uint32_t l = 0; l < c->n_layers; l++) {
         m2_layer *a = &m->layers[l];
         struct { tmm_buffer **b; uint64_t floats; } acts[] = {
-            { &a->z, rows * di },   { &a->xbc, rows * conv }, { &a->dtr, rows * nh },  { &a->xa, rows * conv },
-            { &a->dt, rows * nh },  { &a->y, rows * di },     { &a->g, rows * di },    { &a->yn, rows * di },
-            { &a->rstd, rows },     { &a->saved, tmm_ssd_saved_floats(&sd) },
+            { &a->z, rows * di },   { &a->xbc, rows * conv }, { &a->dtr, rows * nh }, { &a->pre, rows * conv },
+            { &a->xa, rows * conv }, { &a->dt, rows * nh },   { &a->y, rows * di },   { &a->g, rows * di },
+            { &a->yn, rows * di },  { &a->rstd, rows },       { &a->saved, tmm_ssd_saved_floats(&sd) },
         };
         for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
             TMM_TRY(tmm_alloc(al, acts[i].b, acts[i].floats, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
@@ -181,7 +190,17 @@ static tmm_status allocate(m2_mixer *m)
     TMM_TRY(tmm_alloc(al, &m->wa, rows * conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
     TMM_TRY(tmm_alloc(al, &m->wz, rows * di, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
     TMM_TRY(tmm_alloc(al, &m->wx, rows * conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
-    return tmm_alloc(al, &m->wt, rows * nh, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE);
+    TMM_TRY(tmm_alloc(al, &m->wt, rows * nh, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->zeros, conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    TMM_TRY(tmm_alloc(al, &m->dummy, conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+    if (al->dry)
+        return TMM_OK;
+    float *zeros = calloc(conv, sizeof *zeros);
+    if (!zeros)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_status s = tmm_buffer_write(m->zeros, 0, zeros, conv * 4);
+    free(zeros);
+    return s;
 }
 
 static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
@@ -217,6 +236,7 @@ static uint64_t scratch_floats(const tmm_mixer *base)
     s = max_u64(s, tmm_op_rmsnorm_forward_scratch(rows, m->dm.di));
     s = max_u64(s, tmm_op_rmsnorm_backward_scratch(rows, m->dm.di));
     s = max_u64(s, tmm_op_conv1d_backward_scratch(B, n, m->dm.conv, KC));
+    s = max_u64(s, tmm_op_bias_silu_backward_scratch(rows, m->dm.conv));
     return max_u64(s, tmm_op_softplus_backward_scratch(rows, m->dm.heads));
 }
 
@@ -233,7 +253,8 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.conv, w.xbc, none, A(a->xbc), false));
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.heads, w.dtr, none, A(a->dtr), false));
     TMM_REC_OP(rec, "conv1d", tmm_op_conv1d_forward(r, A(a->xbc), P(m, l, TMM_M2_CONV_W), P(m, l, TMM_M2_CONV_B), B, n,
-                                                    dm.conv, KC, true, A(a->xa)));
+                                                    dm.conv, KC, false, A(a->pre)));
+    TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->pre), A(m->zeros), rows, dm.conv, A(a->xa)));
     TMM_REC_OP(rec, "softplus", tmm_op_softplus_forward(r, A(a->dtr), P(m, l, TMM_M2_DT_BIAS), rows, dm.heads,
                                                         A(a->dt)));
     TMM_REC_OP(rec, "ssd", tmm_op_ssd_forward(r, &sd, A(a->xa), A(a->dt), P(m, l, TMM_M2_A_LOG), P(m, l, TMM_M2_D),
@@ -274,8 +295,10 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     TMM_REC_OP(rec, "softplus bwd", tmm_op_softplus_backward(r, A(a->dtr), P(m, l, TMM_M2_DT_BIAS), wt, rows,
                                                              dm.heads, false, rec->scratch, wt,
                                                              G(m, l, TMM_M2_DT_BIAS)));
+    TMM_REC_OP(rec, "silu bwd", tmm_op_bias_silu_backward(r, A(a->pre), A(m->zeros), wx, rows, dm.conv, false,
+                                                          rec->scratch, wx, A(m->dummy)));
     TMM_REC_OP(rec, "conv1d bwd", tmm_op_conv1d_backward(r, A(a->xbc), P(m, l, TMM_M2_CONV_W), P(m, l, TMM_M2_CONV_B),
-                                                         wx, B, n, dm.conv, KC, true, false, rec->scratch, wa,
+                                                         wx, B, n, dm.conv, KC, false, false, rec->scratch, wa,
                                                          G(m, l, TMM_M2_CONV_W), G(m, l, TMM_M2_CONV_B)));
     /* the in-projection's three blocks */
     const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W)), dw = blocks_of(m, G(m, l, TMM_M2_IN_W));
