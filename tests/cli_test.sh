@@ -34,8 +34,10 @@ check "metrics.jsonl has evals" grep -q '"copy_acc"' "$dir/a/metrics.jsonl"
 check "checkpoint saved" test -f "$dir/a/checkpoints/latest"
 check "tmm eval" "$tmm" eval --checkpoint "$dir/a"
 # every architecture through the same commands: train, eval, generate (its own decoding state)
-for arch in transformer swa linear; do
-  check "train --arch $arch" "$tmm" train --arch $arch "${small[@]}" --heads 2 $([ $arch = swa ] && echo --window 8) \
+# (--heads 2 where heads apply: every baseline but Hyena; --window 8 for swa)
+arch_flags() { [ "$1" = hyena ] || echo --heads 2; [ "$1" = swa ] && echo --window 8; true; }
+for arch in transformer swa linear hyena mamba2; do
+  check "train --arch $arch" "$tmm" train --arch $arch "${small[@]}" $(arch_flags $arch) \
     --steps 4 --eval-every 2 --target-acc 0 --run-dir "$dir/arch-$arch"
   check "eval --arch $arch" bash -c '"$0" eval --checkpoint "$1" | grep -q "^copy accuracy"' "$tmm" "$dir/arch-$arch"
   check "generate --arch $arch" bash -c '[ "$("$0" generate --checkpoint "$1" --quiet --prompt 0123 --greedy -n 12 | wc -c)" -eq 13 ]' \
@@ -92,26 +94,32 @@ check "bench mixer (every row, swa and linear included)" json_check \
 check "bench mixer plot" grep -q "<polyline" "$dir/mixer.svg"
 check "bench train" "$tmm" bench train --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 2 --json
 # the baselines (issue 14): bench train and generate per architecture, bench arch at matched parameters
-for arch in transformer swa linear; do
+for arch in transformer swa linear hyena mamba2; do
   check "bench train --arch $arch" json_check \
     'assert r["model"]["arch"] == "'$arch'" and r["model"].get("window", 8) == 8 and r["tokens_per_s"] > 0, r' \
-    "$tmm" bench train --arch $arch $([ $arch = swa ] && echo --window 8) --d-model 16 --n-ctx 16 --layers 1 \
-    --heads 2 --batch 2 --steps 1 --json
+    "$tmm" bench train --arch $arch $(arch_flags $arch) --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 1 --json
   check "bench generate --arch $arch" json_check \
     'assert r["arch"] == "'$arch'" and r.get("window", 8) == 8 and r["decode"][1]["cached_ms"] > 0, r' \
-    "$tmm" bench generate --arch $arch $([ $arch = swa ] && echo --window 8) --d-model 16 --n-ctx 64 --layers 1 \
-    --heads 2 --prompts 8 --positions 1,40 --repeat 2 --json
+    "$tmm" bench generate --arch $arch $(arch_flags $arch) --d-model 16 --n-ctx 64 --layers 1 \
+    --prompts 8 --positions 1,40 --repeat 2 --json
 done
-tiny_arch=("$tmm" bench arch --archs tmm,transformer,swa,linear --d-model 16 --n-ctx 32 --layers 1 --heads 2 --window 8 --batch 2 --steps 1 --vocab 16
+tiny_arch=("$tmm" bench arch --d-model 16 --n-ctx 32 --layers 1 --heads 2 --window 8 --batch 2 --steps 1 --vocab 16
            --positions 1,20 --repeat 2)
-check "bench arch --json" json_check 'assert [a["arch"] for a in r["archs"]] == ["tmm", "transformer", "swa", "linear"], r
+check "bench arch --json" json_check 'assert [a["arch"] for a in r["archs"]] == ["tmm", "transformer", "swa", "linear", "hyena", "mamba2"], r
 t = r["archs"][0]
 assert t["expansion"] == 4 and r["archs"][2]["window"] == 8 and r["window"] == 8, r
+assert "expansion" not in r["archs"][5] and 1 <= r["archs"][5]["n_layers"] <= 4, r
+for a in r["archs"][:5]:
+    assert 1 <= a["expansion"] <= 16 and a["n_layers"] == 1, a
+    # the nearest expansion: a step of e changes a baseline by at most 3 d^2 L parameters (d 16, L 1),
+    # unless even e = 1 is larger (the Hyena filter MLP alone is 8.5k parameters)
+    assert abs(a["params"] - t["params"]) <= 3 * 16 * 16 / 2 or (a["expansion"] == 1 and a["params"] > t["params"]), a
 for a in r["archs"]:
-    assert a["params"] > 0 and 1 <= a["expansion"] <= 16 and a["tokens_per_s"] > 0 and a["memory_bytes"] > 0, a
-    assert [p["position"] for p in a["decode"]] == [1, 20] and min(p["ms_per_token"] for p in a["decode"]) > 0, a
-    # the nearest expansion: a step of e changes a baseline by 3 d^2 L parameters (d 16, L 1)
-    assert a is t or abs(a["params"] - t["params"]) <= 3 * 16 * 16 / 2, a' "${tiny_arch[@]}" --json
+    assert a["params"] > 0 and a["tokens_per_s"] > 0 and a["memory_bytes"] > 0, a
+    assert [p["position"] for p in a["decode"]] == [1, 20] and min(p["ms_per_token"] for p in a["decode"]) > 0, a' \
+  "${tiny_arch[@]}" --json
+check "bench arch --archs" json_check 'assert [a["arch"] for a in r["archs"]] == ["swa", "mamba2"], r' \
+  "${tiny_arch[@]}" --archs mamba2,swa --json
 check "bench arch table" bash -c '"$@" | grep -q "^swa (W 8) "' _ "${tiny_arch[@]}"
 expect_fail "bench: unknown architecture" 2 "expects tmm, transformer, swa, linear, hyena or mamba2" "$tmm" bench train --arch mamba
 check "bench: the error is one line" test "$(wc -l < "$dir/out")" -eq 1

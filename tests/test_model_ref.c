@@ -231,6 +231,9 @@ Test(params, new_archs_have_names_and_device_plans)
     tmm_model_config c = tiny_hyena(5);
     cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_DIRECT, &mem), TMM_OK, "%s", tmm_last_error());
     cr_assert_gt(mem.activations, 0);
+    c = tiny_mamba2(2, 3);
+    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_DIRECT, &mem), TMM_OK, "%s", tmm_last_error());
+    cr_assert_gt(mem.activations, 0);
 }
 
 /* Hyena's fixed features and window (hyena_mixer.h), at a few points */
