@@ -133,7 +133,10 @@ Test(params, hyena_table_names_shapes_and_count)
     tmm_model_config_resolve(&c);
     cr_assert_eq(c.heads, 0, "hyena has no heads to resolve");
     cr_assert_eq(c.state, 0);
-    c.heads = 2;
+    c.heads = 4; /* a preset's heads: resolving drops them */
+    tmm_model_config_resolve(&c);
+    cr_assert_eq(c.heads, 0);
+    c.heads = 2; /* unresolved: refused */
     cr_assert_eq(tmm_param_table_build(&c, &t), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "hyena has no heads"), "%s", tmm_last_error());
     c = tiny_hyena(5);

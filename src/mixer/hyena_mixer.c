@@ -73,7 +73,7 @@ static const tmm_view none = { 0 };
 static tmm_status check(const tmm_model_config *c)
 {
     if (c->heads)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "hyena has no heads: heads must be 0, got %u", c->heads);
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "hyena has no heads: heads must be 0 (resolved), got %u", c->heads);
     if ((uint64_t)3 * c->d_model * c->d_model > (1ull << 31) || (uint64_t)c->d_model * c->n_ctx > (1ull << 31))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model dimensions too large");
     return TMM_OK;

@@ -30,6 +30,9 @@ void tmm_model_config_resolve(tmm_model_config *c)
     }
     if (c->arch == TMM_ARCH_SWA && c->window == 0)
         c->window = 128;
+    /* Hyena has no heads: a preset's or a flag's heads do not apply to it */
+    if (c->arch == TMM_ARCH_HYENA)
+        c->heads = 0;
 }
 
 tmm_status tmm_model_config_check(const tmm_model_config *c)

@@ -93,7 +93,7 @@ const tmm_config_field tmm_config_fields[] = {
     U32("model", "n_ctx", "n-ctx", model.n_ctx, 1, TMM_MAX_N_CTX, "context length n (every Toeplitz vector's length)"),
     U32("model", "n_layers", "layers", model.n_layers, 1, TMM_MAX_LAYERS, "layers"),
     U32("model", "heads", "heads", model.heads, 0, TMM_MAX_HEADS,
-        "tmm: 0 flat mixing, H in/out projections and H groups; attention, mamba2: heads (0: default)"),
+        "tmm: 0 flat mixing, H in/out projections and H groups; attention, mamba2: heads (0: default); hyena: none (0)"),
     U32("model", "expansion", "expansion", model.expansion, 1, TMM_MAX_EXPANSION, "MLP hidden width / d"),
     U32("model", "kernel", "kernel", model.kernel, 1, TMM_MAX_KERNEL, "channels mixed per Toeplitz tap window"),
     BOOL("model", "expanded", "expanded", model.expanded, "Toeplitz -> SiLU -> Toeplitz mixing"),
