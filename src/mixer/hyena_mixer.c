@@ -206,14 +206,8 @@ static tmm_status set_plan(hy_mixer *m, tmm_mixer_impl impl)
     tmm_device *dev = m->base.s.alloc->device;
     m->base.s.impl = impl;
     TMM_TRY(resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
-    if (impl == TMM_MIXER_FFT && !m->fft) {
-        tmm_toeplitz_desc td = desc_of(m, impl);
-        TMM_TRY(tmm_toeplitz_fft_create(dev, &td, &m->fft));
-    } else if (impl != TMM_MIXER_FFT && m->fft) {
-        tmm_toeplitz_fft_destroy(m->fft);
-        m->fft = NULL;
-    }
-    return TMM_OK;
+    const tmm_toeplitz_desc td = desc_of(m, impl);
+    return tmm_mixer_match_plan(dev, impl, &td, &m->fft);
 }
 
 static tmm_status set_impl(tmm_mixer *base, tmm_mixer_impl impl) { return set_plan((hy_mixer *)base, impl); }

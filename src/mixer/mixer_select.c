@@ -257,3 +257,15 @@ tmm_status tmm_mixer_resolve(tmm_device *dev, tmm_mixer_impl impl, uint32_t n, u
         *out = TMM_MIXER_FFT;
     return TMM_OK;
 }
+
+tmm_status tmm_mixer_match_plan(tmm_device *device, tmm_mixer_impl impl, const tmm_toeplitz_desc *desc,
+                                tmm_toeplitz_fft **fft)
+{
+    if (impl == TMM_MIXER_FFT && !*fft)
+        return tmm_toeplitz_fft_create(device, desc, fft);
+    if (impl != TMM_MIXER_FFT && *fft) {
+        tmm_toeplitz_fft_destroy(*fft);
+        *fft = NULL;
+    }
+    return TMM_OK;
+}

@@ -12,6 +12,7 @@
 #define TMM_MIXER_SELECT_H
 
 #include "ops/toeplitz.h"
+#include "ops/toeplitz_fft.h"
 
 /* Below this length the direct kernel is used without calibrating. */
 #define TMM_MIXER_CALIBRATE_FROM 256u
@@ -35,5 +36,10 @@ tmm_status tmm_mixer_crossover(tmm_device *device, uint64_t work, uint32_t *n);
  * others pass through. */
 tmm_status tmm_mixer_resolve(tmm_device *device, tmm_mixer_impl impl, uint32_t n, uint64_t work,
                              tmm_mixer_impl *out);
+
+/* The FFT plan to match a resolved implementation: *fft is made for desc
+ * when impl is FFT and there is none, freed (NULL) when impl is not FFT. */
+tmm_status tmm_mixer_match_plan(tmm_device *device, tmm_mixer_impl impl, const tmm_toeplitz_desc *desc,
+                                tmm_toeplitz_fft **fft);
 
 #endif
