@@ -1,0 +1,83 @@
+/* Tokenizers of real text: tmm's byte tokenizer and byte-level BPE as GPT-2
+ * and Hugging Face define it, loaded from and saved to Hugging Face
+ * tokenizer.json (docs/formats.md, "Tokenizers").
+ *
+ * "bytes" is the built-in byte tokenizer: token b is byte b (0..255), the
+ * end-of-text token is 256, the vocabulary 257 (TMM_TEXT_VOCAB).
+ *
+ * Decoding is exact: decode(encode(x)) == x for any bytes, invalid UTF-8
+ * included. A tmm_tokenizer is read-only after it is made and may be shared
+ * by threads; encoding caches pre-tokenized words in a tmm_tok_cache, one per
+ * thread (or none: slower, same result). */
+#ifndef TMM_TEXT_TOKENIZER_H
+#define TMM_TEXT_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tmm/tmm.h"
+
+typedef struct tmm_tokenizer tmm_tokenizer;
+typedef struct tmm_tok_cache tmm_tok_cache;
+
+/* A growable array of token ids (free ids with free()). */
+typedef struct tmm_tokens {
+    uint32_t *ids;
+    size_t count, capacity;
+} tmm_tokens;
+
+/* A growable byte buffer (free data with free()). */
+typedef struct tmm_bytes {
+    char *data;
+    size_t length, capacity;
+} tmm_bytes;
+
+/* "bytes", or the path of a tokenizer.json. Unsupported model types
+ * (Unigram, WordPiece, WordLevel), normalizers and pre-tokenizers get one
+ * clear error naming them. */
+tmm_status tmm_tokenizer_load(const char *name_or_path, tmm_tokenizer **out);
+/* The same from a tokenizer.json already in memory; origin names it in errors. */
+tmm_status tmm_tokenizer_parse(const char *json, size_t length, const char *origin, tmm_tokenizer **out);
+tmm_status tmm_tokenizer_bytes(tmm_tokenizer **out);
+void tmm_tokenizer_free(tmm_tokenizer *tok);
+
+/* tokenizer.json text (malloc'ed, NUL-terminated) that loads back to the same
+ * tokenizer, and the same written atomically to path (temporary file, fsync,
+ * rename). The byte tokenizer is written as a BPE without merges. */
+tmm_status tmm_tokenizer_to_json(const tmm_tokenizer *tok, char **json, size_t *length);
+tmm_status tmm_tokenizer_save(const tmm_tokenizer *tok, const char *path);
+
+/* One past the largest id, added tokens included. */
+uint32_t tmm_tokenizer_vocab(const tmm_tokenizer *tok);
+/* The end-of-text id ("<|endoftext|>" or the tokenizer's first special
+ * token; 256 for bytes); UINT32_MAX when it has none. */
+uint32_t tmm_tokenizer_eot(const tmm_tokenizer *tok);
+/* "bytes" or "bpe". */
+const char *tmm_tokenizer_kind(const tmm_tokenizer *tok);
+/* A 64-bit fingerprint of what the tokenizer maps (vocabulary, merges,
+ * added tokens, pattern), not of its JSON spelling: shards record it and a
+ * run refuses shards made with another tokenizer. */
+uint64_t tmm_tokenizer_fingerprint(const tmm_tokenizer *tok);
+
+tmm_tok_cache *tmm_tok_cache_new(void);
+void tmm_tok_cache_free(tmm_tok_cache *cache);
+
+/* Appends the ids of text (any bytes) to out. With special, the added
+ * special tokens written in the text are recognised as themselves; without,
+ * they are ordinary text. cache may be NULL. */
+tmm_status tmm_tokenizer_encode(const tmm_tokenizer *tok, tmm_tok_cache *cache, const char *text, size_t length,
+                                bool special, tmm_tokens *out);
+/* Appends the bytes of ids to out; an id at or past the vocabulary is an
+ * error naming it. Special tokens decode to their text when special, to
+ * nothing otherwise. */
+tmm_status tmm_tokenizer_decode(const tmm_tokenizer *tok, const uint32_t *ids, size_t count, bool special,
+                                tmm_bytes *out);
+/* The bytes of one token, for streaming output: *bytes points into the
+ * tokenizer; returns their length (0 for an unknown id). */
+size_t tmm_tokenizer_token_bytes(const tmm_tokenizer *tok, uint32_t id, const char **bytes);
+
+tmm_status tmm_tokens_push(tmm_tokens *t, uint32_t id);
+tmm_status tmm_bytes_append(tmm_bytes *b, const void *data, size_t length);
+
+#endif
