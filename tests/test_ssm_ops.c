@@ -86,7 +86,7 @@ static void check_conv(uint32_t B, uint32_t n, uint32_t C, uint32_t K, bool silu
     tmm_buffer *bdy = h_buffer(dy, N), *bdx = h_buffer(NULL, N);
     tmm_buffer *bdw[3] = { h_buffer(NULL, nw), h_buffer(NULL, nw), h_buffer(dw0, nw) };
     tmm_buffer *bdb[3] = { h_buffer(NULL, C), h_buffer(NULL, C), h_buffer(db0, C) };
-    tmm_buffer *sc = scratch_buffer(tmm_op_conv1d_backward_scratch(B, n, C, K));
+    tmm_buffer *sc = scratch_buffer(tmm_op_conv1d_backward_scratch(B, n, C, K, silu));
     tmm_recorder *r = h_begin();
     H_OK(tmm_op_conv1d_forward(r, tmm_whole(bx), tmm_whole(bw), tmm_whole(bb), B, n, C, K, silu, tmm_whole(by)));
     for (int k = 0; k < 3; k++)
@@ -637,7 +637,7 @@ static float *run_all_ops(size_t *n_out)
     tmm_recorder *r = h_begin();
     /* conv1d forward and backward, with SiLU */
     tmm_buffer *cy = OUT(N), *cdx = OUT(N), *cdw = OUT(C * K), *cdb = OUT(C);
-    tmm_buffer *csc = B_(NULL, tmm_op_conv1d_backward_scratch(B, NS, C, K));
+    tmm_buffer *csc = B_(NULL, tmm_op_conv1d_backward_scratch(B, NS, C, K, true));
     H_OK(tmm_op_conv1d_forward(r, ROW(bx), w, bias, B, NS, C, K, true, ROW(cy)));
     H_OK(tmm_op_conv1d_backward(r, ROW(bx), w, bias, ROW(bdy), B, NS, C, K, true, false, tmm_whole(csc), ROW(cdx),
                                 tmm_whole(cdw), tmm_whole(cdb)));

@@ -347,7 +347,7 @@ static uint64_t scratch_floats(const tmm_mixer *base)
     /* the direct path's, whatever the choice now: set_impl may switch to it */
     tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
     uint64_t s = tmm_op_toeplitz_backward_scratch(base->s.alloc->device, &td, 0);
-    s = max_u64(s, tmm_op_conv1d_backward_scratch(base->s.batch, n, d, KS));
+    s = max_u64(s, tmm_op_conv1d_backward_scratch(base->s.batch, n, d, KS, false));
     s = max_u64(s, tmm_op_sine_backward_scratch(n, O));
     return max_u64(s, tmm_op_sum_cols_scratch(N, d));
 }

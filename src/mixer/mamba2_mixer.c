@@ -235,7 +235,7 @@ static uint64_t scratch_floats(const tmm_mixer *base)
     uint64_t s = tmm_ssd_backward_scratch_floats(&sd);
     s = max_u64(s, tmm_op_rmsnorm_forward_scratch(rows, m->dm.di));
     s = max_u64(s, tmm_op_rmsnorm_backward_scratch(rows, m->dm.di));
-    s = max_u64(s, tmm_op_conv1d_backward_scratch(B, n, m->dm.conv, KC));
+    s = max_u64(s, tmm_op_conv1d_backward_scratch(B, n, m->dm.conv, KC, false));
     s = max_u64(s, tmm_op_bias_silu_backward_scratch(rows, m->dm.conv));
     return max_u64(s, tmm_op_softplus_backward_scratch(rows, m->dm.heads));
 }

@@ -3,7 +3,8 @@
  * TMM_CONV1D_COL_SEG rows combined by tmm_op_sum_cols), and the decoding
  * step and window fill. Rows go in chunks that fit one binding, each bound
  * with the K-1 neighbouring rows (halo) its taps read. Kernels:
- * shaders/conv1d_fwd.comp, conv1d_bwd_dx.comp, conv1d_bwd_params.comp,
+ * shaders/conv1d_fwd.comp, conv1d_bwd_act.comp (with SiLU: g = dy silu'(pre) once
+ * per element, into the scratch), conv1d_bwd_dx.comp, conv1d_bwd_params.comp,
  * conv1d_step.comp, conv1d_fill.comp. */
 #include "nn_util.h"
 #include "ssm_ops.h"
@@ -80,15 +81,42 @@ tmm_status tmm_op_conv1d_forward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_vi
 
 static uint64_t n_segments(uint64_t rows) { return (rows + TMM_CONV1D_COL_SEG - 1) / TMM_CONV1D_COL_SEG; }
 
-/* Scratch: the dw partial sums' region, then dbias's. */
+/* Scratch: with silu, g = dy silu'(pre) [rows, C]; then, with more than one
+ * segment, the dw partial sums' region and dbias's. */
+static uint64_t region_g(uint64_t rows, uint32_t C, bool silu) { return silu ? nn_aligned(rows * C) : 0; }
 static uint64_t region_w(uint64_t nseg, uint32_t C, uint32_t K) { return nn_colsum_scratch(nseg, C * K, 1); }
 
-uint64_t tmm_op_conv1d_backward_scratch(uint32_t batch, uint32_t n, uint32_t C, uint32_t K)
+uint64_t tmm_op_conv1d_backward_scratch(uint32_t batch, uint32_t n, uint32_t C, uint32_t K, bool silu)
 {
-    uint64_t nseg = n_segments((uint64_t)batch * n);
-    if (nseg <= 1 || K < 1 || K > TMM_CONV1D_MAX_K)
+    const uint64_t rows = (uint64_t)batch * n, nseg = n_segments(rows);
+    if (K < 1 || K > TMM_CONV1D_MAX_K)
         return 0;
-    return nn_aligned(region_w(nseg, C, K)) + nn_colsum_scratch(nseg, C, 1);
+    const uint64_t sums = nseg <= 1 ? 0 : nn_aligned(region_w(nseg, C, K)) + nn_colsum_scratch(nseg, C, 1);
+    return region_g(rows, C, silu) + sums;
+}
+
+/* g = dy silu'(pre) for every row, chunked like the forward. */
+static tmm_status record_act(tmm_recorder *r, tmm_view x, tmm_view w, tmm_view bias, tmm_view dy, uint32_t rows,
+                             uint32_t n, uint32_t C, uint32_t K, tmm_view g)
+{
+    tmm_device *dev = tmm_recorder_device(r);
+    uint64_t per = 0;
+    TMM_TRY(chunk_rows(dev, "conv1d_backward", C, K - 1, rows, &per));
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_conv1d_bwd_act, 5, 36, local_elem, NULL, 0, &p));
+    for (uint64_t r0 = 0; r0 < rows; r0 += per) {
+        uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
+        uint64_t xr0 = r0 >= K - 1 ? r0 - (K - 1) : 0;
+        nn_bind bx = nn_rows(dev, x, xr0, r0 + nr - xr0, C), bdy = nn_rows(dev, dy, r0, nr, C);
+        nn_bind bg = nn_rows(dev, g, r0, nr, C);
+        struct {
+            uint32_t rows, C, n, K, row0, x_row0, base_x, base_dy, base_g;
+        } push = { .rows = nr, .C = C, .n = n, .K = K, .row0 = (uint32_t)r0, .x_row0 = (uint32_t)xr0,
+                   .base_x = bx.base, .base_dy = bdy.base, .base_g = bg.base };
+        tmm_arg args[5] = { tmm_in(bx.view), tmm_in(w), tmm_in(bias), tmm_in(bdy.view), tmm_out(bg.view) };
+        TMM_TRY(tmm_record_dispatch(r, p, args, 5, &push, tmm_div_up((uint64_t)nr * C, TMM_WG_1D), 1, 1));
+    }
+    return TMM_OK;
 }
 
 tmm_status tmm_op_conv1d_backward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_view bias, tmm_view dy, uint32_t batch,
@@ -120,55 +148,61 @@ tmm_status tmm_op_conv1d_backward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_v
     TMM_TRY(tmm_op_need_bound(dev, op, "bias", bias, C));
     TMM_TRY(tmm_op_need_floats(op, "dy", dy, total));
     TMM_TRY(tmm_op_need_floats(op, "dx", dx, total));
-    if (!direct)
-        TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_conv1d_backward_scratch(batch, n, C, K)));
-    tmm_op_span all[] = { { "x", x, total },     { "w", w, nw },     { "bias", bias, C }, { "dy", dy, total },
-                          { "dx", dx, total }, { "dw", dw, nw }, { "dbias", dbias, C } };
-    for (int i = 4; i < 7; i++)
-        TMM_TRY(tmm_op_no_overlap(op, &all[i], all, 7));
+    const uint64_t size_s = tmm_op_conv1d_backward_scratch(batch, n, C, K, silu);
+    if (size_s)
+        TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, size_s));
+    tmm_op_span all[] = { { "x", x, total },   { "w", w, nw },         { "bias", bias, C },
+                          { "dy", dy, total }, { "dx", dx, total },    { "dw", dw, nw },
+                          { "dbias", dbias, C }, { "scratch", scratch, size_s } };
+    for (int i = 4; i < (size_s ? 8 : 7); i++)
+        TMM_TRY(tmm_op_no_overlap(op, &all[i], all, size_s ? 8 : 7));
     uint64_t per = 0;
-    TMM_TRY(chunk_rows(dev, op, C, 2 * (K - 1), rows, &per));
+    TMM_TRY(chunk_rows(dev, op, C, K - 1, rows, &per));
     if (per < rows)
         per = nn_round_chunk(per);
     if (per < TMM_NN_COL_SEG && per < rows)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: C = %u leaves %llu rows per binding, fewer than the %u that "
                         "the column sums need", op, C, (unsigned long long)per, TMM_NN_COL_SEG);
-    const uint64_t size_w = region_w(nseg, C, K);
-    tmm_view rw = direct ? (tmm_view){ 0 } : tmm_op_sub(scratch, 0, size_w);
-    tmm_view rb = direct ? (tmm_view){ 0 } : tmm_op_sub(scratch, nn_aligned(size_w), nn_colsum_scratch(nseg, C, 1));
+    const uint64_t at_w = region_g(rows, C, silu), size_w = region_w(nseg, C, K);
+    tmm_view g = dy;
+    if (silu) {
+        g = tmm_op_sub(scratch, 0, total);
+        TMM_TRY(record_act(r, x, w, bias, dy, rows, n, C, K, g));
+    }
+    tmm_view rw = direct ? (tmm_view){ 0 } : tmm_op_sub(scratch, at_w, size_w);
+    tmm_view rb = direct ? (tmm_view){ 0 }
+                         : tmm_op_sub(scratch, at_w + nn_aligned(size_w), nn_colsum_scratch(nseg, C, 1));
     tmm_view pw = direct ? dw : nn_colsum_plane(rw, 0, nseg, (uint32_t)nw);
     tmm_view pb = direct ? dbias : nn_colsum_plane(rb, 0, nseg, C);
     const tmm_access acc_param = direct && accumulate ? TMM_READ_WRITE : TMM_WRITE;
 
     tmm_pipeline *pp, *pd;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_conv1d_bwd_params, 6, 56, local_loop, NULL, 0, &pp));
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_conv1d_bwd_dx, 5, 40, local_elem, NULL, 0, &pd));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_conv1d_bwd_params, 4, 52, local_loop, NULL, 0, &pp));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_conv1d_bwd_dx, 3, 28, local_elem, NULL, 0, &pd));
     uint32_t seg0 = 0;
     for (uint64_t r0 = 0; r0 < rows; r0 += per) {
         uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
         uint64_t xr0 = r0 >= K - 1 ? r0 - (K - 1) : 0;
         uint32_t ns = (uint32_t)n_segments(nr);
-        /* parameter sums: x from K-1 rows back, dy of the chunk */
-        nn_bind bx = nn_rows(dev, x, xr0, r0 + nr - xr0, C), bdy = nn_rows(dev, dy, r0, nr, C);
+        /* parameter sums: x from K-1 rows back, g of the chunk */
+        nn_bind bx = nn_rows(dev, x, xr0, r0 + nr - xr0, C), bg = nn_rows(dev, g, r0, nr, C);
         struct {
-            uint32_t rows, C, n, K, act, row0, x_row0, base_x, base_dy, seg, nseg, seg0, direct, accumulate;
-        } pp_push = { .rows = nr, .C = C, .n = n, .K = K, .act = silu, .row0 = (uint32_t)r0,
-                      .x_row0 = (uint32_t)xr0, .base_x = bx.base, .base_dy = bdy.base, .seg = TMM_CONV1D_COL_SEG,
-                      .nseg = ns, .seg0 = seg0, .direct = direct, .accumulate = accumulate };
-        tmm_arg pargs[6] = { tmm_in(bx.view), tmm_in(w), tmm_in(bias), tmm_in(bdy.view), { pw, acc_param },
-                             { pb, acc_param } };
-        TMM_TRY(tmm_record_dispatch(r, pp, pargs, 6, &pp_push, tmm_div_up((uint64_t)ns * C, NN_WG_LOOP), 1, 1));
+            uint32_t rows, C, n, K, row0, x_row0, base_x, base_g, seg, nseg, seg0, direct, accumulate;
+        } pp_push = { .rows = nr, .C = C, .n = n, .K = K, .row0 = (uint32_t)r0, .x_row0 = (uint32_t)xr0,
+                      .base_x = bx.base, .base_g = bg.base, .seg = TMM_CONV1D_COL_SEG, .nseg = ns, .seg0 = seg0,
+                      .direct = direct, .accumulate = accumulate };
+        tmm_arg pargs[4] = { tmm_in(bx.view), tmm_in(bg.view), { pw, acc_param }, { pb, acc_param } };
+        TMM_TRY(tmm_record_dispatch(r, pp, pargs, 4, &pp_push, tmm_div_up((uint64_t)ns * C, NN_WG_LOOP), 1, 1));
         seg0 += ns;
-        /* dx: x and dy also K-1 rows ahead */
+        /* dx: g also K-1 rows ahead */
         uint64_t end = r0 + nr + (K - 1) < rows ? r0 + nr + (K - 1) : rows;
-        nn_bind bx2 = nn_rows(dev, x, xr0, end - xr0, C), bdy2 = nn_rows(dev, dy, r0, end - r0, C);
-        nn_bind bdx = nn_rows(dev, dx, r0, nr, C);
+        nn_bind bg2 = nn_rows(dev, g, r0, end - r0, C), bdx = nn_rows(dev, dx, r0, nr, C);
         struct {
-            uint32_t rows, C, n, K, act, row0, x_row0, base_x, base_dy, base_dx;
-        } pd_push = { .rows = nr, .C = C, .n = n, .K = K, .act = silu, .row0 = (uint32_t)r0,
-                      .x_row0 = (uint32_t)xr0, .base_x = bx2.base, .base_dy = bdy2.base, .base_dx = bdx.base };
-        tmm_arg dargs[5] = { tmm_in(bx2.view), tmm_in(w), tmm_in(bias), tmm_in(bdy2.view), tmm_out(bdx.view) };
-        TMM_TRY(tmm_record_dispatch(r, pd, dargs, 5, &pd_push, tmm_div_up((uint64_t)nr * C, TMM_WG_1D), 1, 1));
+            uint32_t rows, C, n, K, row0, base_g, base_dx;
+        } pd_push = { .rows = nr, .C = C, .n = n, .K = K, .row0 = (uint32_t)r0, .base_g = bg2.base,
+                      .base_dx = bdx.base };
+        tmm_arg dargs[3] = { tmm_in(w), tmm_in(bg2.view), tmm_out(bdx.view) };
+        TMM_TRY(tmm_record_dispatch(r, pd, dargs, 3, &pd_push, tmm_div_up((uint64_t)nr * C, TMM_WG_1D), 1, 1));
     }
     if (!direct) {
         TMM_TRY(nn_colsum_finish(r, rw, 1, nseg, (uint32_t)nw, accumulate, &dw));

@@ -54,7 +54,7 @@
  *   dw[c,j]   (+)= sum_{b,t} g[b,t,c] x[b, t-K+1+j, c]
  *   dbias[c]  (+)= sum_{b,t} g[b,t,c]
  * y, dx must not overlap any other argument (neighbouring rows are read).
- * Row chunks carry K-1 halo rows (each side for the backward).
+ * Row chunks carry K-1 halo rows (behind for x, ahead for g in dx).
  *
  * Decoding. window [batch, K-1, C] holds the last K-1 inputs of each
  * sequence, oldest first: window[b, j] is the input at position
@@ -75,7 +75,9 @@
 #define TMM_CONV1D_COL_SEG 128u /* rows per segment of dw, dbias (1 + 3K <= 25 loop iterations per row) */
 tmm_status tmm_op_conv1d_forward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_view bias, uint32_t batch, uint32_t n,
                                  uint32_t C, uint32_t K, bool silu, tmm_view y);
-uint64_t tmm_op_conv1d_backward_scratch(uint32_t batch, uint32_t n, uint32_t C, uint32_t K);
+/* Floats of the backward's scratch: with silu, g = dy silu'(pre) (rows C);
+ * above TMM_CONV1D_COL_SEG rows, dw's and dbias's partial sums. */
+uint64_t tmm_op_conv1d_backward_scratch(uint32_t batch, uint32_t n, uint32_t C, uint32_t K, bool silu);
 tmm_status tmm_op_conv1d_backward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_view bias, tmm_view dy, uint32_t batch,
                                   uint32_t n, uint32_t C, uint32_t K, bool silu, bool accumulate, tmm_view scratch,
                                   tmm_view dx, tmm_view dw, tmm_view dbias);
