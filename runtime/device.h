@@ -26,6 +26,8 @@ typedef struct tmm_device_tuning {
     uint32_t loop_budget;     /* loop iterations per invocation the Toeplitz, FFT and attention kernels plan
                                  for (0: their TMM_MAX_LOOP defaults; lower: many passes on short inputs) */
     uint32_t kernel_variant;  /* Toeplitz direct kernels: 0 per device type, else a tmm_toeplitz_variant */
+    uint32_t ssd_block;       /* SSD chunk products: outputs per invocation BK x BK (0: 16 on CPU devices,
+                                 8 on GPUs; at most 16) */
     uint32_t max_chunk_rows;  /* FFT path: channel rows per chunk (0: as many as a binding holds) */
     bool force_staging;       /* device buffers use staged copies even on unified memory: the discrete-GPU
                                  path (set before creating buffers) */

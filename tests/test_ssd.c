@@ -291,6 +291,18 @@ H_TEST(ssd, wide)
     printf("ssd, wide: largest |device - reference| / atol %.3g\n", worst_seen);
 }
 
+/* The GPUs' 8 x 8 blocks (lavapipe uses 16 x 16): rows and columns that
+ * are not multiples of either. */
+H_TEST(ssd, gpu_blocks)
+{
+    worst_seen = 0;
+    h_dev->tuning.ssd_block = 8;
+    check_shape((shape){ 2, 45, 2, 12, 9, 16 }, 700);
+    check_shape((shape){ 1, 33, 3, 17, 20, 0 }, 710);
+    h_dev->tuning.ssd_block = 0;
+    printf("ssd, 8 x 8 blocks: largest |device - reference| / atol %.3g\n", worst_seen);
+}
+
 /* Many passes over the chunks and over the (sequence, chunk) partial sums:
  * loop budgets of 1 and 3. */
 H_TEST(ssd, multi_pass)

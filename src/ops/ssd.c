@@ -16,7 +16,7 @@
  *             ssd_step.
  * Every dimension is a push constant: each kernel compiles once (llvmpipe
  * compiles at the first dispatch). The chunk products keep BK x BK outputs
- * in registers.
+ * in registers (block_of).
  *
  * Bindings: every view is bound through tmm_op_bind, its first float passed
  * in the push constants (base[i] for binding i), so views may start at any
@@ -29,7 +29,6 @@
 #include "op_util.h"
 
 #define WG 64u
-#define BK 8u /* rows and columns per invocation of the blocked kernels (specialization constant 3) */
 #define NBIND 10u
 
 static const uint32_t local_x[3] = { WG, 1, 1 };
@@ -52,7 +51,18 @@ typedef struct push {
 typedef struct geom {
     uint32_t B, n, nh, P, N, Q, NC, cx, ldy;
     uint32_t group; /* sequences per dispatch (bindings within maxStorageBufferRange); 0 without a device */
+    uint32_t bk;    /* rows and columns per invocation of the blocked kernels (specialization constant 3) */
 } geom;
+
+/* 16 x 16 blocks on CPU devices (llvmpipe loads each divergent address lane
+ * by lane: larger blocks load less per product, about 20% faster), 8 x 8 on
+ * GPUs (registers); the device's tuning.ssd_block overrides (tests). */
+static uint32_t block_of(const tmm_device *dev)
+{
+    if (dev->tuning.ssd_block)
+        return dev->tuning.ssd_block;
+    return dev->info.type == TMM_DEVICE_CPU ? 16u : 8u;
+}
 
 static uint64_t align_up(uint64_t x) { return (x + TMM_SSD_ALIGN - 1) / TMM_SSD_ALIGN * TMM_SSD_ALIGN; }
 
@@ -99,7 +109,7 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_ssd_d
     if (!desc)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL descriptor", op);
     geom g = { desc->batch, u == FOR_STEP ? 1 : desc->n, desc->heads, desc->head_dim, desc->state,
-               u == FOR_STEP ? 1 : desc->chunk ? desc->chunk : TMM_SSD_CHUNK, 0, 0, 0, 0 };
+               u == FOR_STEP ? 1 : desc->chunk ? desc->chunk : TMM_SSD_CHUNK, 0, 0, 0, 0, 8u };
     if (!g.B || !g.n || !g.nh || !g.P || !g.N)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: empty shape B=%u n=%u nh=%u P=%u N=%u", op, g.B, g.n, g.nh,
                         g.P, g.N);
@@ -117,6 +127,7 @@ static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_ssd_d
     if (r) {
         /* each binding holds the rows of a group of whole sequences */
         const tmm_device *dev = tmm_recorder_device(r);
+        g.bk = block_of(dev);
         const uint64_t room = tmm_op_binding_floats(dev);
         uint64_t per[] = { seq_xbc(&g), seq_dt(&g), seq_y(&g), seq_cs(&g), seq_chunks(&g), seq_state(&g),
                            seq_quad(&g), seq_vec(&g), seq_red(&g), seq_rows(&g) };
@@ -212,10 +223,10 @@ static tmm_status dispatch(tmm_recorder *r, const geom *g, tmm_pipeline *pipe, c
 }
 
 /* n_spec specialization constants from id 3 on: BK, then the kernel's MODE. */
-static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buffers, uint32_t n_spec, uint32_t mode,
-                           tmm_pipeline **out)
+static tmm_status pipeline(tmm_recorder *r, const geom *g, const tmm_spirv *spv, uint32_t n_buffers, uint32_t n_spec,
+                           uint32_t mode, tmm_pipeline **out)
 {
-    const uint32_t spec[2] = { BK, mode };
+    const uint32_t spec[2] = { g->bk, mode };
     return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, n_spec, out);
 }
 
@@ -238,14 +249,14 @@ static tmm_status record_states(tmm_recorder *r, const geom *g, tmm_view xbc, tm
                                 const saved_views *sv)
 {
     tmm_pipeline *pcum, *pown, *pscan;
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_cumsum, 3, 0, 0, &pcum));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_state, 4, 2, 0, &pown));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_scan, 3, 0, 0, &pscan));
+    TMM_TRY(pipeline(r, g, &tmm_spv_ssd_cumsum, 3, 0, 0, &pcum));
+    TMM_TRY(pipeline(r, g, &tmm_spv_ssd_chunk_state, 4, 2, 0, &pown));
+    TMM_TRY(pipeline(r, g, &tmm_spv_ssd_chunk_scan, 3, 0, 0, &pscan));
     push p = push_of(g);
     const bind bc[] = { per_seq(dt, seq_dt(g), TMM_READ), whole(A_log, TMM_READ),
                         per_seq(sv->cs, seq_cs(g), TMM_READ_WRITE) };
     TMM_TRY(dispatch(r, g, pcum, bc, 3, p, tmm_div_up(g->NC, WG), g->nh, 2));
-    const uint32_t blocks = g->NC * tmm_div_up(g->P, BK) * tmm_div_up(g->N, BK);
+    const uint32_t blocks = g->NC * tmm_div_up(g->P, g->bk) * tmm_div_up(g->N, g->bk);
     const bind bo[] = { per_seq(xbc, seq_xbc(g), TMM_READ), per_seq(xbc, seq_xbc(g), TMM_READ),
                         per_seq(sv->cs, seq_cs(g), TMM_READ), per_seq(sv->sp, seq_chunks(g), TMM_WRITE) };
     TMM_TRY(dispatch(r, g, pown, bo, 4, p, tmm_div_up(blocks, WG), g->nh, 2));
@@ -300,17 +311,17 @@ tmm_status tmm_op_ssd_forward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vie
     TMM_TRY(record_states(r, &g, s[0].v, s[1].v, s[2].v, &sv));
 
     tmm_pipeline *pm, *py;
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_fwd_scores, 4, 1, 0, &pm));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_fwd_out, 6, 1, 0, &py));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_fwd_scores, 4, 1, 0, &pm));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_fwd_out, 6, 1, 0, &py));
     const push p = push_of(&g);
-    const uint32_t RB = tmm_div_up(g.Q, BK);
+    const uint32_t RB = tmm_div_up(g.Q, g.bk);
     const bind bm[] = { per_seq(s[0].v, seq_xbc(&g), TMM_READ), per_seq(s[1].v, seq_dt(&g), TMM_READ),
                         per_seq(sv.cs, seq_cs(&g), TMM_READ), per_seq(sv.m, seq_quad(&g), TMM_WRITE) };
     TMM_TRY(dispatch(r, &g, pm, bm, 4, p, tmm_div_up((uint64_t)g.NC * RB * RB, WG), 1, 1));
     const bind by[] = { per_seq(s[0].v, seq_xbc(&g), TMM_READ), per_seq(sv.m, seq_quad(&g), TMM_READ),
                         per_seq(sv.cs, seq_cs(&g), TMM_READ),   per_seq(sv.sp, seq_chunks(&g), TMM_READ),
                         whole(s[3].v, TMM_READ),                per_seq(s[4].v, seq_y(&g), TMM_WRITE) };
-    return dispatch(r, &g, py, by, 6, p, tmm_div_up((uint64_t)g.NC * RB * tmm_div_up(g.P, BK), WG), g.nh, 2);
+    return dispatch(r, &g, py, by, 6, p, tmm_div_up((uint64_t)g.NC * RB * tmm_div_up(g.P, g.bk), WG), g.nh, 2);
 }
 
 tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_view xbc, tmm_view dt, tmm_view A_log,
@@ -351,19 +362,19 @@ tmm_status tmm_op_ssd_backward(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_vi
     const tmm_view pacc = tmm_op_sub(s[6].v, lx.at[8], 2ull * g.nh);
 
     tmm_pipeline *pown, *pscan, *pk, *pdx, *pbc, *prows, *psum, *psdot, *pseq, *ppar;
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_state, 4, 2, 1, &pown));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_chunk_scan, 3, 0, 0, &pscan));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_scores, 4, 1, 0, &pk));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_dx, 7, 1, 0, &pdx));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_bc, 9, 1, 0, &pbc));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_rows, 6, 0, 0, &prows));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_bcsum, 6, 0, 0, &psum));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_sdot, 3, 0, 0, &psdot));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_seq, 6, 0, 0, &pseq));
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_bwd_params, 5, 0, 0, &ppar));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_chunk_state, 4, 2, 1, &pown));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_chunk_scan, 3, 0, 0, &pscan));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_scores, 4, 1, 0, &pk));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_dx, 7, 1, 0, &pdx));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_bc, 9, 1, 0, &pbc));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_rows, 6, 0, 0, &prows));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_bcsum, 6, 0, 0, &psum));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_sdot, 3, 0, 0, &psdot));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_seq, 6, 0, 0, &pseq));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_bwd_params, 5, 0, 0, &ppar));
     push p = push_of(&g);
-    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), RB = tmm_div_up(g.Q, BK);
-    const uint32_t nPB = tmm_div_up(g.P, BK), nNB = tmm_div_up(g.N, BK);
+    const uint32_t budget = loop_budget_of(tmm_recorder_device(r)), RB = tmm_div_up(g.Q, g.bk);
+    const uint32_t nPB = tmm_div_up(g.P, g.bk), nNB = tmm_div_up(g.N, g.bk);
     const bind X = per_seq(vx, seq_xbc(&g), TMM_READ), G = per_seq(vg, seq_y(&g), TMM_READ);
     const bind DT = per_seq(vdt, seq_dt(&g), TMM_READ), CS = per_seq(sv.cs, seq_cs(&g), TMM_READ);
 
@@ -457,14 +468,14 @@ tmm_status tmm_op_ssd_state(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_view 
     const saved_views sv = saved_of(&g, s[4].v, false);
     TMM_TRY(record_states(r, &g, s[1].v, s[2].v, s[3].v, &sv));
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_state, 6, 1, 0, &pipe));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_state, 6, 1, 0, &pipe));
     const bind b[] = { per_seq(s[0].v, 1, TMM_READ),
                        per_seq(s[1].v, seq_xbc(&g), TMM_READ),
                        per_seq(s[2].v, seq_dt(&g), TMM_READ),
                        per_seq(sv.cs, seq_cs(&g), TMM_READ),
                        per_seq(sv.sp, seq_chunks(&g), TMM_READ),
                        per_seq(s[5].v, seq_state(&g), TMM_WRITE) };
-    return dispatch(r, &g, pipe, b, 6, push_of(&g), tmm_div_up(tmm_div_up(g.P, BK) * tmm_div_up(g.N, BK), WG),
+    return dispatch(r, &g, pipe, b, 6, push_of(&g), tmm_div_up(tmm_div_up(g.P, g.bk) * tmm_div_up(g.N, g.bk), WG),
                     g.nh, 2);
 }
 
@@ -482,7 +493,7 @@ tmm_status tmm_op_ssd_step(tmm_recorder *r, const tmm_ssd_desc *desc, tmm_view x
     TMM_TRY(no_overlap(op, s, 6, 4));
     trim(s, 6);
     tmm_pipeline *pipe;
-    TMM_TRY(pipeline(r, &tmm_spv_ssd_step, 6, 0, 0, &pipe));
+    TMM_TRY(pipeline(r, &g, &tmm_spv_ssd_step, 6, 0, 0, &pipe));
     const bind b[] = { per_seq(s[0].v, seq_xbc(&g), TMM_READ), per_seq(s[1].v, seq_dt(&g), TMM_READ),
                        whole(s[2].v, TMM_READ),                whole(s[3].v, TMM_READ),
                        per_seq(s[4].v, seq_state(&g), TMM_READ_WRITE), per_seq(s[5].v, seq_y(&g), TMM_WRITE) };

@@ -68,13 +68,14 @@
  * the chunks (forward and backward) and the sums of the parameters'
  * partial sums over (sequence, chunk) run in host-dispatched passes of at
  * most TMM_MAX_LOOP steps (or the device's tuning.loop_budget when lower);
- * every other invocation loops at most max(2Q + 2P + 16, Q + N + 8,
- * P + 3N, N + 9 nh) <= 2560 times. No invocation loops more than 4096 times
+ * every other invocation loops at most max(2Q + 2P + 2BK, Q + N + BK,
+ * P + 3N, N + 9 nh) <= 2560 times (BK <= 16). No invocation loops more than 4096 times
  * for any n.
  *
- * Blocking: the chunk products are register-blocked (8 x 8 outputs per
- * invocation: rows of a chunk by channels or state columns), no shared
- * memory, no barriers.
+ * Blocking: the chunk products are register-blocked (BK x BK outputs per
+ * invocation: rows of a chunk by channels or state columns; BK = 16 on CPU
+ * devices, 8 on GPUs, tuning.ssd_block in tests), no shared memory, no
+ * barriers.
  *
  * Determinism: no atomics; every sum runs in a fixed order (sums over heads
  * in increasing h): the same inputs give the same bits on every run.
