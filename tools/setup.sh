@@ -16,7 +16,7 @@ set -euo pipefail
 # glslang-tools: glslang-dev's CMake package names /usr/bin/glslangValidator and
 # fails without it, though glslang-dev does not depend on it.
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
-            libvkfft-dev libcjson-dev liblapacke-dev)
+            libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
 # clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
 test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld)
