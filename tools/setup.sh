@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
-#                           LAPACKE, zlib, and lavapipe (a Vulkan device that runs on the CPU)
+#                           LAPACKE, and lavapipe (a Vulkan device that runs on the CPU)
 #   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer,
 #                           PyTorch (python3-torch, for the parity test), strace (for the
 #                           dependency audit, tools/check_deps.sh) and clang with its
@@ -16,7 +16,7 @@ set -euo pipefail
 # glslang-tools: glslang-dev's CMake package names /usr/bin/glslangValidator and
 # fails without it, though glslang-dev does not depend on it.
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
-            libvkfft-dev libcjson-dev liblapacke-dev zlib1g-dev)
+            libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
 # clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
 test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld)

@@ -62,6 +62,9 @@ uint64_t tmm_tokenizer_fingerprint(const tmm_tokenizer *tok);
 
 tmm_tok_cache *tmm_tok_cache_new(void);
 void tmm_tok_cache_free(tmm_tok_cache *cache);
+/* Keeps the cache's scratch space but stops it remembering words (to measure
+ * what the word cache is worth): same ids, slower. */
+void tmm_tok_cache_disable_words(tmm_tok_cache *cache);
 
 /* Appends the ids of text (any bytes) to out. With special, the added
  * special tokens written in the text are recognised as themselves; without,
