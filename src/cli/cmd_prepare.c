@@ -468,18 +468,19 @@ static tmm_status clear_out(const char *dir, bool force)
     return s;
 }
 
-static void progress(const options *o, const output *out, double t0, bool final)
+static void progress(const options *o, const output *out, double t0, bool final, bool *shown)
 {
     double s = (cli_now_ms() - t0) / 1000.0;
     uint64_t tokens = out->tokens[0] + out->tokens[1], docs = out->docs[0] + out->docs[1];
     double mb = (double)out->input_bytes / 1e6;
     if (!final) {
+        *shown = !o->quiet;
         if (!o->quiet)
             fprintf(stderr, "\rprepare: %.1f MB, %llu documents, %llu tokens, %.2f MB/s   ", mb,
                     (unsigned long long)docs, (unsigned long long)tokens, s > 0 ? mb / s : 0.0);
         return;
     }
-    if (!o->quiet)
+    if (*shown)
         fprintf(stderr, "\r%80s\r", "");
     printf("prepared %s: %llu documents (%llu train, %llu val; %llu empty skipped), %llu tokens (%llu train, %llu "
            "val) in %u + %u shards; %.1f MB read, %.3f bytes of text per token; %.1f s, %.2f MB/s with %lu thread(s)\n",
@@ -494,6 +495,7 @@ static tmm_status write_jobs(prep *P, output *out, const options *o)
 {
     tmm_status s = TMM_OK;
     double t0 = cli_now_ms(), last = t0;
+    bool shown = false;
     for (;;) {
         pthread_mutex_lock(&P->mu);
         while (!(P->next_out < P->next_in && P->ring[P->next_out % P->ring_size].state == JOB_DONE) &&
@@ -527,7 +529,7 @@ static tmm_status write_jobs(prep *P, output *out, const options *o)
         if (s != TMM_OK)
             break;
         if (cli_now_ms() - last > 1000) {
-            progress(o, out, t0, false);
+            progress(o, out, t0, false, &shown);
             last = cli_now_ms();
         }
     }
@@ -539,10 +541,11 @@ static tmm_status write_jobs(prep *P, output *out, const options *o)
                      out->docs[1] ? "only validation and no" : "no");
     if (s == TMM_OK) {
         out->m.documents = out->docs[0] + out->docs[1];
+        out->m.input_bytes = out->input_bytes;
         s = tmm_manifest_write(out->dir, &out->m);
     }
     if (s == TMM_OK)
-        progress(o, out, t0, true);
+        progress(o, out, t0, true, &shown);
     return s;
 }
 

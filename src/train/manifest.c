@@ -167,7 +167,7 @@ tmm_status tmm_manifest_write(const char *dir, const tmm_manifest *m)
         buf, cap,
         "{\n  \"format\": \"%s\",\n  \"version\": %d,\n  \"tokenizer\": \"%s\",\n  \"tokenizer_kind\": \"%s\",\n"
         "  \"fingerprint\": \"%016" PRIx64 "\",\n  \"vocab\": %u,\n  \"eot\": %u,\n  \"token_bytes\": %u,\n"
-        "  \"val_fraction\": %.17g,\n  \"documents\": %" PRIu64 ",\n  \"skipped\": %" PRIu64 ",\n"
+        "  \"val_fraction\": %.9g,\n  \"documents\": %" PRIu64 ",\n  \"skipped\": %" PRIu64 ",\n"
         "  \"input_bytes\": %" PRIu64 ",\n  \"shards\": [",
         MANIFEST_FORMAT, MANIFEST_VERSION, TMM_SHARD_TOKENIZER, m->tokenizer_kind, m->fingerprint, m->vocab, m->eot,
         tmm_shard_width(m->vocab), m->val_fraction, m->documents, m->skipped, m->input_bytes);
