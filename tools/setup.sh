@@ -4,8 +4,9 @@
 #                           LAPACKE, and lavapipe (a Vulkan device that runs on the CPU)
 #   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer,
 #                           PyTorch (python3-torch, for the parity test), strace (for the
-#                           dependency audit, tools/check_deps.sh) and clang with its
-#                           libFuzzer runtime (tools/fuzz.sh)
+#                           dependency audit, tools/check_deps.sh), clang with its
+#                           libFuzzer runtime (tools/fuzz.sh), and Node.js with npm (the
+#                           tokenizer parity test)
 #   tools/setup.sh --list [--test]   print the packages, one per line, and install nothing
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
@@ -19,7 +20,8 @@ build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslan
             libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
 # clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
-test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld)
+# nodejs and npm run the tokenizer parity test (tests/tokenizer_parity_test.sh)
+test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld nodejs npm)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0
@@ -46,6 +48,8 @@ fi
 
 missing=()
 for p in "${want[@]}"; do
+  # NodeSource's nodejs package carries its own npm, which Debian's npm package would conflict with
+  if [ "$p" = npm ] && command -v npm >/dev/null; then continue; fi
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi

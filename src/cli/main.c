@@ -16,6 +16,7 @@ static const struct command {
     { "index", cmd_index, "Fredholm index, zeros and singular values of a checkpoint's Toeplitz layers" },
     { "devices", cmd_devices, "list Vulkan devices, their limits and features, and which one tmm picks" },
     { "check", cmd_check, "run one kernel on the device and compare it with the C reference" },
+    { "tokenizer", cmd_tokenizer, "train, inspect and use byte-level BPE tokenizers (tokenizer.json)" },
     { "bench", cmd_bench, "measure the device: matmul, train, mixer, generate (tmm bench --help)" },
 };
 
