@@ -538,7 +538,7 @@ static tmm_status shards_entropy(tmm_data *d)
 static tmm_status create_shards(tmm_data *d, const tmm_data_config *c)
 {
     for (uint32_t i = 1; i < c->text_path_count; i++)
-        if (!tmm_shards_detect(c->text_paths[i]))
+        if (!tmm_shards_detect(c->text_paths[i]) && !tmm_is_dir(c->text_paths[i]))
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is not prepared shards, %s is: train on one kind of data "
                             "(tmm prepare the text too)", c->text_paths[i], c->text_paths[0]);
     const bool docs = d->mode == TMM_TEXT_DOCUMENTS;
@@ -616,8 +616,10 @@ tmm_status tmm_data_create(const tmm_data_config *config, tmm_data **out)
     } else {
         d->info.vocab = TMM_TEXT_VOCAB;
         d->eot = TMM_TEXT_EOT;
-        tmm_status st = tmm_shards_detect(config->text_paths[0]) ? create_shards(d, config)
-                                                                  : create_text(d, config, &file_bytes);
+        /* a directory is prepared shards (its manifest says why not) */
+        const char *first = config->text_paths[0];
+        tmm_status st = tmm_shards_detect(first) || tmm_is_dir(first) ? create_shards(d, config)
+                                                                      : create_text(d, config, &file_bytes);
         if (st != TMM_OK) {
             tmm_data_destroy(d);
             return st;

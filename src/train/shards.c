@@ -423,6 +423,9 @@ bool tmm_shards_detect(const char *path)
     char p[TMM_PATH_MAX];
     if (tmm_is_dir(path))
         return tmm_path_join(p, sizeof p, path, TMM_SHARD_MANIFEST) == TMM_OK && tmm_path_exists(p);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) /* a FIFO must not block here */
+        return false;
     FILE *f = fopen(path, "rb");
     uint8_t b[4] = { 0 };
     bool yes = f && fread(b, 1, 4, f) == 4 && get32(b) == TMM_SHARD_MAGIC;
