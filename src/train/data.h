@@ -59,7 +59,7 @@ typedef struct tmm_data_info {
     uint64_t val_docs;
     uint64_t skipped_docs;   /* empty JSONL "text" values skipped */
     uint64_t truncated_docs; /* document mode: training documents longer than n + 1 bytes */
-    uint64_t truncated_bytes; /* ... and their bytes past the first n + 1, which no row holds */
+    uint64_t truncated_bytes; /* ... and their bytes (shards: tokens) past the first n + 1, which no row holds */
     uint64_t val_rows;       /* tmm_data_val_rows */
 } tmm_data_info;
 
