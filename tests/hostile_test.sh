@@ -234,4 +234,51 @@ expect_fail "prepare: a JSONL line without text" 1 "bad.jsonl:2: no \"text\" fie
 check "... leaves no manifest and no temporary shard" \
   bash -c '[ ! -e "$1/manifest.json" ] && ! ls "$1" | grep -q tmp' _ "$dir/shbad"
 
+# ---- tokenizers (issue 16): tokenizer.json, token ids and corpora, each refused in one line ----
+tk="$dir/tok"
+mkdir -p "$tk"
+printf 'the cat sat on the mat\n' > "$tk/text.txt"
+check "a small tokenizer trains" "$tmm" tokenizer train --quiet --vocab 270 --data "$tk/text.txt" --out "$tk/ok.json"
+tj() { python3 - "$tk/ok.json" "$tk/$1" "$2" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+open(sys.argv[2], 'w').write(json.dumps(t))
+PY
+}
+tj unigram.json 't["model"] = {"type": "Unigram", "vocab": [["a", 0.0]]}'
+expect_fail "a Unigram tokenizer.json" 1 "model type 'Unigram' is not supported" \
+  "$tmm" tokenizer encode --tokenizer "$tk/unigram.json" hi
+tj wordpiece.json 't["model"]["type"] = "WordPiece"'
+expect_fail "a WordPiece tokenizer.json" 1 "WordPiece" "$tmm" tokenizer encode --tokenizer "$tk/wordpiece.json" hi
+tj nfc.json 't["normalizer"] = {"type": "NFC"}'
+expect_fail "a normalizer" 1 "normalizer 'NFC' is not supported" "$tmm" tokenizer encode --tokenizer "$tk/nfc.json" hi
+head -c 3000 "$tk/ok.json" > "$tk/truncated.json"
+expect_fail "a truncated tokenizer.json" 1 "not valid JSON" "$tmm" tokenizer encode --tokenizer "$tk/truncated.json" hi
+tj badmerge.json 't["model"]["merges"].append(["the", "zzz"])'
+expect_fail "a merge naming an unknown token" 1 "'zzz', which is not in the vocabulary" \
+  "$tmm" tokenizer encode --tokenizer "$tk/badmerge.json" hi
+tj bigid.json 't["model"]["vocab"]["zz"] = 1e300'
+expect_fail "an id far out of range" 1 "out of range" "$tmm" tokenizer encode --tokenizer "$tk/bigid.json" hi
+tj dupid.json 't["model"]["vocab"]["zz"] = 3'
+expect_fail "two tokens with one id" 1 "gives id 3 to both" "$tmm" tokenizer encode --tokenizer "$tk/dupid.json" hi
+tj nobyte.json 'del t["model"]["vocab"]["a"]; t["model"]["merges"] = []'
+expect_fail "a vocabulary missing a byte" 1 "no token for byte 0x61" "$tmm" tokenizer encode --tokenizer "$tk/nobyte.json" hi
+tj slow.json 't["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": False}, {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}'
+expect_fail "a catastrophic Split pattern fails, not hangs" 1 "pre-tokenization failed" \
+  "$tmm" tokenizer encode --tokenizer "$tk/slow.json" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"
+python3 -c "print('[' * 100000 + ']' * 100000)" > "$tk/deep.json"
+expect_fail "deeply nested JSON" 1 "not valid JSON" "$tmm" tokenizer encode --tokenizer "$tk/deep.json" hi
+expect_fail "a device as tokenizer.json" 1 "" "$tmm" tokenizer encode --tokenizer /dev/zero hi
+expect_fail "an id past the vocabulary" 1 "token id 999 (at 1) is not in the vocabulary" \
+  "$tmm" tokenizer decode --tokenizer "$tk/ok.json" 5 999
+expect_fail "an id that is not a number" 1 "'12x' is not a token id" "$tmm" tokenizer decode 12x
+expect_fail "a vocabulary below 257" 1 "257" "$tmm" tokenizer train --vocab 100 --data "$tk/text.txt" --out "$tk/x.json"
+printf '{"text": "a"}\n{"txt": "b"}\n' > "$tk/bad.jsonl"
+expect_fail "a JSONL line without text" 1 "bad.jsonl:2: no \"text\" string" \
+  "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/bad.jsonl" --out "$tk/x.json"
+expect_fail "a missing corpus file" 1 "no such file" \
+  "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/nothing.txt" --out "$tk/x.json"
+check "... and no tokenizer was written" test ! -e "$tk/x.json"
+
 finish

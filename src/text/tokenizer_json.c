@@ -137,7 +137,7 @@ static tmm_status parse_split(const parser *p, const cJSON *o, tok_step *st)
     TMM_TRY(check_object(p, o, "the Split pre-tokenizer"));
     const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pattern");
     const cJSON *behavior = cJSON_GetObjectItemCaseSensitive(o, "behavior");
-    bool invert;
+    bool invert = false;
     TMM_TRY(check_object(p, pat, "Split's pattern"));
     const cJSON *re = cJSON_GetObjectItemCaseSensitive(pat, "Regex"), *lit = cJSON_GetObjectItemCaseSensitive(pat, "String");
     if ((re != NULL) == (lit != NULL) || !cJSON_IsString(re ? re : lit))
@@ -240,7 +240,7 @@ static tmm_status parse_added(const parser *p, const cJSON *list, added_in **out
         }
         added_in *x = &a[k++];
         x->content = content->valuestring;
-        bool single_word, lstrip, rstrip;
+        bool single_word = false, lstrip = false, rstrip = false;
         if ((s = get_id(p, cJSON_GetObjectItemCaseSensitive(item, "id"), "added token", x->content, &x->id)) != TMM_OK ||
             (s = get_bool(p, item, "special", false, &x->special)) != TMM_OK ||
             (s = get_bool(p, item, "normalized", false, &x->normalized)) != TMM_OK ||
@@ -285,7 +285,7 @@ static tmm_status parse_model_flags(const parser *p, const cJSON *m, tmm_tokeniz
         if (!is_null(v) && !(cJSON_IsString(v) && !*v->valuestring))
             return bad(p, " is not supported in a byte-level BPE (set it to null)", empty_only[i], NULL);
     }
-    bool byte_fallback;
+    bool byte_fallback = false;
     TMM_TRY(get_bool(p, m, "byte_fallback", false, &byte_fallback));
     if (byte_fallback)
         return bad(p, "byte_fallback is for SentencePiece-style BPE, not byte-level BPE: not supported", "", NULL);
@@ -340,7 +340,7 @@ static tmm_status build_ids(parser *p, const cJSON *vocab, const added_in *added
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab)
     {
-        uint32_t id;
+        uint32_t id = 0;
         TMM_TRY(get_id(p, e, "vocabulary token", e->string, &id));
         if (id + 1ull > size)
             size = id + 1ull;
@@ -700,8 +700,8 @@ tmm_status tmm_tokenizer_to_json(const tmm_tokenizer *tok, char **json, size_t *
 
 tmm_status tmm_tokenizer_save(const tmm_tokenizer *tok, const char *path)
 {
-    char *json;
-    size_t n;
+    char *json = NULL;
+    size_t n = 0;
     TMM_TRY(tmm_tokenizer_to_json(tok, &json, &n));
     tmm_status s = tmm_write_file_atomic(path, json, n);
     free(json);
