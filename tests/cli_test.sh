@@ -208,6 +208,18 @@ check "train on shards (documents)" "$tmm" train "${shard_run[@]}" --steps 2 --t
 check "eval a shard run" "$tmm" eval --checkpoint "$dir/shA"
 check "generate from a shard run" bash -c '"$@" > /dev/null' \
   _ "$tmm" generate --checkpoint "$dir/shA" --prompt "the quick" -n 8 --seed 1 --quiet
+check "tokenizer train (BPE, 300 entries)" "$tmm" tokenizer train --vocab 300 --data "$dir/corpus" \
+  --out "$dir/bpe.json" --quiet
+check "prepare (BPE)" "$tmm" prepare --tokenizer "$dir/bpe.json" --data "$dir/corpus" --out "$dir/shbpe" \
+  --val-fraction 0.3 --quiet
+check "train on BPE shards" "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 2 --quiet \
+  --data "$dir/shbpe" --steps 4 --eval-every 4 --run-dir "$dir/shE"
+check "... with the tokenizer's vocabulary" grep -q '"vocab":[[:space:]]*300' "$dir/shE/config.json"
+check "generate decodes with the run's BPE tokenizer" bash -c '"$@" > /dev/null' \
+  _ "$tmm" generate --checkpoint "$dir/shE" --prompt "the quick brown" -n 12 --seed 1 --quiet
+rm "$dir/shE/tokenizer.json"
+expect_fail "generate without the run's tokenizer.json" 1 "tokenizer.json" \
+  "$tmm" generate --checkpoint "$dir/shE" --prompt "the" -n 2 --quiet
 
 # TMM_VALIDATE=1 (set by CTest): the Khronos layer saw nothing wrong in any run
 cat "$dir/b.log" >> "$dir/all.log"
