@@ -25,12 +25,25 @@ static void put(const char *name, const uint8_t *bytes, size_t n)
         abort();
 }
 
-/* A private directory in memory (/dev/shm) holding the byte tokenizer. */
+static void cleanup(void)
+{
+    const char *names[] = { "manifest.json", "train_000000.bin", "tokenizer.json" };
+    char path[128];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        remove(path);
+    }
+    rmdir(dir);
+}
+
+/* A private directory in memory (/dev/shm) holding the byte tokenizer,
+ * removed at exit. */
 static void setup(void)
 {
     snprintf(dir, sizeof dir, "/dev/shm/tmm-fuzz-shards-XXXXXX");
     if (!mkdtemp(dir))
         abort();
+    atexit(cleanup);
     tmm_tokenizer *tok;
     char path[128];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
