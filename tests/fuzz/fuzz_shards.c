@@ -4,10 +4,13 @@
  * length L, manifest.json (L bytes), then train_000000.bin; tokenizer.json is
  * the byte tokenizer's. Opening succeeds or fails with a message; every batch
  * drawn from opened shards holds tokens of the vocabulary. */
-#include "fuzz_util.h"
-
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <assert.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "text/tokenizer.h"
 #include "train/data.h"
