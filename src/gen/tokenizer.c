@@ -142,6 +142,9 @@ tmm_status tmm_gen_tokenize(tmm_gen_tokenizer t, uint32_t vocab, const char *tex
 {
     *tokens = NULL;
     *count = 0;
+    if (t == TMM_GEN_TOKENIZER_TEXT) /* its tokenizer is the generator's (tmm_gen_tokenize_text) */
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "this model's tokenizer is its run's tokenizer.json, which is not "
+                        "loaded here");
     if (length > UINT32_MAX)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a prompt of %zu bytes is too long", length);
     uint32_t *out = malloc((length ? length : 1) * sizeof *out);
@@ -168,7 +171,9 @@ size_t tmm_gen_detokenize(tmm_gen_tokenizer t, uint32_t vocab, uint32_t token, c
 {
     char tmp[16];
     size_t len;
-    if (t == TMM_GEN_TOKENIZER_BYTES) {
+    if (t == TMM_GEN_TOKENIZER_TEXT) {
+        len = 0; /* without the run's tokenizer.json there is no text */
+    } else if (t == TMM_GEN_TOKENIZER_BYTES) {
         if (token >= 256)
             len = 0;
         else
