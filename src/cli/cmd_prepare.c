@@ -294,7 +294,8 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* Queues a job (waiting for a free slot); false when the run stopped. */
+/* Queues a job (waiting for a free slot); false when the run stopped, and
+ * then the job's data is freed here. */
 static bool push_job(prep *P, const job *proto)
 {
     pthread_mutex_lock(&P->mu);
@@ -309,6 +310,8 @@ static bool push_job(prep *P, const job *proto)
         pthread_cond_broadcast(&P->changed);
     }
     pthread_mutex_unlock(&P->mu);
+    if (!ok)
+        free(proto->data);
     return ok;
 }
 
@@ -680,7 +683,7 @@ int cmd_prepare(int argc, char **argv)
     if (o.threads > MAX_THREADS)
         o.threads = MAX_THREADS;
     if (rc == 0 && (s = run_prepare(&o)) != TMM_OK)
-        rc = cli_error("prepare", s);
+        rc = cli_error("cannot prepare the corpus", s);
     free_inputs(&o.in);
     return rc;
 }
