@@ -329,3 +329,51 @@ Test(shards, no_validation_split)
     tmm_data_destroy(d);
     remove_dir();
 }
+
+/* ---- the run's tokenizer in generation (src/gen/tokenizer.c) ---------------------- */
+
+#include "gen/generator.h"
+
+Test(shards, run_tokenizer_for_generation)
+{
+    make_dir();
+    char run[300], ck[340], path[400];
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(ck, sizeof ck, "%s/checkpoints/step-000001", run);
+    H_OK(tmm_make_dirs(ck));
+    snprintf(path, sizeof path, "%s/model.safetensors", ck);
+    H_OK(tmm_write_file_atomic(path, "", 0)); /* the layout is what locates the run */
+    tmm_tokenizer *bytes;
+    H_OK(tmm_tokenizer_bytes(&bytes));
+    snprintf(path, sizeof path, "%s/tokenizer.json", run);
+    H_OK(tmm_tokenizer_save(bytes, path));
+    char fp[20];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_tokenizer_fingerprint(bytes));
+    tmm_tokenizer_free(bytes);
+
+    tmm_gen_tokenizer kind;
+    H_OK(tmm_gen_tokenizer_pick("tokenizer.json", 257, &kind));
+    cr_assert_eq(kind, TMM_GEN_TOKENIZER_TEXT);
+    tmm_tokenizer *tok = NULL;
+    cr_assert_neq(tmm_gen_run_tokenizer(ck, "0000000000000000", 257, &tok), TMM_OK);
+    cr_assert(strstr(tmm_last_error(), "not the tokenizer the model was trained with"), "%s", tmm_last_error());
+    cr_assert_neq(tmm_gen_run_tokenizer(ck, fp, 200, &tok), TMM_OK);
+    cr_assert(strstr(tmm_last_error(), "more than the model's vocabulary of 200"), "%s", tmm_last_error());
+    H_OK(tmm_gen_run_tokenizer(ck, fp, 257, &tok));
+
+    uint32_t *ids, count;
+    H_OK(tmm_gen_tokenize_text(tok, "h\xc3\xa9", 3, &ids, &count));
+    cr_assert(count == 3 && ids[0] == 'h' && ids[1] == 0xc3 && ids[2] == 0xa9);
+    char buf[8];
+    cr_assert_eq(tmm_gen_detokenize_text(tok, 0xc3, buf, sizeof buf), 1);
+    cr_assert_eq((unsigned char)buf[0], 0xc3);
+    cr_assert_eq(tmm_gen_detokenize_text(tok, EOT, buf, sizeof buf), 0, "end-of-text prints nothing");
+    free(ids);
+    H_OK(tmm_gen_tokenize_text(tok, "", 0, &ids, &count));
+    cr_assert(ids && count == 0, "an empty prompt has room for the end-of-text the caller adds");
+    free(ids);
+    cr_assert_neq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_TEXT, 257, "x", 1, &ids, &count), TMM_OK,
+                  "without the run's tokenizer, text is refused");
+    tmm_tokenizer_free(tok);
+    remove_dir();
+}
