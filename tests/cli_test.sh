@@ -177,6 +177,50 @@ size=$(stat -c %s "$model")
 printf '\x55' | dd of="$model" bs=1 seek=$((size - 3)) conv=notrunc status=none
 expect_fail "corrupt checkpoint" 1 "checksum" "$tmm" eval --checkpoint "$dir/a"
 
+# ---- prepared shards (tmm prepare): bytes, then BPE; train, resume, generate ----
+mkdir -p "$dir/corpus/sub"
+for i in $(seq 12); do
+  printf 'document %d: the quick brown fox jumps over the lazy dog %d times.\n' "$i" "$i" > "$dir/corpus/doc$i.txt"
+done
+printf '{"text": "a jsonl document about foxes"}\n\n{"text": ""}\n{"text": "and one about dogs"}\n' \
+  > "$dir/corpus/sub/lines.jsonl"
+gzip -c "$dir/fox.txt" > "$dir/corpus/sub/fox.txt.gz"
+check "prepare (bytes, 1 thread)" "$tmm" prepare --tokenizer bytes --data "$dir/corpus" --out "$dir/sh1" \
+  --threads 1 --val-fraction 0.3 --shard-tokens 200 --quiet
+check "prepare (bytes, 2 threads)" "$tmm" prepare --tokenizer bytes --data "$dir/corpus" --out "$dir/sh2" \
+  --threads 2 --val-fraction 0.3 --shard-tokens 200 --quiet
+check "prepare: the same shards for 1 and 2 threads" diff -r "$dir/sh1" "$dir/sh2"
+check "prepare: documents from text, JSONL and .gz (one empty skipped)" \
+  grep -q '"documents": 15,' "$dir/sh1/manifest.json"
+expect_fail "prepare refuses a prepared directory" 1 "already holds" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/corpus" --out "$dir/sh1" --quiet
+shard_run=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 2 --quiet --data "$dir/sh1" --eval-every 4
+           --save-every 4 --keep 0)
+check "train on shards (windows)" "$tmm" train "${shard_run[@]}" --steps 8 --run-dir "$dir/shA"
+check "train on shards: stop at 4" "$tmm" train "${shard_run[@]}" --steps 4 --run-dir "$dir/shB"
+check "train on shards: resume to 8" "$tmm" train --resume "$dir/shB" --steps 8 --quiet
+weights() { grep -ao '"data_fnv1a64":"[0-9a-f]*"' "$1/checkpoints/step-000008/model.safetensors"; }
+check "a resumed shard run equals an uninterrupted one" \
+  bash -c '[ -n "$1" ] && [ "$1" = "$2" ]' _ "$(weights "$dir/shA")" "$(weights "$dir/shB")"
+check "the run holds its tokenizer" cmp "$dir/sh1/tokenizer.json" "$dir/shA/tokenizer.json"
+check "train on shards (documents)" "$tmm" train "${shard_run[@]}" --steps 2 --text-mode documents \
+  --run-dir "$dir/shD"
+check "eval a shard run" "$tmm" eval --checkpoint "$dir/shA"
+check "generate from a shard run" bash -c '"$@" > /dev/null' \
+  _ "$tmm" generate --checkpoint "$dir/shA" --prompt "the quick" -n 8 --seed 1 --quiet
+check "tokenizer train (BPE, 300 entries)" "$tmm" tokenizer train --vocab 300 --data "$dir/corpus" \
+  --out "$dir/bpe.json" --quiet
+check "prepare (BPE)" "$tmm" prepare --tokenizer "$dir/bpe.json" --data "$dir/corpus" --out "$dir/shbpe" \
+  --val-fraction 0.3 --quiet
+check "train on BPE shards" "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 2 --quiet \
+  --data "$dir/shbpe" --steps 4 --eval-every 4 --run-dir "$dir/shE"
+check "... with the tokenizer's vocabulary" grep -q '"vocab":[[:space:]]*300' "$dir/shE/config.json"
+check "generate decodes with the run's BPE tokenizer" bash -c '"$@" > /dev/null' \
+  _ "$tmm" generate --checkpoint "$dir/shE" --prompt "the quick brown" -n 12 --seed 1 --quiet
+rm "$dir/shE/tokenizer.json"
+expect_fail "generate without the run's tokenizer.json" 1 "tokenizer.json" \
+  "$tmm" generate --checkpoint "$dir/shE" --prompt "the" -n 2 --quiet
+
 # TMM_VALIDATE=1 (set by CTest): the Khronos layer saw nothing wrong in any run
 cat "$dir/b.log" >> "$dir/all.log"
 if grep -q "tmm: validation" "$dir/all.log"; then

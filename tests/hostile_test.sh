@@ -188,6 +188,52 @@ check "three trainings sharing a cache all finish" test "$(grep -l "done after 2
 check "... without a warning" bash -c '! grep -h "warning\|cannot" "$@"' _ "$dir"/race?.log
 check "... and one measured the crossover for all" test "$(cat "$dir"/race?.log | grep -c "measuring where")" -eq 1
 
+# ---- token shards (issue 16): a damaged, foreign or oversized shard is one clear line and changes nothing ----
+mkdir -p "$dir/sc"
+for i in $(seq 10); do printf 'shard document %d of a small corpus, with some words.\n' "$i" > "$dir/sc/d$i.txt"; done
+"$tmm" prepare --tokenizer bytes --data "$dir/sc" --out "$dir/sh" --val-fraction 0.3 --quiet > /dev/null
+"$tmm" tokenizer train --vocab 300 --data "$dir/sc" --out "$dir/tok300.json" --quiet > /dev/null
+"$tmm" tokenizer train --vocab 258 --data "$dir/sc" --out "$dir/tok258.json" --quiet > /dev/null
+"$tmm" prepare --tokenizer "$dir/tok300.json" --data "$dir/sc" --out "$dir/sh300" --val-fraction 0.3 --quiet > /dev/null
+"$tmm" prepare --tokenizer "$dir/tok258.json" --data "$dir/sc" --out "$dir/sh258" --val-fraction 0.3 --quiet > /dev/null
+sh_train=(--d-model 16 --n-ctx 8 --layers 1 --batch 2 --eval-batches 1 --eval-every 0 --quiet)
+damaged() { rm -rf "$dir/shx" "$dir/shrun"; cp -r "$dir/sh" "$dir/shx"; }
+damaged; truncate -s -3 "$dir/shx/train_000000.bin"
+expect_fail "truncated shard" 1 "truncated" "$tmm" train "${sh_train[@]}" --data "$dir/shx" --run-dir "$dir/shrun"
+check "... nothing written" test ! -e "$dir/shrun"
+damaged; printf 'XXXX' | dd of="$dir/shx/train_000000.bin" conv=notrunc status=none
+expect_fail "shard with a wrong magic" 1 "not a token shard" \
+  "$tmm" train "${sh_train[@]}" --data "$dir/shx" --run-dir "$dir/shrun"
+damaged; printf 'X' | dd of="$dir/shx/train_000000.bin" bs=1 seek=1030 conv=notrunc status=none
+expect_fail "shard with a flipped token" 1 "corrupt" "$tmm" train "${sh_train[@]}" --data "$dir/shx" --run-dir "$dir/shrun"
+damaged; sed -i 's/train_000000.bin/..\/..\/etc\/pass/' "$dir/shx/manifest.json"
+expect_fail "manifest naming a path outside" 1 "expected \"train_000000.bin\"" \
+  "$tmm" train "${sh_train[@]}" --data "$dir/shx" --run-dir "$dir/shrun"
+damaged; rm "$dir/shx/manifest.json"
+expect_fail "prepared directory without its manifest (interrupted prepare)" 1 "no manifest.json" \
+  "$tmm" train "${sh_train[@]}" --data "$dir/shx" --run-dir "$dir/shrun"
+expect_fail "shard files of two tokenizers" 1 "another tokenizer" "$tmm" train "${sh_train[@]}" \
+  --data "$dir/sh/train_000000.bin" --data "$dir/sh258/train_000000.bin" --val-fraction 0 --run-dir "$dir/shrun"
+expect_fail "vocabulary larger than the model's" 1 "smaller than the 300 tokens of the shards' tokenizer" \
+  "$tmm" train "${sh_train[@]}" --data "$dir/sh300" --vocab 257 --run-dir "$dir/shrun"
+check "a shard run" "$tmm" train "${sh_train[@]}" --data "$dir/sh" --vocab 300 --steps 2 --run-dir "$dir/shrun"
+cp "$dir/shrun/metrics.jsonl" "$dir/shrun.metrics"
+expect_fail "resumed on shards of another tokenizer" 1 "another tokenizer" \
+  "$tmm" train --resume "$dir/shrun" --data "$dir/sh258" --steps 4 --quiet
+check "... nothing changed" bash -c 'cmp "$1/metrics.jsonl" "$2" && [ "$(cat "$1/checkpoints/latest")" = step-000002 ]' \
+  _ "$dir/shrun" "$dir/shrun.metrics"
+printf 'not gzip at all' > "$dir/fake.gz"
+expect_fail "prepare: a .gz that is not gzip" 1 "not gzip data" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/fake.gz" --out "$dir/shbad" --quiet
+head -c 40 "$dir/sc/d1.txt" > /dev/null; gzip -c "$dir/sh/train_000000.bin" | head -c 100 > "$dir/cut.gz"
+expect_fail "prepare: a truncated .gz" 1 "corrupt gzip" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/cut.gz" --out "$dir/shbad" --quiet
+printf '{"text": "ok"}\n{"txt": "no text field"}\n' > "$dir/bad.jsonl"
+expect_fail "prepare: a JSONL line without text" 1 "bad.jsonl:2: no \"text\" field" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/bad.jsonl" --out "$dir/shbad" --quiet
+check "... leaves no manifest and no temporary shard" \
+  bash -c '[ ! -e "$1/manifest.json" ] && ! ls "$1" | grep -q tmp' _ "$dir/shbad"
+
 # ---- tokenizers (issue 16): tokenizer.json, token ids and corpora, each refused in one line ----
 tk="$dir/tok"
 mkdir -p "$tk"

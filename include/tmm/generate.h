@@ -35,7 +35,8 @@ typedef struct tmm_generator tmm_generator;
 typedef struct tmm_generator_info {
     tmm_model_config config;
     uint32_t batch;
-    const char *tokenizer;  /* "bytes" (byte-level text, EOT = 256) or "copy-symbols" */
+    const char *tokenizer;  /* "bytes" (byte-level text, EOT = 256), "copy-symbols", or for runs on
+                               prepared shards the kind of the run's tokenizer.json ("bytes", "bpe") */
     uint32_t eot;           /* the end-of-text token, or UINT32_MAX when there is none */
     uint64_t step;          /* training step of the checkpoint */
 } tmm_generator_info;
@@ -89,7 +90,9 @@ TMM_API tmm_status tmm_sample(const tmm_sampler *sampler, const float *logits, u
                               uint32_t *token);
 
 /* Text <-> tokens with the checkpoint's tokenizer. "bytes": every byte is a
- * token. "copy-symbols" (the copy task, alphabet V): with V <= 36 each symbol
+ * token. A run on prepared shards: its tokenizer.json (byte-level BPE;
+ * special tokens such as "<|endoftext|>" written in the prompt are
+ * recognised). "copy-symbols" (the copy task, alphabet V): with V <= 36 each symbol
  * is one character of 0-9a-z, else a decimal number; whitespace separates
  * and is ignored. *tokens is malloc'ed (free() it). */
 TMM_API tmm_status tmm_tokenize(const tmm_generator *gen, const char *text, size_t length, uint32_t **tokens,

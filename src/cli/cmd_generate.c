@@ -20,7 +20,8 @@ static void usage(void)
            "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--greedy]\n"
            "                    [--slide] [--mixer-impl auto|direct|fft] [--device N] [--quiet]\n\n"
            "Continues a prompt with a trained model. The prompt is tokenized with the\n"
-           "checkpoint's tokenizer (bytes for text models; for copy-task models the symbols\n"
+           "checkpoint's tokenizer (bytes for text models, the run's tokenizer.json for models\n"
+           "trained on prepared shards; for copy-task models the symbols\n"
            "0-9a-z, one character each, whitespace ignored), run through the model in one\n"
            "forward pass (prefill), and then tokens are decoded one at a time from cached\n"
            "mixer inputs, each costing O(position x d) per layer. The text is written to stdout\n"
@@ -192,9 +193,12 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
             stop = "end of text";
             break;
         }
-        char buf[16];
+        char buf[256], *big = NULL; /* a BPE token may be longer than buf */
         size_t len = tmm_detokenize(S->gen, tok, buf, sizeof buf);
-        fwrite(buf, 1, len, stdout);
+        if (len >= sizeof buf && (big = malloc(len + 1)))
+            tmm_detokenize(S->gen, tok, big, len + 1);
+        fwrite(big ? big : buf, 1, big || len < sizeof buf ? len : sizeof buf - 1, stdout);
+        free(big);
         fflush(stdout);
         if (produced == o->tokens)
             break;

@@ -301,8 +301,8 @@ int cmd_train(int argc, char **argv)
             printf("unigram entropy of the training text: %.4f nats per token\n", tmm_data_unigram_entropy(data));
         const tmm_data_info *di = tmm_data_get_info(data);
         if (di->truncated_docs)
-            printf("note: documents mode trains on the first n+1 = %u bytes of each document: %llu of the %llu "
-                   "training documents are longer, and %.1f%% of the training text (%llu bytes) is in no row; "
+            printf("note: documents mode trains on the first n+1 = %u tokens of each document: %llu of the %llu "
+                   "training documents are longer, and %.1f%% of the training tokens (%llu) are in no row; "
                    "--text-mode windows uses all of it\n", c.model.n_ctx + 1,
                    (unsigned long long)di->truncated_docs, (unsigned long long)di->train_docs,
                    100.0 * (double)di->truncated_bytes / (double)di->train_tokens,

@@ -9,6 +9,7 @@ static const struct command {
     int (*run)(int, char **);
     const char *summary;
 } commands[] = {
+    { "prepare", cmd_prepare, "tokenize a corpus into token shards for tmm train --data DIR" },
     { "train", cmd_train, "train a TMM (default: the copy task, until 99% held-out accuracy)" },
     { "eval", cmd_eval, "evaluate a checkpoint on its task's held-out data" },
     { "generate", cmd_generate, "continue a prompt with a trained model (FFT prefill, cached decoding)" },

@@ -28,6 +28,7 @@
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "ops/ssm_ops.h"
+#include "text/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
 
@@ -47,6 +48,7 @@ struct tmm_generator {
     tmm_model *model;
     tmm_mixer_decoder *decoder;
     tmm_gen_tokenizer tokenizer;
+    tmm_tokenizer *text;      /* TMM_GEN_TOKENIZER_TEXT: the run's tokenizer.json */
     uint32_t *pos;            /* host copy of every sequence's position */
     bool prefilled;
     uint32_t *prompt_tokens;  /* [B, n] staging for the prefill */
@@ -182,6 +184,7 @@ void tmm_generator_destroy(tmm_generator *g)
         tmm_model_mixer(g->model)->cls->decoder_destroy(g->decoder);
     tmm_model_destroy(g->model);
     free(g->pos), free(g->prompt_tokens), free(g->ignore), free(g->params);
+    tmm_tokenizer_free(g->text);
     free(g);
 }
 
@@ -289,11 +292,23 @@ tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t bat
     tmm_checkpoint ck;
     TMM_TRY(tmm_checkpoint_load(checkpoint, NULL, load_flags & ~(unsigned)TMM_CHECKPOINT_STATE, &ck));
     tmm_gen_tokenizer tokenizer;
+    tmm_tokenizer *text = NULL;
     tmm_status s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &tokenizer);
+    if (s == TMM_OK && tokenizer == TMM_GEN_TOKENIZER_TEXT)
+        s = tmm_gen_run_tokenizer(checkpoint, tmm_checkpoint_meta(&ck, "tokenizer_fingerprint"),
+                                  ck.table.config.vocab, &text);
     if (s == TMM_OK)
         s = tmm_gen_create(device, &ck.table, ck.params, tokenizer, batch, mixer, out);
-    if (s == TMM_OK)
+    if (s == TMM_OK) {
         (*out)->info.step = ck.step;
+        if (text) {
+            (*out)->text = text;
+            (*out)->info.tokenizer = tmm_tokenizer_kind(text);
+            (*out)->info.eot = tmm_tokenizer_eot(text);
+            text = NULL;
+        }
+    }
+    tmm_tokenizer_free(text);
     tmm_checkpoint_free(&ck);
     return s;
 }
@@ -424,10 +439,14 @@ tmm_status tmm_generator_step(tmm_generator *g, const uint32_t *tokens, float *l
 tmm_status tmm_tokenize(const tmm_generator *g, const char *text, size_t length, uint32_t **tokens,
                         uint32_t *count)
 {
+    if (g->text)
+        return tmm_gen_tokenize_text(g->text, text, length, tokens, count);
     return tmm_gen_tokenize(g->tokenizer, g->info.config.vocab, text, length, tokens, count);
 }
 
 size_t tmm_detokenize(const tmm_generator *g, uint32_t token, char *buf, size_t size)
 {
+    if (g->text)
+        return tmm_gen_detokenize_text(g->text, token, buf, size);
     return tmm_gen_detokenize(g->tokenizer, g->info.config.vocab, token, buf, size);
 }

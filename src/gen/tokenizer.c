@@ -3,7 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
+
 #include "gen/generator.h"
+#include "text/tokenizer.h"
+#include "train/checkpoint.h"
 #include "train/data.h"
 
 static const char symbols[] = "0123456789abcdefghijklmnopqrstuvwxyz";
@@ -20,15 +24,78 @@ tmm_status tmm_gen_tokenizer_pick(const char *name, uint32_t vocab, tmm_gen_toke
         *out = TMM_GEN_TOKENIZER_BYTES;
     } else if (strcmp(name, "copy-symbols") == 0) {
         *out = TMM_GEN_TOKENIZER_COPY;
+    } else if (strcmp(name, TMM_RUN_TOKENIZER) == 0) {
+        *out = TMM_GEN_TOKENIZER_TEXT;
     } else {
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "unknown tokenizer '%s' (this tmm knows bytes, copy-symbols)", name);
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "unknown tokenizer '%s' (this tmm knows bytes, copy-symbols, "
+                        "%s)", name, TMM_RUN_TOKENIZER);
     }
     return TMM_OK;
 }
 
 const char *tmm_gen_tokenizer_name(tmm_gen_tokenizer t)
 {
-    return t == TMM_GEN_TOKENIZER_BYTES ? "bytes" : "copy-symbols";
+    return t == TMM_GEN_TOKENIZER_BYTES ? "bytes" : t == TMM_GEN_TOKENIZER_COPY ? "copy-symbols" : TMM_RUN_TOKENIZER;
+}
+
+tmm_status tmm_gen_run_tokenizer(const char *checkpoint, const char *fingerprint, uint32_t vocab,
+                                 tmm_tokenizer **out)
+{
+    *out = NULL;
+    char dir[TMM_PATH_MAX], path[TMM_PATH_MAX + 32];
+    TMM_TRY(tmm_checkpoint_run_dir(checkpoint, dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/%s", dir, TMM_RUN_TOKENIZER);
+    tmm_tokenizer *tok;
+    TMM_TRY(tmm_tokenizer_load(path, &tok));
+    char fp[20];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_tokenizer_fingerprint(tok));
+    tmm_status s = TMM_OK;
+    if (!fingerprint || strcmp(fingerprint, fp) != 0)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is not the tokenizer the model was trained with (fingerprint %s, "
+                     "the checkpoint's %s): restore the run's tokenizer.json", path, fp,
+                     fingerprint ? fingerprint : "missing");
+    else if (tmm_tokenizer_vocab(tok) > vocab)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s has %u tokens, more than the model's vocabulary of %u", path,
+                     tmm_tokenizer_vocab(tok), vocab);
+    if (s != TMM_OK) {
+        tmm_tokenizer_free(tok);
+        return s;
+    }
+    *out = tok;
+    return TMM_OK;
+}
+
+tmm_status tmm_gen_tokenize_text(const tmm_tokenizer *tok, const char *text, size_t length, uint32_t **tokens,
+                                 uint32_t *count)
+{
+    *tokens = NULL;
+    *count = 0;
+    tmm_tokens t = { 0 };
+    tmm_status s = tmm_tokenizer_encode(tok, NULL, text, length, true, &t);
+    if (s == TMM_OK && t.count > UINT32_MAX)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a prompt of %zu tokens is too long", t.count);
+    if (s == TMM_OK && !t.ids && !(t.ids = malloc(sizeof *t.ids)))
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s != TMM_OK) {
+        free(t.ids);
+        return s;
+    }
+    *tokens = t.ids;
+    *count = (uint32_t)t.count;
+    return TMM_OK;
+}
+
+size_t tmm_gen_detokenize_text(const tmm_tokenizer *tok, uint32_t token, char *buf, size_t size)
+{
+    const char *bytes = NULL;
+    size_t len = token == tmm_tokenizer_eot(tok) ? 0 : tmm_tokenizer_token_bytes(tok, token, &bytes);
+    if (size > 0) {
+        size_t k = len < size - 1 ? len : size - 1;
+        if (k)
+            memcpy(buf, bytes, k);
+        buf[k] = '\0';
+    }
+    return len;
 }
 
 static int symbol_value(char ch)
@@ -75,6 +142,9 @@ tmm_status tmm_gen_tokenize(tmm_gen_tokenizer t, uint32_t vocab, const char *tex
 {
     *tokens = NULL;
     *count = 0;
+    if (t == TMM_GEN_TOKENIZER_TEXT) /* its tokenizer is the generator's (tmm_gen_tokenize_text) */
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "this model's tokenizer is its run's tokenizer.json, which is not "
+                        "loaded here");
     if (length > UINT32_MAX)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a prompt of %zu bytes is too long", length);
     uint32_t *out = malloc((length ? length : 1) * sizeof *out);
@@ -101,7 +171,9 @@ size_t tmm_gen_detokenize(tmm_gen_tokenizer t, uint32_t vocab, uint32_t token, c
 {
     char tmp[16];
     size_t len;
-    if (t == TMM_GEN_TOKENIZER_BYTES) {
+    if (t == TMM_GEN_TOKENIZER_TEXT) {
+        len = 0; /* without the run's tokenizer.json there is no text */
+    } else if (t == TMM_GEN_TOKENIZER_BYTES) {
         if (token >= 256)
             len = 0;
         else

@@ -991,7 +991,7 @@ tmm_status tmm_checkpoint_run_dir(const char *path, char *buf, size_t size)
                     "RUN/checkpoints/): say where the run continues with --run-dir DIR", path);
 }
 
-static const char *const run_files[] = { "metrics.jsonl", "config.json" };
+static const char *const run_files[] = { "metrics.jsonl", "config.json", TMM_RUN_TOKENIZER };
 
 bool tmm_run_dir_holds_run(const char *run_dir)
 {

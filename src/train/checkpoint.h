@@ -91,10 +91,13 @@ tmm_status tmm_checkpoint_load_model(const char *path, const tmm_model_config *e
  * alone, never from what the checkpoint says. TMM_ERR_INVALID_ARGUMENT when
  * the checkpoint is not inside a RUN/checkpoints/ layout. */
 tmm_status tmm_checkpoint_run_dir(const char *path, char *buf, size_t size);
-/* Whether run_dir holds a run: checkpoints/, metrics.jsonl or config.json. */
+/* The run's tokenizer (runs on prepared shards): RUN/tokenizer.json, named by
+ * the checkpoints' "tokenizer" metadata, with "tokenizer_fingerprint". */
+#define TMM_RUN_TOKENIZER "tokenizer.json"
+/* Whether run_dir holds a run: checkpoints/, metrics.jsonl, config.json or tokenizer.json. */
 bool tmm_run_dir_holds_run(const char *run_dir);
 /* Removes the run in run_dir (what tmm train writes there: checkpoints/ with
- * its step directories, metrics.jsonl, config.json), following no symbolic
+ * its step directories, metrics.jsonl, config.json, tokenizer.json), following no symbolic
  * link; a file tmm did not write stops it with an error. */
 tmm_status tmm_run_dir_clear(const char *run_dir);
 /* Frees what a checkpoint owns and zeroes it. NULL and zeroed are fine. */

@@ -12,6 +12,7 @@
 #include "io/limits.h"
 #include "model/rng.h"
 #include "status.h"
+#include "train/shards.h"
 
 typedef struct doc {
     uint64_t start; /* in the byte arena */
@@ -41,6 +42,11 @@ struct tmm_data {
     /* document mode: indices into docs */
     uint64_t *train_idx, *val_idx;
     uint64_t n_train, n_val;
+
+    /* prepared shards (docs/data.md "Prepared shards"): the token streams of
+     * the splits (window mode) or their documents; eot is the tokenizer's */
+    tmm_shard_set *shards;
+    uint32_t eot;
 };
 
 /* ---- config ---------------------------------------------------------------- */
@@ -174,6 +180,53 @@ static bool has_nul_escape(const char *s, size_t len)
     return false;
 }
 
+tmm_status tmm_jsonl_line(const char *path, uint64_t line, const char *s, size_t len, tmm_jsonl_kind *kind,
+                          char **text, size_t *text_len)
+{
+    *kind = TMM_JSONL_BLANK;
+    *text = NULL;
+    *text_len = 0;
+    if (len && s[len - 1] == '\r')
+        len--;
+    if (is_blank((const uint8_t *)s, len))
+        return TMM_OK;
+    const char *parse_end = NULL;
+    cJSON *obj = cJSON_ParseWithLengthOpts(s, len, &parse_end, 0);
+    if (!obj) {
+        size_t col = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) + 1 : 1;
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: invalid JSON (column %zu)", path,
+                        (unsigned long long)line, col);
+    }
+    size_t used = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) : len;
+    bool trailing = !is_blank((const uint8_t *)s + used, len - used);
+    cJSON *field = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "text") : NULL;
+    tmm_status st = TMM_OK;
+    if (trailing)
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: text after the JSON value (column %zu)", path,
+                      (unsigned long long)line, used + 1);
+    else if (has_nul_escape(s, used))
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: holds the escape \\u0000 (a NUL character), which "
+                      "the text task does not support: remove it from the data", path, (unsigned long long)line);
+    else if (!cJSON_IsObject(obj))
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: not a JSON object", path, (unsigned long long)line);
+    else if (!field)
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: no \"text\" field", path, (unsigned long long)line);
+    else if (!cJSON_IsString(field) || !field->valuestring)
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: the \"text\" field is not a string", path,
+                      (unsigned long long)line);
+    else if (field->valuestring[0] == 0)
+        *kind = TMM_JSONL_EMPTY;
+    else {
+        /* take the string from cJSON (its default allocator is malloc) */
+        *kind = TMM_JSONL_TEXT;
+        *text = field->valuestring;
+        *text_len = strlen(*text);
+        field->valuestring = NULL;
+    }
+    cJSON_Delete(obj);
+    return st;
+}
+
 static tmm_status load_jsonl(loader *ld, const char *path, const uint8_t *p, size_t size)
 {
     size_t pos = 0;
@@ -182,46 +235,17 @@ static tmm_status load_jsonl(loader *ld, const char *path, const uint8_t *p, siz
         line++;
         const uint8_t *nl = memchr(p + pos, '\n', size - pos);
         size_t end = nl ? (size_t)(nl - p) : size;
-        size_t next = nl ? end + 1 : size;
-        size_t len = end - pos;
-        if (len && p[pos + len - 1] == '\r')
-            len--;
-        const char *s = (const char *)p + pos;
-        pos = next;
-        bool blank = true;
-        for (size_t i = 0; i < len && blank; i++)
-            blank = s[i] == ' ' || s[i] == '\t' || s[i] == '\r';
-        if (blank)
-            continue;
-        const char *parse_end = NULL;
-        cJSON *obj = cJSON_ParseWithLengthOpts(s, len, &parse_end, 0);
-        if (!obj) {
-            size_t col = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) + 1 : 1;
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: invalid JSON (column %zu)", path,
-                            (unsigned long long)line, col);
-        }
-        size_t used = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) : len;
-        bool trailing = !is_blank((const uint8_t *)s + used, len - used);
-        const cJSON *text = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "text") : NULL;
+        tmm_jsonl_kind kind;
+        char *text;
+        size_t len;
+        TMM_TRY(tmm_jsonl_line(path, line, (const char *)p + pos, end - pos, &kind, &text, &len));
+        pos = nl ? end + 1 : size;
         tmm_status st = TMM_OK;
-        if (trailing)
-            st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: text after the JSON value (column %zu)", path,
-                          (unsigned long long)line, used + 1);
-        else if (has_nul_escape(s, used))
-            st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: holds the escape \\u0000 (a NUL character), which "
-                          "the text task does not support: remove it from the data", path, (unsigned long long)line);
-        else if (!cJSON_IsObject(obj))
-            st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: not a JSON object", path, (unsigned long long)line);
-        else if (!text)
-            st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: no \"text\" field", path, (unsigned long long)line);
-        else if (!cJSON_IsString(text) || !text->valuestring)
-            st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: the \"text\" field is not a string", path,
-                          (unsigned long long)line);
-        else if (text->valuestring[0] == 0)
+        if (kind == TMM_JSONL_EMPTY)
             ld->d->info.skipped_docs++;
-        else
-            st = add_doc(ld, (const uint8_t *)text->valuestring, strlen(text->valuestring));
-        cJSON_Delete(obj);
+        else if (kind == TMM_JSONL_TEXT)
+            st = add_doc(ld, (const uint8_t *)text, len);
+        free(text);
         TMM_TRY(st);
     }
     return TMM_OK;
@@ -442,6 +466,7 @@ void tmm_data_destroy(tmm_data *data)
     free(data->docs);
     free(data->train_idx);
     free(data->val_idx);
+    tmm_shards_close(data->shards);
     free(data);
 }
 
@@ -481,6 +506,91 @@ static tmm_status create_text(tmm_data *d, const tmm_data_config *c, uint64_t *f
     return TMM_OK;
 }
 
+/* ---- prepared shards ------------------------------------------------------------ */
+
+static tmm_status shards_entropy(tmm_data *d)
+{
+    const uint32_t V = d->info.vocab;
+    if (d->mode == TMM_TEXT_WINDOWS) {
+        d->entropy = entropy_of(tmm_shards_train_counts(d->shards), V);
+        return TMM_OK;
+    }
+    uint64_t *counts = calloc(V, sizeof *counts);
+    uint32_t *row = malloc(((size_t)d->n + 1) * sizeof *row);
+    tmm_status s = counts && row ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint64_t i = 0; s == TMM_OK && i < d->n_train; i++) {
+        uint64_t start, len;
+        tmm_shards_document(d->shards, TMM_SHARD_TRAIN, i, &start, &len);
+        uint32_t m = len < (uint64_t)d->n + 1 ? (uint32_t)len : d->n + 1;
+        tmm_shards_read(d->shards, TMM_SHARD_TRAIN, start, m, row);
+        for (uint32_t k = 1; k < m; k++)
+            counts[row[k]]++;
+        if (len <= d->n)
+            counts[d->eot]++;
+    }
+    if (s == TMM_OK)
+        d->entropy = entropy_of(counts, V);
+    free(counts);
+    free(row);
+    return s;
+}
+
+static tmm_status create_shards(tmm_data *d, const tmm_data_config *c)
+{
+    for (uint32_t i = 1; i < c->text_path_count; i++)
+        if (!tmm_shards_detect(c->text_paths[i]) && !tmm_is_dir(c->text_paths[i]))
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is not prepared shards, %s is: train on one kind of data "
+                            "(tmm prepare the text too)", c->text_paths[i], c->text_paths[0]);
+    const bool docs = d->mode == TMM_TEXT_DOCUMENTS;
+    TMM_TRY(tmm_shards_open(c->text_paths, c->text_path_count, docs, &d->shards));
+    tmm_data_info *in = &d->info;
+    const tmm_shard_set *set = d->shards;
+    const uint64_t n = c->n;
+    in->vocab = tmm_shards_vocab(set);
+    d->eot = tmm_shards_eot(set);
+    in->train_tokens = tmm_shards_tokens(set, TMM_SHARD_TRAIN);
+    in->val_tokens = c->val_fraction > 0 ? tmm_shards_tokens(set, TMM_SHARD_VAL) : 0;
+    in->train_docs = d->n_train = tmm_shards_documents(set, TMM_SHARD_TRAIN);
+    in->val_docs = d->n_val = c->val_fraction > 0 ? tmm_shards_documents(set, TMM_SHARD_VAL) : 0;
+    if (docs) {
+        d->key_train = tmm_rng_key(d->seed, "shards/train/documents");
+        in->val_rows = d->n_val;
+        if (d->n_train == 0)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the shards hold no training document");
+        for (uint64_t i = 0; i < d->n_train; i++) {
+            uint64_t start, len;
+            tmm_shards_document(set, TMM_SHARD_TRAIN, i, &start, &len);
+            in->truncated_docs += len > n + 1;
+            in->truncated_bytes += len > n + 1 ? len - (n + 1) : 0;
+        }
+    } else {
+        d->key_train = tmm_rng_key(d->seed, "shards/train/windows");
+        if (in->train_tokens < n + 1)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the shards hold %llu training tokens, fewer than a window of "
+                            "n + 1 = %llu: lower n or prepare more text", (unsigned long long)in->train_tokens,
+                            (unsigned long long)(n + 1));
+        if (in->val_tokens && in->val_tokens < n + 1)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the shards hold %llu validation tokens, fewer than a window "
+                            "of n + 1 = %llu: prepare with a larger --val-fraction, or train with --val-fraction 0 "
+                            "--eval-every 0", (unsigned long long)in->val_tokens, (unsigned long long)(n + 1));
+        in->val_rows = in->val_tokens ? (in->val_tokens - 1) / n : 0;
+    }
+    if (c->val_fraction > 0 && in->val_tokens == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the shards hold no validation split: prepare with --val-fraction "
+                        "above 0, or train with --val-fraction 0 --eval-every 0");
+    TMM_TRY(shards_entropy(d));
+    snprintf(d->desc, sizeof d->desc,
+             "shards (%s): %u train + %u val shard(s), %llu + %llu documents%s; %llu train tokens, %llu val; vocab "
+             "%u (tokenizer %s); seed %llu",
+             docs ? "documents, one per row, EOT-padded" : "windows of n+1 tokens",
+             tmm_shards_files(set, TMM_SHARD_TRAIN), tmm_shards_files(set, TMM_SHARD_VAL),
+             (unsigned long long)in->train_docs, (unsigned long long)in->val_docs,
+             docs ? (in->truncated_docs ? " (some truncated to n+1)" : "") : "", (unsigned long long)in->train_tokens,
+             (unsigned long long)in->val_tokens, in->vocab, tmm_shards_tokenizer_path(set),
+             (unsigned long long)d->seed);
+    return TMM_OK;
+}
+
 tmm_status tmm_data_create(const tmm_data_config *config, tmm_data **out)
 {
     if (!config || !out)
@@ -505,13 +615,18 @@ tmm_status tmm_data_create(const tmm_data_config *config, tmm_data **out)
         d->entropy = log((double)d->alphabet);
     } else {
         d->info.vocab = TMM_TEXT_VOCAB;
-        tmm_status st = create_text(d, config, &file_bytes);
+        d->eot = TMM_TEXT_EOT;
+        /* a directory is prepared shards (its manifest says why not) */
+        const char *first = config->text_paths[0];
+        tmm_status st = tmm_shards_detect(first) || tmm_is_dir(first) ? create_shards(d, config)
+                                                                      : create_text(d, config, &file_bytes);
         if (st != TMM_OK) {
             tmm_data_destroy(d);
             return st;
         }
     }
-    describe(d, config, file_bytes);
+    if (!d->shards)
+        describe(d, config, file_bytes);
     *out = d;
     return TMM_OK;
 }
@@ -605,6 +720,64 @@ static uint64_t permute(uint64_t key, uint64_t x, uint64_t m)
     return x;
 }
 
+/* A row of a shard document: its first min(L, n + 1) tokens, EOT after. */
+static void shard_document_row(const tmm_data *d, tmm_shard_split split, uint64_t di, uint32_t n, uint32_t *tok,
+                               int32_t *tgt)
+{
+    uint64_t start, L;
+    tmm_shards_document(d->shards, split, di, &start, &L);
+    uint32_t m = L < n ? (uint32_t)L : n; /* tokens of the document among the inputs */
+    tmm_shards_read(d->shards, split, start, m, tok);
+    for (uint32_t t = m; t < n; t++)
+        tok[t] = d->eot;
+    if (!tgt)
+        return;
+    for (uint32_t t = 0; t + 1 < m; t++)
+        tgt[t] = (int32_t)tok[t + 1];
+    if (m > 0) {
+        uint32_t last = d->eot; /* the token after position m - 1: the document's next, or its EOT */
+        if (L > m)
+            tmm_shards_read(d->shards, split, start + m, 1, &last);
+        tgt[m - 1] = (int32_t)last;
+    }
+    for (uint32_t t = m; t < n; t++)
+        tgt[t] = TMM_TARGET_IGNORE;
+}
+
+static tmm_status shard_batch(const tmm_data *d, bool val, uint64_t j0, uint32_t batch, uint32_t n,
+                              uint32_t *tokens, int32_t *targets)
+{
+    const tmm_shard_split split = val ? TMM_SHARD_VAL : TMM_SHARD_TRAIN;
+    if (val && d->info.val_tokens == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the shards' validation split is not used (validation fraction 0)");
+    if (d->mode == TMM_TEXT_DOCUMENTS) {
+        for (uint32_t r = 0; r < batch; r++) {
+            uint64_t j = j0 + r, di;
+            if (val) {
+                di = j % d->n_val;
+            } else {
+                uint64_t D = d->n_train;
+                di = permute(tmm_rng_bits(d->key_train, j / D), j % D, D);
+            }
+            shard_document_row(d, split, di, n, tokens + (size_t)r * n, targets ? targets + (size_t)r * n : NULL);
+        }
+        return TMM_OK;
+    }
+    uint64_t len = val ? d->info.val_tokens : d->info.train_tokens;
+    if (len < (uint64_t)n + 1)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the shards' %s split has %llu tokens, fewer than n + 1 = %llu",
+                        val ? "validation" : "training", (unsigned long long)len, (unsigned long long)n + 1);
+    uint64_t W = (len - 1) / n;
+    for (uint32_t r = 0; r < batch; r++) {
+        uint64_t j = j0 + r;
+        uint64_t start = val ? (j % W) * n : tmm_rng_bits(d->key_train, j) % (len - n);
+        tmm_shards_read(d->shards, split, start, n, tokens + (size_t)r * n);
+        if (targets)
+            tmm_shards_read(d->shards, split, start + 1, n, (uint32_t *)(targets + (size_t)r * n));
+    }
+    return TMM_OK;
+}
+
 tmm_status tmm_data_batch(const tmm_data *data, tmm_data_split split, uint64_t index, uint32_t batch, uint32_t n,
                           uint32_t *tokens, int32_t *targets)
 {
@@ -628,6 +801,8 @@ tmm_status tmm_data_batch(const tmm_data *data, tmm_data_split split, uint64_t i
             copy_row(data, stream, j0 + r, n, tokens + (size_t)r * n, targets ? targets + (size_t)r * n : NULL);
         return TMM_OK;
     }
+    if (data->shards)
+        return shard_batch(data, val, j0, batch, n, tokens, targets);
 
     if (data->mode == TMM_TEXT_WINDOWS) {
         uint64_t base = val ? data->train_len : 0;
@@ -688,4 +863,14 @@ const char *tmm_data_describe(const tmm_data *data)
 const tmm_data_info *tmm_data_get_info(const tmm_data *data)
 {
     return &data->info;
+}
+
+const char *tmm_data_tokenizer_path(const tmm_data *data)
+{
+    return data->shards ? tmm_shards_tokenizer_path(data->shards) : NULL;
+}
+
+uint64_t tmm_data_tokenizer_fingerprint(const tmm_data *data)
+{
+    return data->shards ? tmm_shards_fingerprint(data->shards) : 0;
 }

@@ -8,6 +8,7 @@
 #ifndef TMM_TRAIN_DATA_H
 #define TMM_TRAIN_DATA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tmm/tmm.h"
@@ -38,7 +39,8 @@ typedef struct tmm_data_config {
      * for another n (checked per call). */
     uint32_t n;
     uint32_t copy_alphabet;            /* copy: 2 .. TMM_COPY_MAX_ALPHABET */
-    const char *const *text_paths;     /* text: one or more files */
+    const char *const *text_paths;     /* text: one or more files; or prepared shards: directories
+                                          or shard files (detected by manifest.json / the magic) */
     uint32_t text_path_count;
     tmm_text_mode text_mode;
     tmm_text_format text_format;
@@ -57,7 +59,7 @@ typedef struct tmm_data_info {
     uint64_t val_docs;
     uint64_t skipped_docs;   /* empty JSONL "text" values skipped */
     uint64_t truncated_docs; /* document mode: training documents longer than n + 1 bytes */
-    uint64_t truncated_bytes; /* ... and their bytes past the first n + 1, which no row holds */
+    uint64_t truncated_bytes; /* ... and their bytes (shards: tokens) past the first n + 1, which no row holds */
     uint64_t val_rows;       /* tmm_data_val_rows */
 } tmm_data_info;
 
@@ -80,7 +82,7 @@ void tmm_data_destroy(tmm_data *data);
 tmm_status tmm_data_batch(const tmm_data *data, tmm_data_split split, uint64_t index, uint32_t batch, uint32_t n,
                           uint32_t *tokens, int32_t *targets);
 
-/* Vocabulary the model needs: the copy alphabet, or TMM_TEXT_VOCAB. */
+/* Vocabulary the model needs: the copy alphabet, TMM_TEXT_VOCAB, or the shards' tokenizer's. */
 uint32_t tmm_data_vocab(const tmm_data *data);
 
 /* Distinct validation rows at the config's n: one pass over the held-out set
@@ -103,5 +105,18 @@ double tmm_data_unigram_entropy(const tmm_data *data);
 const char *tmm_data_describe(const tmm_data *data);
 
 const tmm_data_info *tmm_data_get_info(const tmm_data *data);
+
+/* Prepared shards: the tokenizer.json they were written with and its
+ * fingerprint (NULL and 0 for the copy task and plain text). */
+const char *tmm_data_tokenizer_path(const tmm_data *data);
+uint64_t tmm_data_tokenizer_fingerprint(const tmm_data *data);
+
+/* One line of a JSONL file (without its LF; a CR before it is dropped), as
+ * docs/data.md defines: BLANK (only spaces, tabs, CRs), EMPTY (a "text" of
+ * ""), or TEXT with *text the field's bytes (malloc'ed: free() it). Anything
+ * else is an error naming path:line. Shared with tmm prepare. */
+typedef enum tmm_jsonl_kind { TMM_JSONL_BLANK, TMM_JSONL_EMPTY, TMM_JSONL_TEXT } tmm_jsonl_kind;
+tmm_status tmm_jsonl_line(const char *path, uint64_t line, const char *s, size_t len, tmm_jsonl_kind *kind,
+                          char **text, size_t *text_len);
 
 #endif

@@ -12,6 +12,7 @@
 #include "model/arch.h"
 #include "model/model.h"
 #include "ops/ops.h"
+#include "text/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/optim.h"
@@ -47,7 +48,11 @@ tmm_status tmm_train_prepare(tmm_train_config *c, tmm_data **out)
     if (c->schedule.peak_lr == 0)
         c->schedule.peak_lr = c->task == TMM_DATA_COPY ? TMM_COPY_PEAK_LR : tmm_arch_of(c->model.arch)->default_lr;
     tmm_status s = TMM_OK;
-    if (c->model.vocab < need)
+    if (c->model.vocab < need && tmm_data_tokenizer_path(data))
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model vocab %u is smaller than the %u tokens of the shards' tokenizer "
+                     "%s: raise --vocab to %u or more (or 0: the tokenizer's)", c->model.vocab, need,
+                     tmm_data_tokenizer_path(data), need);
+    else if (c->model.vocab < need)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model vocab %u is smaller than the task's %u tokens", c->model.vocab,
                      need);
     if (s == TMM_OK)
@@ -224,15 +229,43 @@ static tmm_status save(run *R, uint64_t step, tmm_train_result *res)
     if (s == TMM_OK) {
         tmm_train_state st = { .step = step, .m = m, .v = v, .n_words = 2,
                                .words = { step * R->c->accum, R->c->data_seed } };
+        const bool shards = tmm_data_tokenizer_path(R->data) != NULL;
+        char fp[20];
+        snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_data_tokenizer_fingerprint(R->data));
         tmm_st_meta extra[] = { { "task", R->c->task == TMM_DATA_COPY ? "copy" : "text" },
-                                { "tokenizer", R->c->task == TMM_DATA_COPY ? "copy-symbols" : "bytes" },
-                                { "train_config", R->config_json } };
-        s = tmm_checkpoint_save(R->c->run_dir, step, t, params, &st, extra, 3, R->c->keep);
+                                { "tokenizer", shards ? TMM_RUN_TOKENIZER
+                                               : R->c->task == TMM_DATA_COPY ? "copy-symbols" : "bytes" },
+                                { "train_config", R->config_json },
+                                { "tokenizer_fingerprint", fp } };
+        s = tmm_checkpoint_save(R->c->run_dir, step, t, params, &st, extra, shards ? 4 : 3, R->c->keep);
     }
     if (s == TMM_OK)
         tmm_checkpoint_step_dir(R->c->run_dir, step, res->checkpoint, sizeof res->checkpoint);
     free(params), free(m), free(v);
     return s;
+}
+
+/* A shard run resumes and evaluates on shards of its own tokenizer only. */
+static tmm_status check_tokenizer(const tmm_checkpoint *ck, const tmm_data *data)
+{
+    const char *fp = tmm_checkpoint_meta(ck, "tokenizer_fingerprint");
+    const char *data_tok = tmm_data_tokenizer_path(data);
+    if (!fp && !data_tok)
+        return TMM_OK;
+    char want[20];
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)tmm_data_tokenizer_fingerprint(data));
+    if (!fp)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s was trained on %s, not on shards of tokenizer %s: train it on "
+                        "the data it was trained on", ck->dir, tmm_checkpoint_meta(ck, "tokenizer") ?
+                        tmm_checkpoint_meta(ck, "tokenizer") : "bytes", data_tok);
+    if (!data_tok)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s was trained on prepared shards (tokenizer %s): give it shards "
+                        "of that tokenizer (--data DIR of tmm prepare)", ck->dir, fp);
+    if (strcmp(fp, want) != 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the shards were written with another tokenizer (%s, fingerprint "
+                        "%s) than the run's (fingerprint %s, %s): prepare the text with the run's tokenizer.json",
+                        data_tok, want, fp, ck->dir);
+    return TMM_OK;
 }
 
 static tmm_status restore(run *R, const char *path, uint64_t *step)
@@ -252,6 +285,8 @@ static tmm_status restore(run *R, const char *path, uint64_t *step)
         s = tmm_buffer_write(vv.buffer, vv.offset, ck.state.v, bytes);
     if (s == TMM_OK && ck.state.n_words >= 1 && ck.state.words[0] != ck.step * R->c->accum)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s was saved with another accumulation setting", ck.dir);
+    if (s == TMM_OK)
+        s = check_tokenizer(&ck, R->data);
     *step = ck.step;
     tmm_checkpoint_free(&ck);
     return s;
@@ -477,6 +512,19 @@ static tmm_status open_run_dir(run *R, const char *resume, bool replace, bool *c
                     "in another directory (--run-dir DIR), or replace it with --force", dir, dir);
 }
 
+/* The run's tokenizer.json (named by the checkpoints' "tokenizer"), written
+ * again from the shards' (load and save: a file that does not load is not copied). */
+static tmm_status copy_tokenizer(const char *from, const char *run_dir)
+{
+    char path[TMM_CONFIG_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/%s", run_dir, TMM_RUN_TOKENIZER);
+    tmm_tokenizer *tok;
+    TMM_TRY(tmm_tokenizer_load(from, &tok));
+    tmm_status s = tmm_tokenizer_save(tok, path);
+    tmm_tokenizer_free(tok);
+    return s;
+}
+
 tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, const tmm_train_hooks *hooks,
                      tmm_train_result *res)
 {
@@ -535,6 +583,8 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         char path[1200];
         snprintf(path, sizeof path, "%s/config.json", c->run_dir);
         s = tmm_write_file_atomic(path, R.config_json, strlen(R.config_json));
+        if (s == TMM_OK && tmm_data_tokenizer_path(R.data))
+            s = copy_tokenizer(tmm_data_tokenizer_path(R.data), c->run_dir);
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
         if (s == TMM_OK && !(R.metrics = fopen(path, continuing ? "a" : "w")))
             s = tmm_fail(TMM_ERR_IO, "cannot write %s", path);
@@ -588,6 +638,8 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
         s = tmm_train_prepare(&c, &data);
     if (s == TMM_OK)
         s = tmm_checkpoint_load(path, &c.model, load_flags & ~(unsigned)TMM_CHECKPOINT_STATE, &ck);
+    if (s == TMM_OK)
+        s = check_tokenizer(&ck, data);
     if (s == TMM_OK)
         s = tmm_model_create_impl(dev, &c.model, B, c.mixer_impl, &m);
     if (s == TMM_OK)

@@ -1,0 +1,689 @@
+/* tmm prepare: tokenizes a corpus into token shards (docs/formats.md "Token
+ * shards", docs/data.md "Prepared shards").
+ *
+ * One reader thread reads the files in order (decompressing .gz) and cuts
+ * them into jobs (a plain file, or a run of JSONL lines); worker threads
+ * encode the jobs' documents; this thread writes the jobs in order. The
+ * output depends on the documents and their order only, never on the thread
+ * count. A bounded ring of jobs bounds the memory. */
+#define _POSIX_C_SOURCE 200809L /* lstat, sysconf */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cli.h"
+#include "files.h"
+#include "io/limits.h"
+#include "model/rng.h"
+#include "status.h"
+#include "text/tokenizer.h"
+#include "train/data.h"
+#include "train/manifest.h"
+#include "train/shards.h"
+
+#define JOB_BYTES (4u << 20) /* JSONL lines per job, about */
+#define MAX_THREADS 256u
+#define MAX_INPUTS 10000000u
+
+static void usage(void)
+{
+    printf("usage: tmm prepare --tokenizer tok.json|bytes --data FILE|DIR... --out DIR\n"
+           "                   [--val-fraction F] [--shard-tokens N] [--threads N] [--force] [--quiet]\n\n"
+           "Tokenizes a corpus into token shards that tmm train reads (--data DIR).\n"
+           "Inputs: a text file is one document; a .jsonl file holds one document per\n"
+           "line (a JSON object with a string \"text\" field); a .gz file is decompressed\n"
+           "first (name.jsonl.gz is JSONL); a directory is read recursively, in sorted\n"
+           "order, skipping symbolic links. Documents are written in input order, each\n"
+           "followed by the tokenizer's end-of-text token. Document i (counting from 0\n"
+           "over the whole corpus) goes to validation when a hash of i is below the\n"
+           "validation fraction (docs/data.md). DIR receives train_NNNNNN.bin and\n"
+           "val_NNNNNN.bin shards, tokenizer.json and manifest.json (written last).\n"
+           "The output is the same for every thread count.\n\n"
+           "  -t, --tokenizer T    a tokenizer.json (byte-level BPE) or \"bytes\"\n"
+           "  -d, --data PATH      a text, .jsonl or .gz file, or a directory (repeat for more)\n"
+           "  -o, --out DIR        the prepared directory (created)\n"
+           "  --val-fraction F     held-out share of the documents, in [0, 1) (default 0.05)\n"
+           "  --shard-tokens N     tokens per shard, at most (default 100000000; a longer\n"
+           "                       document gets a shard of its own)\n"
+           "  --threads N          encoding threads (default: the online cores)\n"
+           "  --force              replace the shards and manifest of a prepared DIR\n"
+           "  -q, --quiet          no progress on stderr\n");
+}
+
+/* ---- inputs ------------------------------------------------------------------- */
+
+typedef struct inputs {
+    char **paths;
+    uint32_t count, cap;
+} inputs;
+
+static tmm_status add_input(inputs *in, const char *path)
+{
+    if (in->count == MAX_INPUTS)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "more than %u input files", MAX_INPUTS);
+    if (in->count == in->cap) {
+        uint32_t cap = in->cap ? 2 * in->cap : 64;
+        char **bigger = realloc(in->paths, cap * sizeof *bigger);
+        if (!bigger)
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        in->paths = bigger;
+        in->cap = cap;
+    }
+    if (!(in->paths[in->count] = strdup(path)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    in->count++;
+    return TMM_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* The regular files under dir, sorted by name at every level; links are skipped. */
+static tmm_status add_dir(inputs *in, const char *dir, int depth)
+{
+    if (depth > 64)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: directories nested more than 64 deep", dir);
+    tmm_dir_entry *names;
+    uint32_t n;
+    TMM_TRY(tmm_list_dir(dir, &names, &n));
+    qsort(names, n, sizeof *names, by_name);
+    tmm_status s = TMM_OK;
+    for (uint32_t i = 0; s == TMM_OK && i < n; i++) {
+        char path[TMM_PATH_MAX];
+        struct stat st;
+        s = tmm_path_join(path, sizeof path, dir, names[i]);
+        if (s != TMM_OK || lstat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            s = add_dir(in, path, depth + 1);
+        else if (S_ISREG(st.st_mode))
+            s = add_input(in, path);
+    }
+    free(names);
+    return s;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    if (n < k)
+        return false;
+    for (size_t i = 0; i < k; i++) {
+        char c = s[n - k + i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != suffix[i])
+            return false;
+    }
+    return true;
+}
+
+/* A .gz file, decompressed whole (at most TMM_LIMIT_TEXT bytes). */
+static tmm_status read_gz(const char *path, char **data, size_t *size)
+{
+    *data = NULL;
+    *size = 0;
+    TMM_TRY(tmm_check_regular_file(path, "input file"));
+    gzFile gz = gzopen(path, "rb");
+    if (!gz)
+        return tmm_fail(TMM_ERR_IO, "cannot open %s", path);
+    size_t cap = 1u << 16, len = 0;
+    char *buf = malloc(cap);
+    tmm_status s = buf ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK && gzdirect(gz))
+        s = tmm_fail(TMM_ERR_IO, "%s is not gzip data (its name ends in .gz)", path);
+    while (s == TMM_OK) {
+        if (len == cap) {
+            if (cap >= TMM_LIMIT_TEXT) {
+                s = tmm_fail(TMM_ERR_IO, "%s decompresses to more than the %llu GiB tmm reads for one file", path,
+                             TMM_LIMIT_TEXT >> 30);
+                break;
+            }
+            char *bigger = realloc(buf, cap * 2);
+            if (!bigger) {
+                s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory decompressing %s", path);
+                break;
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t want = cap - len > (1u << 30) ? 1u << 30 : cap - len;
+        int got = gzread(gz, buf + len, (unsigned)want);
+        if (got < 0) {
+            int err;
+            const char *msg = gzerror(gz, &err);
+            s = tmm_fail(TMM_ERR_IO, "%s: corrupt gzip data (%s)", path, msg ? msg : "unknown error");
+        } else if (got == 0) {
+            int err;
+            const char *msg = gzerror(gz, &err);
+            if (err != Z_OK && err != Z_STREAM_END)
+                s = tmm_fail(TMM_ERR_IO, "%s: corrupt gzip data (%s)", path, msg ? msg : "unknown error");
+            break;
+        } else {
+            len += (size_t)got;
+        }
+    }
+    gzclose(gz);
+    if (s != TMM_OK) {
+        free(buf);
+        return s;
+    }
+    *data = buf;
+    *size = len;
+    return TMM_OK;
+}
+
+/* ---- jobs ---------------------------------------------------------------------- */
+
+enum { JOB_EMPTY, JOB_READY, JOB_CLAIMED, JOB_DONE };
+
+typedef struct job {
+    int state;
+    const char *path;
+    char *data;              /* the bytes to encode (owned) */
+    size_t size;
+    bool jsonl, last_of_file;
+    uint64_t first_line;
+    /* results */
+    tmm_tokens tokens;       /* every document's tokens, back to back */
+    size_t *doc_len;
+    size_t n_docs, cap_docs;
+    uint64_t skipped, text_bytes;
+    tmm_status status;       /* the producer's or the worker's */
+    char error[512];
+} job;
+
+typedef struct prep {
+    const tmm_tokenizer *tok;
+    const inputs *in;
+    job *ring;
+    uint32_t ring_size;
+    uint64_t next_in, next_claim, next_out;
+    bool stop, inputs_done;
+    pthread_mutex_t mu;
+    pthread_cond_t changed;
+} prep;
+
+static void job_fail(job *j, tmm_status s)
+{
+    j->status = s;
+    snprintf(j->error, sizeof j->error, "%s", tmm_last_error());
+}
+
+static tmm_status job_doc(job *j, const tmm_tokenizer *tok, tmm_tok_cache *cache, const char *text, size_t len)
+{
+    if (j->n_docs == j->cap_docs) {
+        size_t cap = j->cap_docs ? 2 * j->cap_docs : 64;
+        size_t *bigger = realloc(j->doc_len, cap * sizeof *bigger);
+        if (!bigger)
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        j->doc_len = bigger;
+        j->cap_docs = cap;
+    }
+    size_t before = j->tokens.count;
+    j->text_bytes += len;
+    TMM_TRY(tmm_tokenizer_encode(tok, cache, text, len, false, &j->tokens));
+    j->doc_len[j->n_docs++] = j->tokens.count - before;
+    return TMM_OK;
+}
+
+static tmm_status encode_job(job *j, const tmm_tokenizer *tok, tmm_tok_cache *cache)
+{
+    if (!j->jsonl) {
+        if (j->size == 0) {
+            j->skipped++;
+            return TMM_OK;
+        }
+        return job_doc(j, tok, cache, j->data, j->size);
+    }
+    uint64_t line = j->first_line;
+    for (size_t pos = 0; pos < j->size; line++) {
+        const char *nl = memchr(j->data + pos, '\n', j->size - pos);
+        size_t end = nl ? (size_t)(nl - j->data) : j->size;
+        tmm_jsonl_kind kind;
+        char *text;
+        size_t len;
+        TMM_TRY(tmm_jsonl_line(j->path, line, j->data + pos, end - pos, &kind, &text, &len));
+        pos = nl ? end + 1 : j->size;
+        tmm_status s = TMM_OK;
+        if (kind == TMM_JSONL_EMPTY)
+            j->skipped++;
+        else if (kind == TMM_JSONL_TEXT)
+            s = job_doc(j, tok, cache, text, len);
+        free(text);
+        TMM_TRY(s);
+    }
+    return TMM_OK;
+}
+
+static void *worker(void *arg)
+{
+    prep *P = arg;
+    tmm_tok_cache *cache = tmm_tok_cache_new();
+    pthread_mutex_lock(&P->mu);
+    for (;;) {
+        job *j = NULL;
+        while (!P->stop && !(P->next_claim < P->next_in) && !P->inputs_done)
+            pthread_cond_wait(&P->changed, &P->mu);
+        if (P->stop || !(P->next_claim < P->next_in))
+            break;
+        j = &P->ring[P->next_claim++ % P->ring_size];
+        j->state = JOB_CLAIMED;
+        pthread_mutex_unlock(&P->mu);
+        if (j->status == TMM_OK) {
+            tmm_status s = encode_job(j, P->tok, cache);
+            if (s != TMM_OK)
+                job_fail(j, s);
+        }
+        free(j->data);
+        j->data = NULL;
+        pthread_mutex_lock(&P->mu);
+        j->state = JOB_DONE;
+        pthread_cond_broadcast(&P->changed);
+    }
+    pthread_mutex_unlock(&P->mu);
+    tmm_tok_cache_free(cache);
+    return NULL;
+}
+
+/* Queues a job (waiting for a free slot); false when the run stopped, and
+ * then the job's data is freed here. */
+static bool push_job(prep *P, const job *proto)
+{
+    pthread_mutex_lock(&P->mu);
+    while (!P->stop && P->next_in - P->next_out >= P->ring_size)
+        pthread_cond_wait(&P->changed, &P->mu);
+    bool ok = !P->stop;
+    if (ok) {
+        job *j = &P->ring[P->next_in % P->ring_size];
+        *j = *proto;
+        j->state = JOB_READY;
+        P->next_in++;
+        pthread_cond_broadcast(&P->changed);
+    }
+    pthread_mutex_unlock(&P->mu);
+    if (!ok)
+        free(proto->data);
+    return ok;
+}
+
+static void *reader(void *arg)
+{
+    prep *P = arg;
+    bool go = true;
+    for (uint32_t i = 0; go && i < P->in->count; i++) {
+        const char *path = P->in->paths[i];
+        bool gz = ends_with(path, ".gz");
+        size_t plen = strlen(path);
+        bool jsonl = ends_with(path, ".jsonl") || (gz && plen > 3 && plen - 3 >= 6 &&
+                                                   strncasecmp(path + plen - 9, ".jsonl", 6) == 0);
+        char *data = NULL;
+        size_t size = 0;
+        tmm_status s = gz ? read_gz(path, &data, &size)
+                          : tmm_read_file(path, "input file", TMM_LIMIT_TEXT, (void **)&data, &size);
+        job j = { .path = path, .jsonl = jsonl, .first_line = 1 };
+        if (s != TMM_OK) {
+            job_fail(&j, s);
+            go = push_job(P, &j);
+            break;
+        }
+        if (!jsonl) {
+            j.data = data, j.size = size, j.last_of_file = true;
+            go = push_job(P, &j);
+            continue;
+        }
+        /* JSONL: runs of whole lines of about JOB_BYTES, each a job of its own copy */
+        size_t pos = 0;
+        uint64_t line = 1;
+        do {
+            size_t end = pos + JOB_BYTES < size ? pos + JOB_BYTES : size;
+            const char *nl = end < size ? memchr(data + end, '\n', size - end) : NULL;
+            end = nl ? (size_t)(nl - data) + 1 : size;
+            job c = { .path = path, .jsonl = true, .first_line = line, .size = end - pos,
+                      .last_of_file = end == size };
+            for (size_t k = pos; k < end; k++)
+                line += data[k] == '\n';
+            if (!(c.data = malloc(c.size ? c.size : 1)))
+                job_fail(&c, tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory"));
+            else
+                memcpy(c.data, data + pos, c.size);
+            go = push_job(P, &c);
+            pos = end;
+        } while (go && pos < size);
+        free(data);
+    }
+    pthread_mutex_lock(&P->mu);
+    P->inputs_done = true;
+    pthread_cond_broadcast(&P->changed);
+    pthread_mutex_unlock(&P->mu);
+    return NULL;
+}
+
+/* ---- writing ------------------------------------------------------------------- */
+
+typedef struct output {
+    const char *dir;
+    tmm_shard_header proto;
+    uint64_t shard_tokens;
+    double val_fraction;
+    uint64_t split_key;
+    tmm_shard_writer *w[2];
+    uint32_t next_index[2];
+    tmm_manifest m;
+    uint32_t cap_shards;
+    uint64_t tokens[2], docs[2], input_bytes, text_bytes;
+} output;
+
+/* The split of corpus document i (docs/data.md "Prepared shards"). */
+static tmm_shard_split split_of(const output *o, uint64_t i)
+{
+    double u = (double)(tmm_rng_bits(o->split_key, i) >> 11) * 0x1.0p-53;
+    return u < o->val_fraction ? TMM_SHARD_VAL : TMM_SHARD_TRAIN;
+}
+
+static tmm_status close_shard(output *o, int k)
+{
+    tmm_shard_header h;
+    tmm_shard_writer *w = o->w[k];
+    o->w[k] = NULL;
+    TMM_TRY(tmm_shard_writer_close(w, &h));
+    if (o->m.count == o->cap_shards) {
+        uint32_t cap = o->cap_shards ? 2 * o->cap_shards : 16;
+        tmm_manifest_shard *bigger = realloc(o->m.shards, cap * sizeof *bigger);
+        if (!bigger)
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        o->m.shards = bigger;
+        o->cap_shards = cap;
+    }
+    tmm_manifest_shard *e = &o->m.shards[o->m.count++];
+    tmm_shard_name((tmm_shard_split)k, h.index, e->file, sizeof e->file);
+    e->split = (uint32_t)k;
+    e->tokens = h.tokens;
+    e->documents = h.documents;
+    e->checksum = h.checksum;
+    return TMM_OK;
+}
+
+static tmm_status write_doc(output *o, const uint32_t *ids, size_t count)
+{
+    const uint64_t i = o->docs[0] + o->docs[1];
+    const int k = split_of(o, i);
+    if (o->w[k] && tmm_shard_writer_tokens(o->w[k]) && tmm_shard_writer_tokens(o->w[k]) + count + 1 > o->shard_tokens)
+        TMM_TRY(close_shard(o, k));
+    if (!o->w[k]) {
+        if (o->next_index[k] >= TMM_SHARD_MAX_FILES)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "more than %u shards: raise --shard-tokens",
+                            TMM_SHARD_MAX_FILES);
+        tmm_shard_header h = o->proto;
+        h.split = (uint32_t)k;
+        h.index = o->next_index[k]++;
+        TMM_TRY(tmm_shard_writer_open(o->dir, &h, &o->w[k]));
+    }
+    TMM_TRY(tmm_shard_writer_document(o->w[k], ids, count));
+    o->tokens[k] += count + 1;
+    o->docs[k]++;
+    return TMM_OK;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+typedef struct options {
+    const char *tokenizer, *out;
+    inputs in;
+    double val_fraction;
+    unsigned long shard_tokens, threads;
+    bool force, quiet;
+} options;
+
+/* Refuses a prepared DIR unless force, which removes its manifest (first, so
+ * an interrupted run never leaves one naming new shards), shards and leftovers. */
+static tmm_status clear_out(const char *dir, bool force)
+{
+    TMM_TRY(tmm_make_dirs(dir));
+    tmm_dir_entry *names;
+    uint32_t n;
+    TMM_TRY(tmm_list_dir(dir, &names, &n));
+    tmm_status s = TMM_OK;
+    bool prepared = false;
+    for (uint32_t i = 0; i < n; i++)
+        prepared |= strcmp(names[i], TMM_SHARD_MANIFEST) == 0 || strncmp(names[i], "train_", 6) == 0 ||
+                    strncmp(names[i], "val_", 4) == 0;
+    if (prepared && !force)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s already holds prepared shards: use another --out, or --force "
+                     "to replace them", dir);
+    char path[TMM_PATH_MAX];
+    if (s == TMM_OK && prepared && tmm_path_join(path, sizeof path, dir, TMM_SHARD_MANIFEST) == TMM_OK &&
+        tmm_path_exists(path) && remove(path) != 0)
+        s = tmm_fail(TMM_ERR_IO, "cannot remove %s", path);
+    for (uint32_t i = 0; s == TMM_OK && prepared && i < n; i++)
+        if ((strncmp(names[i], "train_", 6) == 0 || strncmp(names[i], "val_", 4) == 0) &&
+            tmm_path_join(path, sizeof path, dir, names[i]) == TMM_OK && remove(path) != 0)
+            s = tmm_fail(TMM_ERR_IO, "cannot remove %s", path);
+    free(names);
+    return s;
+}
+
+static void progress(const options *o, const output *out, double t0, bool final, bool *shown)
+{
+    double s = (cli_now_ms() - t0) / 1000.0;
+    uint64_t tokens = out->tokens[0] + out->tokens[1], docs = out->docs[0] + out->docs[1];
+    double mb = (double)out->input_bytes / 1e6;
+    if (!final) {
+        *shown = !o->quiet;
+        if (!o->quiet)
+            fprintf(stderr, "\rprepare: %.1f MB, %llu documents, %llu tokens, %.2f MB/s   ", mb,
+                    (unsigned long long)docs, (unsigned long long)tokens, s > 0 ? mb / s : 0.0);
+        return;
+    }
+    if (*shown)
+        fprintf(stderr, "\r%80s\r", "");
+    printf("prepared %s: %llu documents (%llu train, %llu val; %llu empty skipped), %llu tokens (%llu train, %llu "
+           "val) in %u + %u shards; %.1f MB read, %.3f bytes of text per token; %.1f s, %.2f MB/s with %lu thread(s)\n",
+           o->out, (unsigned long long)docs, (unsigned long long)out->docs[0], (unsigned long long)out->docs[1],
+           (unsigned long long)out->m.skipped, (unsigned long long)tokens, (unsigned long long)out->tokens[0],
+           (unsigned long long)out->tokens[1], out->next_index[0], out->next_index[1], mb,
+           tokens > docs ? (double)out->text_bytes / (double)(tokens - docs) : 0.0, s, s > 0 ? mb / s : 0.0, o->threads);
+}
+
+/* Writes the jobs in order as the workers finish them. */
+static tmm_status write_jobs(prep *P, output *out, const options *o)
+{
+    tmm_status s = TMM_OK;
+    double t0 = cli_now_ms(), last = t0;
+    bool shown = false;
+    for (;;) {
+        pthread_mutex_lock(&P->mu);
+        while (!(P->next_out < P->next_in && P->ring[P->next_out % P->ring_size].state == JOB_DONE) &&
+               !(P->inputs_done && P->next_out == P->next_in))
+            pthread_cond_wait(&P->changed, &P->mu);
+        bool end = P->next_out == P->next_in;
+        job *j = end ? NULL : &P->ring[P->next_out % P->ring_size];
+        pthread_mutex_unlock(&P->mu);
+        if (end)
+            break;
+        if (j->status != TMM_OK)
+            s = tmm_fail(j->status, "%s", j->error);
+        size_t at = 0;
+        for (size_t d = 0; s == TMM_OK && d < j->n_docs; d++) {
+            s = write_doc(out, j->tokens.ids + at, j->doc_len[d]);
+            at += j->doc_len[d];
+        }
+        out->m.skipped += j->skipped;
+        if (s == TMM_OK && !j->jsonl && j->n_docs == 0 && j->skipped == 0)
+            s = tmm_fail(TMM_ERR_IO, "%s gave no document", j->path);
+        out->input_bytes += j->size;
+        out->text_bytes += j->text_bytes;
+        free(j->tokens.ids), free(j->doc_len);
+        memset(j, 0, sizeof *j);
+        pthread_mutex_lock(&P->mu);
+        P->next_out++;
+        if (s != TMM_OK)
+            P->stop = true;
+        pthread_cond_broadcast(&P->changed);
+        pthread_mutex_unlock(&P->mu);
+        if (s != TMM_OK)
+            break;
+        if (cli_now_ms() - last > 1000) {
+            progress(o, out, t0, false, &shown);
+            last = cli_now_ms();
+        }
+    }
+    for (int k = 0; s == TMM_OK && k < 2; k++)
+        if (out->w[k])
+            s = close_shard(out, k);
+    if (s == TMM_OK && out->docs[0] == 0)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the corpus gave %s training documents: add text",
+                     out->docs[1] ? "only validation and no" : "no");
+    if (s == TMM_OK) {
+        out->m.documents = out->docs[0] + out->docs[1];
+        out->m.input_bytes = out->input_bytes;
+        s = tmm_manifest_write(out->dir, &out->m);
+    }
+    if (s == TMM_OK)
+        progress(o, out, t0, true, &shown);
+    return s;
+}
+
+static tmm_status run_prepare(options *o)
+{
+    tmm_tokenizer *tok = NULL;
+    TMM_TRY(tmm_tokenizer_load(o->tokenizer, &tok));
+    output out = { .dir = o->out, .shard_tokens = o->shard_tokens, .val_fraction = o->val_fraction,
+                   .split_key = tmm_rng_key(0, "prepare/split") };
+    out.proto = (tmm_shard_header){ .fingerprint = tmm_tokenizer_fingerprint(tok), .vocab = tmm_tokenizer_vocab(tok),
+                                    .eot = tmm_tokenizer_eot(tok) };
+    out.m = (tmm_manifest){ .fingerprint = out.proto.fingerprint, .vocab = out.proto.vocab, .eot = out.proto.eot,
+                            .val_fraction = o->val_fraction };
+    snprintf(out.m.tokenizer_kind, sizeof out.m.tokenizer_kind, "%s", tmm_tokenizer_kind(tok));
+    tmm_status s = TMM_OK;
+    if (out.proto.eot == UINT32_MAX)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "tokenizer %s has no end-of-text token (\"<|endoftext|>\" or a "
+                     "special added token): documents need one between them", o->tokenizer);
+    char tok_path[TMM_PATH_MAX];
+    if (s == TMM_OK)
+        s = clear_out(o->out, o->force);
+    if (s == TMM_OK)
+        s = tmm_path_join(tok_path, sizeof tok_path, o->out, TMM_SHARD_TOKENIZER);
+    if (s == TMM_OK)
+        s = tmm_tokenizer_save(tok, tok_path);
+    prep P = { .tok = tok, .in = &o->in, .ring_size = 2 * (uint32_t)o->threads + 2 };
+    pthread_t threads[MAX_THREADS + 1];
+    uint32_t started = 0;
+    if (s == TMM_OK && !(P.ring = calloc(P.ring_size, sizeof *P.ring)))
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK) {
+        pthread_mutex_init(&P.mu, NULL);
+        pthread_cond_init(&P.changed, NULL);
+        for (uint32_t i = 0; s == TMM_OK && i <= o->threads; i++) {
+            if (pthread_create(&threads[i], NULL, i == 0 ? reader : worker, &P) != 0)
+                s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "cannot start thread %u", i);
+            else
+                started++;
+        }
+        if (s == TMM_OK)
+            s = write_jobs(&P, &out, o);
+        pthread_mutex_lock(&P.mu);
+        P.stop = true;
+        pthread_cond_broadcast(&P.changed);
+        pthread_mutex_unlock(&P.mu);
+        for (uint32_t i = 0; i < started; i++)
+            pthread_join(threads[i], NULL);
+        for (uint32_t i = 0; i < P.ring_size; i++)
+            free(P.ring[i].data), free(P.ring[i].tokens.ids), free(P.ring[i].doc_len);
+        pthread_cond_destroy(&P.changed);
+        pthread_mutex_destroy(&P.mu);
+    }
+    for (int k = 0; k < 2; k++)
+        tmm_shard_writer_abort(out.w[k]);
+    free(P.ring);
+    tmm_manifest_free(&out.m);
+    tmm_tokenizer_free(tok);
+    return s;
+}
+
+enum { O_VAL = 256, O_SHARD, O_THREADS, O_FORCE };
+
+static const struct option longopts[] = {
+    { "tokenizer", required_argument, NULL, 't' }, { "data", required_argument, NULL, 'd' },
+    { "out", required_argument, NULL, 'o' }, { "val-fraction", required_argument, NULL, O_VAL },
+    { "shard-tokens", required_argument, NULL, O_SHARD }, { "threads", required_argument, NULL, O_THREADS },
+    { "force", no_argument, NULL, O_FORCE }, { "quiet", no_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
+};
+
+static void free_inputs(inputs *in)
+{
+    for (uint32_t i = 0; i < in->count; i++)
+        free(in->paths[i]);
+    free(in->paths);
+}
+
+int cmd_prepare(int argc, char **argv)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    options o = { .val_fraction = TMM_DATA_DEFAULT_VAL_FRACTION, .shard_tokens = TMM_SHARD_DEFAULT_TOKENS,
+                  .threads = cores > 0 ? (unsigned long)cores : 1 };
+    int rc = 0;
+    tmm_status s = TMM_OK;
+    optind = 1;
+    for (int c; rc == 0 && (c = getopt_long(argc, argv, "t:d:o:qh", longopts, NULL)) != -1;) {
+        char *end;
+        switch (c) {
+        case 't': o.tokenizer = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'd':
+            if (!tmm_path_exists(optarg))
+                s = tmm_fail(TMM_ERR_IO, "%s does not exist", optarg);
+            else
+                s = tmm_is_dir(optarg) ? add_dir(&o.in, optarg, 0) : add_input(&o.in, optarg);
+            rc = s == TMM_OK ? 0 : cli_error("reading --data", s);
+            break;
+        case O_VAL:
+            o.val_fraction = strtod(optarg, &end);
+            if (end == optarg || *end || !(o.val_fraction >= 0 && o.val_fraction < 1)) {
+                cli_fail("--val-fraction expects a number in [0, 1), got '%s'\n", optarg);
+                rc = 2;
+            }
+            break;
+        case O_SHARD:
+            rc = cli_parse_uint("--shard-tokens", optarg, TMM_SHARD_MAX_TOKENS, &o.shard_tokens) ? 0 : 2;
+            if (rc == 0 && o.shard_tokens < 2) {
+                cli_fail("--shard-tokens must be at least 2\n");
+                rc = 2;
+            }
+            break;
+        case O_THREADS:
+            rc = cli_parse_uint("--threads", optarg, MAX_THREADS, &o.threads) && o.threads >= 1 ? 0 : 2;
+            if (rc == 2 && o.threads == 0)
+                cli_fail("--threads must be 1 .. %u\n", MAX_THREADS);
+            break;
+        case O_FORCE: o.force = true; break;
+        case 'q': o.quiet = true; break;
+        case 'h': usage(); free_inputs(&o.in); return 0;
+        default: rc = 2; break;
+        }
+    }
+    if (rc == 0 && optind < argc) {
+        cli_fail("unexpected argument '%s'\n", argv[optind]);
+        rc = 2;
+    }
+    if (rc == 0 && (!o.tokenizer || !o.out || o.in.count == 0)) {
+        cli_fail("needs --tokenizer, --data (a file, or a directory holding files) and --out; see tmm prepare "
+                 "--help\n");
+        rc = 2;
+    }
+    if (o.threads > MAX_THREADS)
+        o.threads = MAX_THREADS;
+    if (rc == 0 && (s = run_prepare(&o)) != TMM_OK)
+        rc = cli_error("cannot prepare the corpus", s);
+    free_inputs(&o.in);
+    return rc;
+}
