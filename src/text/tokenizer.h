@@ -1,6 +1,6 @@
 /* Tokenizers of real text: tmm's byte tokenizer and byte-level BPE as GPT-2
  * and Hugging Face define it, loaded from and saved to Hugging Face
- * tokenizer.json (docs/formats.md, "Tokenizers").
+ * tokenizer.json (docs/tokenizer.md).
  *
  * "bytes" is the built-in byte tokenizer: token b is byte b (0..255), the
  * end-of-text token is 256, the vocabulary 257 (TMM_TEXT_VOCAB).
