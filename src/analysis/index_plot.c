@@ -1,12 +1,12 @@
 /* SVG plots of the symbol curves a(e^{iθ}), θ in [0, 2π), of every Toeplitz
- * vector: one file per layer and a summary grid. Written as plain text. */
+ * vector: one file per layer and a summary grid. Written as plain text (svg.h). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/index.h"
+#include "analysis/svg.h"
 #include "files.h"
 #include "status.h"
 
@@ -21,38 +21,6 @@
 
 static const char *const palette[] = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                        "#9467bd", "#8c564b", "#e377c2", "#17becf" };
-
-typedef struct text {
-    char *buf;
-    size_t len, cap;
-    bool failed;
-} text;
-
-static void put(text *t, const char *fmt, ...) TMM_PRINTF(2, 3);
-static void put(text *t, const char *fmt, ...)
-{
-    for (int attempt = 0; attempt < 2 && !t->failed; attempt++) {
-        va_list ap;
-        va_start(ap, fmt);
-        const int len = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (len < 0) {
-            t->failed = true;
-        } else if (t->buf && t->len + (size_t)len < t->cap) {
-            t->len += (size_t)len;
-            return;
-        } else {
-            size_t cap = t->cap ? t->cap : 4096;
-            while (cap <= t->len + (size_t)len)
-                cap *= 2;
-            char *p = realloc(t->buf, cap);
-            if (!p)
-                t->failed = true;
-            t->buf = p ? p : t->buf;
-            t->cap = p ? cap : t->cap;
-        }
-    }
-}
 
 /* The curves of one layer: points of each entry's symbol, strided from the FFT samples. */
 typedef struct curves {
@@ -119,63 +87,61 @@ static void entry_label(char *buf, size_t size, const tmm_index_result *r, const
 
 /* Draws the curves into the square [x0, x0 + size] × [y0, y0 + size] (equal
  * scales on both axes, imaginary axis up), with the origin marked. */
-static void draw_panel(text *t, const curves *c, double x0, double y0, double size, double stroke)
+static void draw_panel(tmm_svg *t, const curves *c, double x0, double y0, double size, double stroke)
 {
     const double span = fmax(fmax(c->hi_x - c->lo_x, c->hi_y - c->lo_y), 1e-300);
     const double scale = 0.9 * size / span;
     const double cx = x0 + size / 2 - scale * (c->lo_x + c->hi_x) / 2;
     const double cy = y0 + size / 2 + scale * (c->lo_y + c->hi_y) / 2;
-    put(t, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" stroke=\"#ccc\"/>\n", x0, y0,
+    tmm_svg_put(t, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"white\" stroke=\"#ccc\"/>\n", x0, y0,
         size, size);
-    put(t, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#ddd\"/>\n", x0, cy, x0 + size, cy);
-    put(t, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", cx, y0, cx, y0 + size);
+    tmm_svg_put(t, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#ddd\"/>\n", x0, cy, x0 + size, cy);
+    tmm_svg_put(t, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", cx, y0, cx, y0 + size);
     for (uint32_t i = 0; i < c->count; i++) {
         const double *re = c->re + (size_t)i * c->points, *im = c->im + (size_t)i * c->points;
         const char *color = palette[i % (sizeof palette / sizeof palette[0])];
-        put(t, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.2f\" stroke-opacity=\"0.85\" points=\"", color,
+        tmm_svg_put(t, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.2f\" stroke-opacity=\"0.85\" points=\"", color,
             stroke);
         for (uint32_t j = 0; j <= c->points; j++) /* closed: back to θ = 0 */
-            put(t, "%.1f,%.1f ", cx + scale * re[j % c->points], cy - scale * im[j % c->points]);
-        put(t, "\"/>\n<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"%s\"/>\n", cx + scale * re[0],
+            tmm_svg_put(t, "%.1f,%.1f ", cx + scale * re[j % c->points], cy - scale * im[j % c->points]);
+        tmm_svg_put(t, "\"/>\n<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"%s\"/>\n", cx + scale * re[0],
             cy - scale * im[0], 1.5 * stroke + 1, color);
     }
     const double m = 0.025 * size;
-    put(t, "<path d=\"M%.2f %.2fL%.2f %.2fM%.2f %.2fL%.2f %.2f\" stroke=\"black\" stroke-width=\"2\"/>\n", cx - m,
+    tmm_svg_put(t, "<path d=\"M%.2f %.2fL%.2f %.2fM%.2f %.2fL%.2f %.2f\" stroke=\"black\" stroke-width=\"2\"/>\n", cx - m,
         cy - m, cx + m, cy + m, cx - m, cy + m, cx + m, cy - m);
 }
 
-static tmm_status write_text(const char *dir, const char *name, text *t)
+static tmm_status write_text(const char *dir, const char *name, tmm_svg *t)
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "plot directory path is too long: %s", dir);
-    if (t->failed)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory writing %s", path);
-    return tmm_write_file_atomic(path, t->buf, t->len);
+    return tmm_svg_save(t, path);
 }
 
 static tmm_status layer_file(const char *dir, const tmm_index_result *r, const curves *c, uint32_t layer)
 {
-    text t = { 0 };
+    tmm_svg t = { 0 };
     const double legend = 18.0 * c->count + 16, w = LAYER_SIZE + 20, h = LAYER_SIZE + 50 + legend;
-    put(&t, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+    tmm_svg_put(&t, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
             "font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", w, h);
-    put(&t, "<text x=\"10\" y=\"22\" font-size=\"15\">layer %u: symbol " SYMBOL ", &#952; from 0 (dot) to 2&#960;; "
+    tmm_svg_put(&t, "<text x=\"10\" y=\"22\" font-size=\"15\">layer %u: symbol " SYMBOL ", &#952; from 0 (dot) to 2&#960;; "
             "&#215; marks 0</text>\n", layer);
     draw_panel(&t, c, 10, 36, LAYER_SIZE, 1.2);
     for (uint32_t i = 0; i < c->count; i++) {
         char label[160];
         entry_label(label, sizeof label, r, &c->e[i]);
         const double y = LAYER_SIZE + 60 + 18.0 * i;
-        put(&t, "<rect x=\"12\" y=\"%.0f\" width=\"14\" height=\"4\" fill=\"%s\"/>", y - 5,
+        tmm_svg_put(&t, "<rect x=\"12\" y=\"%.0f\" width=\"14\" height=\"4\" fill=\"%s\"/>", y - 5,
             palette[i % (sizeof palette / sizeof palette[0])]);
-        put(&t, "<text x=\"32\" y=\"%.0f\">%s</text>\n", y, label);
+        tmm_svg_put(&t, "<text x=\"32\" y=\"%.0f\">%s</text>\n", y, label);
     }
-    put(&t, "</svg>\n");
+    tmm_svg_put(&t, "</svg>\n");
     char name[64];
     snprintf(name, sizeof name, "layer-%02u.svg", layer);
     tmm_status s = write_text(dir, name, &t);
-    free(t.buf);
+    tmm_svg_free(&t);
     return s;
 }
 
@@ -210,11 +176,11 @@ tmm_status tmm_index_plot(const char *dir, const tmm_checkpoint *ckpt, const tmm
     while (cols * cols < layers)
         cols++;
     const uint32_t rows = layers ? (layers + cols - 1) / cols : 0;
-    text sum = { 0 };
-    put(&sum, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+    tmm_svg sum = { 0 };
+    tmm_svg_put(&sum, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
               "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
         cols * (CELL_SIZE + 10) + 10, rows * (CELL_SIZE + 30) + 40);
-    put(&sum, "<text x=\"10\" y=\"22\" font-size=\"15\">symbol curves " SYMBOL " of every layer; &#215; marks 0; "
+    tmm_svg_put(&sum, "<text x=\"10\" y=\"22\" font-size=\"15\">symbol curves " SYMBOL " of every layer; &#215; marks 0; "
               "index = &#8722;winding</text>\n");
     tmm_status s = TMM_OK;
     for (uint32_t l = 0; l < layers && s == TMM_OK; l++) {
@@ -232,13 +198,13 @@ tmm_status tmm_index_plot(const char *dir, const tmm_checkpoint *ckpt, const tmm
         const double x = 10 + (l % cols) * (CELL_SIZE + 10), y = 40 + (l / cols) * (CELL_SIZE + 30);
         char summary[256];
         layer_summary(summary, sizeof summary, e, per);
-        put(&sum, "<text x=\"%.0f\" y=\"%.0f\">layer %u: %s</text>\n", x, y + 14, l, summary);
+        tmm_svg_put(&sum, "<text x=\"%.0f\" y=\"%.0f\">layer %u: %s</text>\n", x, y + 14, l, summary);
         draw_panel(&sum, &c, x, y + 20, CELL_SIZE, 0.8);
         free(c.re);
     }
-    put(&sum, "</svg>\n");
+    tmm_svg_put(&sum, "</svg>\n");
     if (s == TMM_OK)
         s = write_text(dir, "summary.svg", &sum);
-    free(sum.buf);
+    tmm_svg_free(&sum);
     return s;
 }

@@ -15,6 +15,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
+int cmd_experiment(int argc, char **argv);
 /* tmm bench train (cmd_bench_train.c), dispatched by cmd_bench. */
 int bench_train(int argc, char **argv);
 /* tmm bench mixer (cmd_bench_mixer.c). */

@@ -12,12 +12,11 @@
 #include "bench.h"
 #include "cli.h"
 #include "model/arch.h"
+#include "model/match.h"
 #include "train/trainer.h"
 
 #define N_ARCHS TMM_ARCH_COUNT
 #define TMM_EXPANSION 4u       /* the TMM's MLP expansion */
-#define MAX_MATCH_EXPANSION 16u
-#define MAX_MATCH_LAYERS_PER 4u /* a model without an MLP: up to 4L layers */
 #define DEFAULT_WINDOW 128u    /* swa's (the resolved default), at most n */
 #define TRAIN_WARMUP 2u        /* as bench train */
 
@@ -194,20 +193,8 @@ static int parse(int argc, char **argv, arch_opts *o)
     return 0;
 }
 
-/* What matches a baseline's parameters to the TMM's: its MLP expansion, or
- * for an architecture without an MLP its number of layers. */
-static uint32_t *match_knob(tmm_model_config *c, uint32_t *max)
-{
-    if (tmm_arch_of(c->arch)->mlp == TMM_MLP_NONE) {
-        *max = c->n_layers * MAX_MATCH_LAYERS_PER;
-        return &c->n_layers;
-    }
-    *max = MAX_MATCH_EXPANSION;
-    return &c->expansion;
-}
-
 /* Every model: the TMM as given, each baseline with the knob value whose
- * parameter count is nearest the TMM's (the smaller one on a tie). */
+ * parameter count is nearest the TMM's (tmm_model_match_params). */
 static tmm_status match_models(const arch_opts *o, arch_row rows[N_ARCHS])
 {
     for (int a = 0; a < N_ARCHS; a++) {
@@ -230,24 +217,9 @@ static tmm_status match_models(const arch_opts *o, arch_row rows[N_ARCHS])
         rows[a].params = tmm_model_param_count(&c);
     }
     const uint64_t target = rows[TMM_ARCH_TMM].params;
-    for (int a = 0; a < N_ARCHS; a++) {
-        if (a == TMM_ARCH_TMM)
-            continue;
-        tmm_model_config c = rows[a].c;
-        uint32_t max, *knob = match_knob(&c, &max);
-        uint64_t best_diff = UINT64_MAX;
-        for (uint32_t v = 1; v <= max; v++) {
-            *knob = v;
-            if (tmm_model_config_check(&c) != TMM_OK)
-                break; /* past a limit: so is every larger value */
-            uint64_t p = tmm_model_param_count(&c), diff = p > target ? p - target : target - p;
-            if (diff < best_diff) {
-                best_diff = diff;
-                rows[a].c = c;
-                rows[a].params = p;
-            }
-        }
-    }
+    for (int a = 0; a < N_ARCHS; a++)
+        if (a != TMM_ARCH_TMM)
+            tmm_model_match_params(&rows[a].c, target, &rows[a].params);
     return TMM_OK;
 }
 

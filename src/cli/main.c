@@ -18,6 +18,7 @@ static const struct command {
     { "check", cmd_check, "run one kernel on the device and compare it with the C reference" },
     { "tokenizer", cmd_tokenizer, "train, inspect and use byte-level BPE tokenizers (tokenizer.json)" },
     { "bench", cmd_bench, "measure the device: matmul, train, mixer, generate (tmm bench --help)" },
+    { "experiment", cmd_experiment, "rerun one of the paper's comparisons: results, plots and a report" },
 };
 
 static void usage(FILE *f)
@@ -27,7 +28,7 @@ static void usage(FILE *f)
                "tmm trains and runs Toeplitz MLP Mixer language models on any Vulkan device.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions:\n"
                "  -h, --help     show this help\n"
                "  -V, --version  print the version\n\n"

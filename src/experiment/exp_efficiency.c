@@ -1,0 +1,322 @@
+/* E2, training efficiency on text (docs/experiments.md): every architecture
+ * at matched parameters on the same text, tokens and seed: validation loss
+ * against tokens, device seconds and training FLOPs; a final table of loss,
+ * tokens/s, planned peak memory and decoding ms/token; the TMM ablations as
+ * optional extra rows. */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experiment/exp_util.h"
+#include "files.h"
+#include "model/arch.h"
+#include "train/trainer.h"
+
+#define N_ABLATIONS 4
+#define MAX_RUNS (TMM_ARCH_COUNT + N_ABLATIONS)
+#define MAX_POS 3
+#define LICENSES "/usr/share/common-licenses"
+
+typedef struct eff_preset {
+    uint32_t d, n, layers, heads, expansion, batch, steps, eval_every, eval_batches, warmup;
+    uint32_t positions[MAX_POS]; /* decoding positions, each + 4 steps within n */
+} eff_preset;
+
+static const eff_preset presets[TMM_EXP_PRESET_COUNT] = {
+    [TMM_EXP_SMALL] = { 64, 64, 2, 4, 4, 8, 200, 25, 4, 20, { 1, 32, 60 } },
+    [TMM_EXP_MEDIUM] = { 128, 256, 4, 4, 4, 16, 2000, 100, 16, 100, { 1, 100, 250 } },
+    [TMM_EXP_PAPER] = { 512, 512, 8, 8, 4, 32, 20000, 500, 32, 500, { 1, 100, 500 } },
+};
+
+/* The text a user of Debian or Ubuntu has: the license texts (118 KB). */
+static const char *const default_texts[] = { "GPL-3", "LGPL-3", "Apache-2.0", "GPL-2", "MPL-2.0", "Artistic",
+                                             "GFDL-1.3" };
+
+typedef struct eff_row {
+    double tokens_per_s;
+    uint64_t memory;
+    double decode_ms[MAX_POS];
+    bool decoded;
+} eff_row;
+
+/* The data: --data as tmm train --data takes it, else the default texts. */
+static tmm_status set_data(const tmm_exp_options *o, tmm_train_config *c)
+{
+    const tmm_config_field *f = tmm_config_field_by_flag("data");
+    if (!f)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no --data config field");
+    bool first = true;
+    for (uint32_t i = 0; i < o->n_data; i++, first = false)
+        TMM_TRY(tmm_config_set_text(c, f, o->data[i], first));
+    for (size_t i = 0; o->n_data == 0 && i < sizeof default_texts / sizeof *default_texts; i++) {
+        char path[256];
+        snprintf(path, sizeof path, LICENSES "/%s", default_texts[i]);
+        if (!tmm_path_exists(path))
+            continue;
+        TMM_TRY(tmm_config_set_text(c, f, path, first));
+        first = false;
+    }
+    if (first)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no text to train on: give --data FILE (the default, the license "
+                        "texts in " LICENSES ", is not there)");
+    return TMM_OK;
+}
+
+static tmm_status base(const eff_preset *p, const tmm_exp_options *o, tmm_train_config *c)
+{
+    TMM_TRY(exp_base_config("small-text", o->seed, c));
+    c->model.d_model = p->d, c->model.n_ctx = p->n, c->model.n_layers = p->layers;
+    c->model.heads = p->heads, c->model.expansion = p->expansion;
+    c->steps = p->steps, c->batch = p->batch, c->accum = 1;
+    c->eval_every = c->log_every = c->save_every = p->eval_every;
+    c->eval_batches = p->eval_batches, c->keep = 1;
+    c->schedule.warmup_steps = p->warmup;
+    c->target_accuracy = 0;
+    tmm_status s = set_data(o, c);
+    if (s == TMM_OK)
+        s = exp_resolve(c);
+    if (s != TMM_OK)
+        tmm_train_config_free(c);
+    return s;
+}
+
+/* A run whose model is m (its own peak lr). */
+static tmm_status add_run(const eff_preset *p, const tmm_exp_options *o, const tmm_model_config *m, const char *name,
+                          const char *label, tmm_exp_run *r)
+{
+    TMM_TRY(base(p, o, &r->config));
+    r->config.model = *m;
+    r->config.schedule.peak_lr = 0;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->label, sizeof r->label, "%s", label);
+    return exp_resolve(&r->config);
+}
+
+static tmm_status add_runs(const eff_preset *p, const tmm_exp_options *o, tmm_exp_run *runs, uint32_t *n,
+                           int *tmm_row)
+{
+    tmm_train_config ref;
+    TMM_TRY(base(p, o, &ref));
+    tmm_status s = TMM_OK;
+    *tmm_row = -1;
+    for (int a = 0; a < TMM_ARCH_COUNT && s == TMM_OK; a++) {
+        if (!exp_selected(o, (tmm_arch)a))
+            continue;
+        tmm_model_config m;
+        const char *knob;
+        char label[32];
+        s = exp_matched_model(&ref.model, (tmm_arch)a, &m, &knob);
+        if (s == TMM_OK)
+            s = add_run(p, o, &m, tmm_arch_name((tmm_arch)a), exp_arch_label(&m, label, sizeof label), &runs[*n]);
+        if (a == TMM_ARCH_TMM)
+            *tmm_row = (int)*n;
+        (*n)++;
+    }
+    if (o->ablations && exp_selected(o, TMM_ARCH_TMM)) {
+        static const struct { const char *name, *label; uint32_t heads, kernel; bool expanded; } abl[N_ABLATIONS] = {
+            { "tmm-flat", "tmm flat (no heads)", 0, 1, false },
+            { "tmm-expanded", "tmm expanded", ~0u, 1, true },
+            { "tmm-k3", "tmm kernel 3", ~0u, 3, false },
+            { "tmm-k5", "tmm kernel 5", ~0u, 5, false },
+        };
+        for (int i = 0; i < N_ABLATIONS && s == TMM_OK; i++) {
+            tmm_model_config m = ref.model;
+            m.heads = abl[i].heads == ~0u ? m.heads : abl[i].heads;
+            m.kernel = abl[i].kernel, m.expanded = abl[i].expanded;
+            s = add_run(p, o, &m, abl[i].name, abl[i].label, &runs[(*n)++]);
+        }
+    }
+    tmm_train_config_free(&ref);
+    return s;
+}
+
+static tmm_status measure(exp_ctx *x, const eff_preset *p, const tmm_exp_run *r, eff_row *row)
+{
+    tmm_train_memory mem;
+    TMM_TRY(tmm_train_memory_plan(x->dev, &r->config, &mem));
+    row->memory = mem.total;
+    row->tokens_per_s = r->seconds > 0 ? (double)r->steps * r->config.batch * r->config.model.n_ctx / r->seconds : 0;
+    if (x->o->decode) {
+        TMM_TRY(x->o->decode(x->dev, &r->config.model, p->positions, MAX_POS, row->decode_ms, x->o->decode_user));
+        row->decoded = true;
+    }
+    return TMM_OK;
+}
+
+typedef enum { BY_TOKENS, BY_SECONDS, BY_FLOPS } x_axis;
+
+static tmm_status loss_chart(exp_ctx *x, const tmm_exp_run *runs, uint32_t n, x_axis by)
+{
+    tmm_chart_series ser[MAX_RUNS];
+    double *buf[MAX_RUNS] = { 0 };
+    tmm_status s = TMM_OK;
+    uint32_t k = 0;
+    for (; k < n && s == TMM_OK; k++) {
+        const tmm_exp_run *r = &runs[k];
+        const double flops = exp_flops_per_token(&r->config.model);
+        buf[k] = malloc(2 * (r->n_points + 1) * sizeof(double));
+        if (!buf[k]) {
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            break;
+        }
+        double *xs = buf[k], *ys = buf[k] + r->n_points + 1;
+        for (uint32_t j = 0; j < r->n_points; j++) {
+            const tmm_exp_point *pt = &r->points[j];
+            xs[j] = by == BY_TOKENS ? (double)pt->tokens : by == BY_SECONDS ? pt->seconds : (double)pt->tokens * flops;
+            ys[j] = pt->val_loss;
+        }
+        ser[k] = (tmm_chart_series){ r->label, xs, ys, r->n_points };
+    }
+    static const char *const titles[] = { "Text: validation loss against tokens seen",
+                                          "Text: validation loss against device time",
+                                          "Text: validation loss against training compute" };
+    static const char *const xl[] = { "training tokens", "device time (s)",
+                                      "training FLOPs (each architecture's count per token x tokens)" };
+    static const char *const files[] = { "loss-tokens.svg", "loss-seconds.svg", "loss-flops.svg" };
+    tmm_chart c = { .title = titles[by], .x_label = xl[by], .y_label = "validation loss (nats per byte)",
+                    .series = ser, .n_series = n, .note = "matched parameters except the TMM ablations; lower is better" };
+    if (s == TMM_OK)
+        s = exp_save_chart(x, files[by], &c, false);
+    for (uint32_t j = 0; j < n; j++)
+        free(buf[j]);
+    return s;
+}
+
+static const char *verdict(const tmm_exp_run *runs, int tmm_row, const tmm_exp_run *hyena, const tmm_exp_run *mamba,
+                           char *why, size_t size)
+{
+    if (tmm_row < 0 || (!hyena && !mamba)) {
+        snprintf(why, size, "needs tmm and hyena or mamba2 in --archs");
+        return "not tested";
+    }
+    const double t = runs[tmm_row].val_loss;
+    uint32_t beaten = 0, compared = 0;
+    int len = snprintf(why, size, "final validation loss: tmm %.4f", t);
+    for (int i = 0; i < 2; i++) {
+        const tmm_exp_run *r = i ? mamba : hyena;
+        if (!r)
+            continue;
+        compared++;
+        beaten += t < r->val_loss;
+        len += snprintf(why + len, size - (size_t)len, ", %s %.4f", tmm_arch_name(r->config.model.arch), r->val_loss);
+    }
+    return beaten == compared ? "held" : beaten == 0 ? "not held" : "partly held";
+}
+
+static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_run *runs, uint32_t n, int tmm_row,
+                                const eff_row *rows)
+{
+    for (int by = BY_TOKENS; by <= BY_FLOPS; by++)
+        TMM_TRY(loss_chart(x, runs, n, (x_axis)by));
+    const char *cats[MAX_RUNS];
+    double loss[MAX_RUNS], tps[MAX_RUNS];
+    for (uint32_t i = 0; i < n; i++)
+        cats[i] = runs[i].name, loss[i] = runs[i].val_loss, tps[i] = rows[i].tokens_per_s;
+    tmm_chart_series ls = { "final validation loss", NULL, loss, n }, ts = { "tokens per second", NULL, tps, n };
+    tmm_chart lc = { .title = "Text: final validation loss at the same tokens", .x_label = "run",
+                     .y_label = "validation loss (nats per byte)", .series = &ls, .n_series = 1, .categories = cats,
+                     .n_categories = n };
+    TMM_TRY(exp_save_chart(x, "final-loss.svg", &lc, true));
+    tmm_chart tc = { .title = "Text: training speed", .x_label = "run", .y_label = "training tokens per second",
+                     .series = &ts, .n_series = 1, .categories = cats, .n_categories = n,
+                     .note = "device wall-clock time of training, evaluations included" };
+    TMM_TRY(exp_save_chart(x, "tokens-per-second.svg", &tc, true));
+
+    const tmm_exp_run *hyena = NULL, *mamba = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        if (runs[i].config.model.arch == TMM_ARCH_HYENA)
+            hyena = &runs[i];
+        if (runs[i].config.model.arch == TMM_ARCH_MAMBA2)
+            mamba = &runs[i];
+    }
+    char why[256];
+    snprintf(x->out->verdict, sizeof x->out->verdict, "%s", verdict(runs, tmm_row, hyena, mamba, why, sizeof why));
+
+    cJSON *root = exp_summary(x, runs, n);
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "runs");
+    for (uint32_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_GetArrayItem(arr, (int)i);
+        cJSON_AddNumberToObject(o, "tokens_per_s", rows[i].tokens_per_s);
+        cJSON_AddNumberToObject(o, "memory_bytes", (double)rows[i].memory);
+        if (rows[i].decoded) {
+            cJSON *d = cJSON_AddArrayToObject(o, "decode");
+            for (int j = 0; j < MAX_POS; j++) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "position", p->positions[j]);
+                cJSON_AddNumberToObject(e, "ms_per_token", rows[i].decode_ms[j]);
+                cJSON_AddItemToArray(d, e);
+            }
+        }
+    }
+    cJSON_AddStringToObject(root, "rule", "held if the TMM's final validation loss is below Hyena's and Mamba 2's "
+                                          "after the same tokens; partly if below one of them");
+    cJSON_AddStringToObject(root, "verdict", x->out->verdict);
+    cJSON_AddStringToObject(root, "verdict_detail", why);
+    tmm_status js = exp_save_json(x, "summary.json", root);
+    cJSON_Delete(root);
+    TMM_TRY(js);
+
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    char setup[768];
+    snprintf(setup, sizeof setup,
+             "Causal language modelling on %u file(s), first %s, as bytes (windows of n bytes; the last 5%% of the "
+             "stream held out). The TMM as the preset gives it; each baseline at the MLP expansion (Mamba 2: the "
+             "number of layers) whose parameter count is nearest the TMM's, with its own default heads; swa's "
+             "window is n/4. Every run: the same %u steps of %u sequences (%llu tokens), warmup %u then linear "
+             "decay, each architecture at its own peak lr (the paper's). FLOPs per token: "
+             "docs/experiments.md. Memory: the planned device memory of training (model, gradients, activations, "
+             "AdamW moments). Decoding: one sequence, random weights, the median of 4 cached steps after a "
+             "prefill to position t (tmm bench generate's code).",
+             runs[0].config.text_file_count, runs[0].config.text_files[0], p->steps, p->batch,
+             (unsigned long long)p->steps * p->batch * p->n, p->warmup);
+    exp_report_head(f, x, runs, n, setup);
+    fprintf(f, "## Measured\n\n| run | params | final val loss | val accuracy | tokens/s | device s | peak memory |");
+    for (int j = 0; j < MAX_POS; j++)
+        fprintf(f, " decode ms/token at t=%u |", p->positions[j]);
+    fprintf(f, "\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for (uint32_t i = 0; i < n; i++) {
+        fprintf(f, "| %s | %llu | %.4f | %.4f | %.0f | %.1f | %.1f MiB |", runs[i].label,
+                (unsigned long long)runs[i].params, runs[i].val_loss, runs[i].accuracy, rows[i].tokens_per_s,
+                runs[i].seconds, (double)rows[i].memory / (1 << 20));
+        for (int j = 0; j < MAX_POS; j++)
+            rows[i].decoded ? fprintf(f, " %.3f |", rows[i].decode_ms[j]) : fprintf(f, " - |");
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\nPlots: [loss against tokens](loss-tokens.svg), [against device time](loss-seconds.svg), "
+               "[against FLOPs](loss-flops.svg), [final loss](final-loss.svg), [tokens/s](tokens-per-second.svg).\n\n");
+    fprintf(f, "## Did the claim hold at this scale?\n\nRule: the TMM's final validation loss is below Hyena's and "
+               "Mamba 2's after the same tokens (held), below one of them (partly held) or neither (not held).\n\n"
+               "%s. **Claim: %s.**\n", why, x->out->verdict);
+    return exp_save_stream(x, "report.md", &buf, &size, f);
+}
+
+tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
+{
+    const eff_preset *p = &presets[o->preset];
+    exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("efficiency"),
+                  .device = tmm_device_get_info(dev)->name, .out = out };
+    tmm_exp_run *runs = calloc(MAX_RUNS, sizeof *runs);
+    eff_row *rows = calloc(MAX_RUNS, sizeof *rows);
+    uint32_t n = 0;
+    int tmm_row = -1;
+    tmm_status s = runs && rows ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK)
+        s = add_runs(p, o, runs, &n, &tmm_row);
+    if (s == TMM_OK)
+        s = exp_train_runs(&x, runs, n);
+    for (uint32_t i = 0; i < n && s == TMM_OK && !out->interrupted; i++)
+        s = measure(&x, p, &runs[i], &rows[i]);
+    if (s == TMM_OK && !out->interrupted)
+        s = write_outputs(&x, p, runs, n, tmm_row, rows);
+    for (uint32_t i = 0; runs && i < MAX_RUNS; i++)
+        tmm_exp_run_free(&runs[i]);
+    free(runs);
+    free(rows);
+    return s;
+}

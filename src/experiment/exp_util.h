@@ -1,0 +1,67 @@
+/* What the experiments share: their context, the matched models, training
+ * their runs, FLOP counts and the pieces of the results directory. Internal
+ * to src/experiment. */
+#ifndef TMM_EXPERIMENT_UTIL_H
+#define TMM_EXPERIMENT_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "analysis/svg.h"
+#include "experiment/experiment.h"
+
+typedef struct exp_ctx {
+    tmm_device *dev;
+    const tmm_exp_options *o;
+    const tmm_experiment *e;
+    const char *device;             /* its name */
+    tmm_exp_outcome *out;           /* out->dir: the results directory */
+} exp_ctx;
+
+/* The experiments (exp_copy.c, exp_efficiency.c): the run of tmm_experiments. */
+tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+
+/* Whether the options select arch (none selected: all are). */
+bool exp_selected(const tmm_exp_options *o, tmm_arch arch);
+
+/* A training config from a built-in preset (assets/presets) with the
+ * experiment's seed for the model and the data; every evaluation step saves a
+ * checkpoint (so a killed run resumes from its last evaluation). */
+tmm_status exp_base_config(const char *preset, uint64_t seed, tmm_train_config *out);
+
+/* Resolves what the trainer would (tmm_train_prepare): the vocabulary from
+ * the task, the model's defaults, the architecture's peak lr. Runs are keyed
+ * by resolved settings, so their reports show what ran. */
+tmm_status exp_resolve(tmm_train_config *c);
+
+/* arch's model at the TMM model tmm's parameter count (tmm_model_match_params):
+ * the same width, context, layers and vocabulary, its own default heads,
+ * swa's window n/4. *knob names what was matched ("expansion", "layers"). */
+tmm_status exp_matched_model(const tmm_model_config *tmm, tmm_arch arch, tmm_model_config *out, const char **knob);
+
+/* Trains, resumes or reuses each run in order (tmm_exp_run_train), printing a
+ * line per run; stops early, with ctx->out->interrupted, when asked to. */
+tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n);
+
+/* Training FLOPs per token of a model (docs/experiments.md, "FLOPs"). */
+double exp_flops_per_token(const tmm_model_config *c);
+
+/* "tmm", "swa (W 16)", ... */
+const char *exp_arch_label(const tmm_model_config *c, char *buf, size_t size);
+
+/* Files of the results directory, written atomically. */
+tmm_status exp_save_chart(const exp_ctx *x, const char *file, const tmm_chart *chart, bool bars);
+tmm_status exp_save_json(const exp_ctx *x, const char *file, const cJSON *json);
+/* Closes f, an open_memstream on *buf and *size, and writes what it holds. */
+tmm_status exp_save_stream(const exp_ctx *x, const char *file, char **buf, size_t *size, FILE *f);
+
+/* summary.json's common part: experiment, claim, preset, seed, device, runs[]
+ * (label, arch, dir, params, the model, steps, tokens, seconds, final
+ * evaluation). */
+cJSON *exp_summary(const exp_ctx *x, const tmm_exp_run *runs, uint32_t n);
+/* report.md's head: title, claim, device, preset, the command, and the
+ * models' table. */
+void exp_report_head(FILE *f, const exp_ctx *x, const tmm_exp_run *runs, uint32_t n, const char *matched);
+
+#endif

@@ -1,0 +1,295 @@
+/* The experiments' registry, the runner and what the experiments share
+ * (experiment.h, exp_util.h). */
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+#include "experiment/experiment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experiment/exp_util.h"
+#include "files.h"
+#include "model/arch.h"
+#include "model/match.h"
+#include "train/data.h"
+#include "train/trainer.h"
+
+const tmm_experiment tmm_experiments[] = {
+    { "copy", "E1, copying",
+      "TMM copies about as efficiently as a transformer; Mamba 2 and Hyena struggle; and a TMM much narrower "
+      "than Hyena copies about as efficiently",
+      { "n 64, 128; d 64, 2 layers, flat TMM; 200 steps of 16 (minutes on lavapipe)",
+        "n 128 .. 1024; d 64, 2 layers; 2000 steps of 16",
+        "n 128 .. 1024; d 256, 4 layers, 4 heads; 5000 steps of 32" },
+      exp_copy },
+    { "efficiency", "E2, training efficiency on text",
+      "TMM trains more efficiently than Hyena and Mamba 2 (lower validation loss for the same tokens)",
+      { "bytes of --data; d 64, n 64, 2 layers, 4 heads; 200 steps of 8 (minutes on lavapipe)",
+        "d 128, n 256, 4 layers, 4 heads; 2000 steps of 16",
+        "d 512, n 512, 8 layers, 8 heads; 20000 steps of 32" },
+      exp_efficiency },
+    { NULL, NULL, NULL, { NULL, NULL, NULL }, NULL },
+};
+
+static const char *const preset_names[TMM_EXP_PRESET_COUNT] = { "small", "medium", "paper" };
+
+const tmm_experiment *tmm_experiment_find(const char *name)
+{
+    for (const tmm_experiment *e = tmm_experiments; e->name; e++)
+        if (strcmp(e->name, name) == 0)
+            return e;
+    return NULL;
+}
+
+const char *tmm_exp_preset_name(tmm_exp_preset p) { return p < TMM_EXP_PRESET_COUNT ? preset_names[p] : "?"; }
+
+tmm_status tmm_exp_preset_parse(const char *name, tmm_exp_preset *out)
+{
+    for (int p = 0; p < TMM_EXP_PRESET_COUNT; p++)
+        if (strcmp(name, preset_names[p]) == 0) {
+            *out = (tmm_exp_preset)p;
+            return TMM_OK;
+        }
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no preset '%s': small, medium or paper", name);
+}
+
+tmm_status tmm_experiment_run(tmm_device *dev, const tmm_experiment *e, const tmm_exp_options *o,
+                              tmm_exp_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->verdict, sizeof out->verdict, "not tested");
+    TMM_TRY(tmm_path_join(out->dir, sizeof out->dir, o->out, e->name));
+    TMM_TRY(tmm_make_dirs(out->dir));
+    char lock_path[TMM_EXP_PATH_MAX + 16];
+    tmm_lock *lock;
+    TMM_TRY(tmm_path_join(lock_path, sizeof lock_path, out->dir, ".lock"));
+    TMM_TRY(tmm_lock_take(lock_path, out->dir, "tmm experiment", false, &lock));
+    tmm_status s = e->run(dev, o, out);
+    tmm_lock_release(lock);
+    return s;
+}
+
+/* ---- shared ----------------------------------------------------------------- */
+
+bool exp_selected(const tmm_exp_options *o, tmm_arch arch)
+{
+    bool any = false;
+    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+        any = any || o->archs[a];
+    return !any || o->archs[arch];
+}
+
+tmm_status exp_base_config(const char *preset, uint64_t seed, tmm_train_config *c)
+{
+    tmm_train_config_default(c);
+    const char *json = tmm_train_preset(preset);
+    tmm_status s = json ? tmm_train_config_apply_json(c, json, preset)
+                        : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no built-in preset %s", preset);
+    c->model.seed = seed;
+    c->data_seed = seed;
+    if (s != TMM_OK)
+        tmm_train_config_free(c);
+    return s;
+}
+
+tmm_status exp_resolve(tmm_train_config *c)
+{
+    tmm_train_config copy = *c; /* shallow: prepare only sets values */
+    tmm_data *data = NULL;
+    TMM_TRY(tmm_train_prepare(&copy, &data));
+    tmm_data_destroy(data);
+    c->model = copy.model;
+    c->schedule = copy.schedule;
+    return TMM_OK;
+}
+
+tmm_status exp_matched_model(const tmm_model_config *tmm, tmm_arch arch, tmm_model_config *c, const char **knob)
+{
+    *c = *tmm;
+    *knob = "";
+    if (arch == TMM_ARCH_TMM)
+        return TMM_OK;
+    c->arch = arch;
+    c->heads = 0; /* the architecture's default (tmm_model_config_resolve) */
+    c->kernel = 1, c->expanded = false, c->frozen = false;
+    c->window = arch == TMM_ARCH_SWA ? (tmm->n_ctx >= 4 ? tmm->n_ctx / 4 : 1) : 0;
+    c->state = 0;
+    tmm_model_config_resolve(c);
+    tmm_status s = tmm_model_config_check(c);
+    if (s != TMM_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", tmm_last_error());
+        return tmm_fail(s, "%s at the TMM's shape: %s", tmm_arch_name(arch), why);
+    }
+    uint64_t params;
+    *knob = tmm_model_match_params(c, tmm_model_param_count(tmm), &params);
+    return TMM_OK;
+}
+
+tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (!x->o->quiet) {
+            printf("[%u/%u] %s\n", i + 1, n, runs[i].label);
+            fflush(stdout);
+        }
+        TMM_TRY(tmm_exp_run_train(x->dev, x->out->dir, &runs[i], x->o->stop, x->o->quiet));
+        x->out->runs++;
+        x->out->reused += runs[i].reused;
+        if (!x->o->quiet && runs[i].reused)
+            printf("  finished before: reused %s\n", runs[i].dir);
+        if (runs[i].interrupted || (x->o->stop && *x->o->stop)) {
+            x->out->interrupted = true;
+            return TMM_OK;
+        }
+    }
+    return TMM_OK;
+}
+
+/* Hyena's filter MLP runs once per step for the whole batch, not per token. */
+static uint64_t hyena_filter_params(const tmm_model_config *c)
+{
+    return (uint64_t)c->n_layers * (64 * 3 + 64 + 2 * (64 * 64 + 64) + 3 * 64 + (uint64_t)c->d_model * 64);
+}
+
+double exp_flops_per_token(const tmm_model_config *c)
+{
+    const double d = c->d_model, n = c->n_ctx, L = c->n_layers;
+    double dense = (double)tmm_model_param_count(c) - (double)c->vocab * d; /* the embedding is a lookup */
+    if (c->arch == TMM_ARCH_HYENA)
+        dense -= (double)hyena_filter_params(c);
+    double mix = 0; /* per layer and token, forward, averaged over the positions t = 0 .. n-1 */
+    switch (c->arch) {
+    case TMM_ARCH_TMM: mix = d * (c->kernel ? c->kernel : 1) * (n + 1) * (c->expanded ? 2 : 1); break;
+    case TMM_ARCH_TRANSFORMER: mix = 2 * d * (n + 1); break;
+    case TMM_ARCH_SWA: {
+        double keys = 0; /* mean of min(t + 1, W) */
+        for (uint32_t t = 0; t < c->n_ctx; t++)
+            keys += t + 1 < c->window ? t + 1 : c->window;
+        mix = 4 * d * keys / n;
+        break;
+    }
+    case TMM_ARCH_LINEAR: mix = 4 * d * (d / (c->heads ? c->heads : 1)); break;
+    case TMM_ARCH_HYENA: mix = d * (n + 1); break;
+    case TMM_ARCH_MAMBA2: mix = 4 * (2 * d) * c->state; break;
+    default: break;
+    }
+    return 3 * (2 * dense + L * mix); /* forward, and a backward of twice its cost */
+}
+
+const char *exp_arch_label(const tmm_model_config *c, char *buf, size_t size)
+{
+    if (c->arch == TMM_ARCH_SWA)
+        snprintf(buf, size, "swa (W %u)", c->window);
+    else
+        snprintf(buf, size, "%s", tmm_arch_name(c->arch));
+    return buf;
+}
+
+static tmm_status exp_path(const exp_ctx *x, const char *file, char *path, size_t size)
+{
+    return tmm_path_join(path, size, x->out->dir, file);
+}
+
+tmm_status exp_save_chart(const exp_ctx *x, const char *file, const tmm_chart *chart, bool bars)
+{
+    char path[TMM_EXP_PATH_MAX + 64];
+    TMM_TRY(exp_path(x, file, path, sizeof path));
+    tmm_svg t = { 0 };
+    tmm_status s = bars ? tmm_svg_bar_chart(chart, &t) : tmm_svg_line_chart(chart, &t);
+    if (s == TMM_OK)
+        s = tmm_svg_save(&t, path);
+    tmm_svg_free(&t);
+    return s;
+}
+
+tmm_status exp_save_json(const exp_ctx *x, const char *file, const cJSON *json)
+{
+    char path[TMM_EXP_PATH_MAX + 64];
+    TMM_TRY(exp_path(x, file, path, sizeof path));
+    char *text = cJSON_Print(json);
+    if (!text)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory writing %s", path);
+    size_t len = strlen(text);
+    text[len] = '\n'; /* cJSON_Print's NUL becomes the final newline */
+    tmm_status s = tmm_write_file_atomic(path, text, len + 1);
+    free(text);
+    return s;
+}
+
+tmm_status exp_save_stream(const exp_ctx *x, const char *file, char **buf, size_t *size, FILE *f)
+{
+    char path[TMM_EXP_PATH_MAX + 64];
+    tmm_status s = exp_path(x, file, path, sizeof path);
+    if (fclose(f) != 0 && s == TMM_OK) /* sets *buf and *size */
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory writing %s", file);
+    if (s == TMM_OK)
+        s = tmm_write_file_atomic(path, *buf ? *buf : "", *buf ? *size : 0);
+    free(*buf);
+    *buf = NULL;
+    return s;
+}
+
+static cJSON *number_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+cJSON *exp_summary(const exp_ctx *x, const tmm_exp_run *runs, uint32_t n)
+{
+    cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+    cJSON_AddStringToObject(root, "experiment", x->e->name);
+    cJSON_AddStringToObject(root, "title", x->e->title);
+    cJSON_AddStringToObject(root, "claim", x->e->claim);
+    cJSON_AddStringToObject(root, "preset", tmm_exp_preset_name(x->o->preset));
+    cJSON_AddNumberToObject(root, "seed", (double)x->o->seed);
+    cJSON_AddStringToObject(root, "device", x->device);
+    cJSON_AddItemToObject(root, "runs", arr);
+    for (uint32_t i = 0; i < n; i++) {
+        const tmm_exp_run *r = &runs[i];
+        const tmm_model_config *m = &r->config.model;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "label", r->label);
+        cJSON_AddStringToObject(o, "arch", tmm_arch_name(m->arch));
+        const char *slash = strrchr(r->dir, '/');
+        char rel[TMM_EXP_PATH_MAX];
+        snprintf(rel, sizeof rel, "runs/%s", slash ? slash + 1 : r->dir);
+        cJSON_AddStringToObject(o, "dir", rel);
+        cJSON_AddNumberToObject(o, "params", (double)r->params);
+        cJSON_AddNumberToObject(o, "d_model", m->d_model);
+        cJSON_AddNumberToObject(o, "n_ctx", m->n_ctx);
+        cJSON_AddNumberToObject(o, "n_layers", m->n_layers);
+        cJSON_AddNumberToObject(o, "heads", m->heads);
+        cJSON_AddNumberToObject(o, "expansion", m->expansion);
+        cJSON_AddNumberToObject(o, "flops_per_token", exp_flops_per_token(m));
+        cJSON_AddNumberToObject(o, "lr", r->config.schedule.peak_lr);
+        cJSON_AddNumberToObject(o, "batch", r->config.batch);
+        cJSON_AddNumberToObject(o, "step_budget", (double)r->config.steps);
+        cJSON_AddNumberToObject(o, "steps", (double)r->steps);
+        cJSON_AddNumberToObject(o, "tokens", (double)r->steps * r->config.batch * m->n_ctx);
+        cJSON_AddNumberToObject(o, "seconds", r->seconds);
+        cJSON_AddItemToObject(o, "val_loss", number_or_null(r->val_loss));
+        cJSON_AddItemToObject(o, "accuracy", number_or_null(r->accuracy));
+        cJSON_AddBoolToObject(o, "reused", r->reused);
+    }
+    return root;
+}
+
+void exp_report_head(FILE *f, const exp_ctx *x, const tmm_exp_run *runs, uint32_t n, const char *matched)
+{
+    fprintf(f, "# %s\n\n**Claim** (the paper): %s.\n\n", x->e->title, x->e->claim);
+    fprintf(f, "**Setup**: preset `%s` (%s), seed %llu, device: %s. %s\n\n", tmm_exp_preset_name(x->o->preset),
+            x->e->presets[x->o->preset], (unsigned long long)x->o->seed, x->device, matched);
+    fprintf(f, "| run | arch | params | d | layers | heads | MLP expansion | peak lr | batch | step budget | "
+               "training FLOPs/token |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (uint32_t i = 0; i < n; i++) {
+        const tmm_model_config *m = &runs[i].config.model;
+        char label[32], e[16] = "-";
+        if (tmm_arch_of(m->arch)->mlp != TMM_MLP_NONE)
+            snprintf(e, sizeof e, "%u", m->expansion);
+        fprintf(f, "| %s | %s | %llu | %u | %u | %u | %s | %.3g | %u | %llu | %.3g |\n", runs[i].label,
+                exp_arch_label(m, label, sizeof label), (unsigned long long)runs[i].params, m->d_model, m->n_layers,
+                m->heads, e, runs[i].config.schedule.peak_lr, runs[i].config.batch,
+                (unsigned long long)runs[i].config.steps, exp_flops_per_token(m));
+    }
+    fprintf(f, "\n");
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# tmm experiment end to end (CI: .ci/run): the small presets of copy and
+# efficiency on the device, each with a subset of the architectures so the
+# whole takes a few minutes on lavapipe. Checks the outputs' structure (files,
+# JSONL, summary fields, well-formed SVG with a title and axis labels) and
+# sanity bounds (accuracies in [0, 1], finite losses, text loss decreasing),
+# not the claims; and that an experiment stopped by SIGTERM continues when
+# rerun, and that a finished one is reused.
+#   tools/experiments.sh [BUILD_DIR]     (default build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmm="${1:-build}/tmm"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+echo "experiments: copy (small; tmm, transformer)"
+"$tmm" experiment copy --archs tmm,transformer --out "$out" --quiet
+"$tmm" experiment copy --archs tmm,transformer --out "$out" --quiet | tee "$out/again.log"
+grep -q "4 runs (4 reused)" "$out/again.log"
+
+echo "experiments: efficiency (small; tmm, hyena, mamba2), stopped by SIGTERM after 20 s, then continued"
+rc=0
+timeout --preserve-status -s TERM 20 "$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet || rc=$?
+[ "$rc" -eq 143 ] || [ "$rc" -eq 0 ] || { echo "FAIL: efficiency exited $rc under SIGTERM"; exit 1; }
+"$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet
+
+python3 - "$out" <<'PY'
+import json, math, os, sys, xml.etree.ElementTree as ET
+root = sys.argv[1]
+def fail(msg):
+    print("FAIL:", msg); sys.exit(1)
+for exp in ("copy", "efficiency"):
+    d = os.path.join(root, exp)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    for k in ("experiment", "claim", "preset", "seed", "device", "runs", "rule", "verdict"):
+        if k not in s: fail(f"{exp}: summary.json has no {k}")
+    if s["verdict"] not in ("held", "not held", "partly held", "not tested"): fail(f"{exp}: verdict {s['verdict']}")
+    if not s["runs"]: fail(f"{exp}: no runs")
+    for r in s["runs"]:
+        if r["params"] <= 0 or r["steps"] <= 0 or r["seconds"] <= 0: fail(f"{exp} {r['label']}: {r}")
+        if r["flops_per_token"] <= 0: fail(f"{exp} {r['label']}: FLOPs")
+        pts = [json.loads(l) for l in open(os.path.join(d, r["dir"], "curve.jsonl"))]
+        ev = [p for p in pts if "val_loss" in p]
+        if not ev: fail(f"{exp} {r['label']}: no evaluation in curve.jsonl")
+        steps = [p["step"] for p in pts]
+        if steps != sorted(set(steps)): fail(f"{exp} {r['label']}: steps not increasing")
+        for p in pts:
+            if not all(math.isfinite(p[k]) for k in ("loss", "seconds")): fail(f"{exp}: {p}")
+            if p["tokens"] <= 0 or p["seconds"] < 0: fail(f"{exp}: {p}")
+        for p in ev:
+            if not (0 <= p["accuracy"] <= 1) or not math.isfinite(p["val_loss"]): fail(f"{exp}: {p}")
+        if exp == "efficiency" and not ev[-1]["val_loss"] < ev[0]["val_loss"]: fail(f"{r['label']}: loss did not fall")
+        if exp == "efficiency" and not (r["tokens_per_s"] > 0 and r["memory_bytes"] > 0): fail(f"{r['label']}: {r}")
+        if exp == "copy" and r["arch"] == "tmm" and not ev[-1]["accuracy"] > ev[0]["accuracy"]: fail("tmm did not learn")
+    rep = open(os.path.join(d, "report.md")).read()
+    for w in ("**Claim**", "**Setup**", "## Measured", "## Did the claim hold at this scale?"):
+        if w not in rep: fail(f"{exp}: report.md lacks {w}")
+    svgs = [f for f in os.listdir(d) if f.endswith(".svg")]
+    if len(svgs) < 3: fail(f"{exp}: {svgs}")
+    ns = "{http://www.w3.org/2000/svg}"
+    for f in svgs:
+        t = ET.parse(os.path.join(d, f)).getroot()
+        if t.find(ns + "title") is None or not t.find(ns + "title").text: fail(f"{f}: no title")
+        cls = {e.get("class"): (e.text or "") for e in t.iter(ns + "text") if e.get("class")}
+        if not cls.get("x-label") or not cls.get("y-label") or "legend" not in cls: fail(f"{f}: axis labels or legend")
+        if f"{exp}" in rep and f not in rep: fail(f"report.md does not link {f}")
+print("experiments: outputs checked")
+PY
