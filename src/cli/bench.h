@@ -17,6 +17,8 @@ int bench_arch(int argc, char **argv);
 /* --arch NAME (BENCH_ARCHS); false after a one-line error. */
 #define BENCH_ARCHS "tmm, transformer, swa, linear, hyena or mamba2"
 bool bench_parse_arch(const char *text, tmm_arch *out);
+/* --archs a,b,...: marks each named architecture in selected; false after a one-line error. */
+bool bench_parse_archs(const char *text, bool selected[TMM_ARCH_COUNT]);
 /* The heads a benchmark model of c->arch gets from --heads H: the TMM's and
  * attention's heads are H; Hyena has none and Mamba 2 resolves its own from
  * d (0 here, see tmm_model_config_resolve) unless heads_given. */

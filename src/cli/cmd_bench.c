@@ -404,6 +404,27 @@ bool bench_parse_arch(const char *text, tmm_arch *out)
     return false;
 }
 
+/* --archs tmm,swa: marks each named architecture; false after a one-line error. */
+bool bench_parse_archs(const char *text, bool selected[TMM_ARCH_COUNT])
+{
+    char name[32];
+    for (const char *p = text;;) {
+        size_t len = strcspn(p, ",");
+        tmm_arch a;
+        if (len == 0 || len >= sizeof name) {
+            cli_fail("--archs expects names separated by commas (" BENCH_ARCHS "), got '%s'\n", text);
+            return false;
+        }
+        memcpy(name, p, len), name[len] = 0;
+        if (!bench_parse_arch(name, &a))
+            return false;
+        selected[a] = true;
+        if (!p[len])
+            return true;
+        p += len + 1;
+    }
+}
+
 void bench_set_heads(tmm_model_config *c, uint32_t heads, bool heads_given)
 {
     if (c->arch == TMM_ARCH_HYENA)

@@ -91,27 +91,6 @@ static bool parse_positive(const char *option, const char *text, unsigned long m
     return true;
 }
 
-/* --archs tmm,swa: marks each named architecture; false after a one-line error. */
-static bool parse_archs(const char *text, bool selected[N_ARCHS])
-{
-    char name[32];
-    for (const char *p = text;;) {
-        size_t len = strcspn(p, ",");
-        tmm_arch a;
-        if (len == 0 || len >= sizeof name) {
-            cli_fail("--archs expects names separated by commas (" BENCH_ARCHS "), got '%s'\n", text);
-            return false;
-        }
-        memcpy(name, p, len), name[len] = 0;
-        if (!bench_parse_arch(name, &a))
-            return false;
-        selected[a] = true;
-        if (!p[len])
-            return true;
-        p += len + 1;
-    }
-}
-
 /* Parses the options into o; 0 to go on, else the exit status. */
 static int parse(int argc, char **argv, arch_opts *o)
 {
@@ -150,7 +129,7 @@ static int parse(int argc, char **argv, arch_opts *o)
             o->device = (int)v;
             break;
         case O_JSON: o->json = true; break;
-        case O_ARCHS: ok = parse_archs(optarg, o->selected); break;
+        case O_ARCHS: ok = bench_parse_archs(optarg, o->selected); break;
         case 'h': usage(); return -1;
         case ':': cli_fail("%s needs a value\n", argv[optind - 1]); return 2;
         default: cli_fail("unknown option '%s'; see 'tmm bench arch --help'\n", argv[optind - 1]); return 2;

@@ -51,27 +51,6 @@ static void usage(void)
            "  -h, --help       show this help\n");
 }
 
-/* --archs tmm,swa: marks each named architecture; false after a one-line error. */
-static bool parse_archs(const char *text, bool selected[TMM_ARCH_COUNT])
-{
-    char name[32];
-    for (const char *p = text;;) {
-        size_t len = strcspn(p, ",");
-        tmm_arch a;
-        if (len == 0 || len >= sizeof name) {
-            cli_fail("--archs expects names separated by commas (" BENCH_ARCHS "), got '%s'\n", text);
-            return false;
-        }
-        memcpy(name, p, len), name[len] = 0;
-        if (!bench_parse_arch(name, &a))
-            return false;
-        selected[a] = true;
-        if (!p[len])
-            return true;
-        p += len + 1;
-    }
-}
-
 /* Decoding ms per token, as tmm bench generate measures it. */
 static tmm_status decode(tmm_device *dev, const tmm_model_config *c, const uint32_t *positions, uint32_t count,
                          double *ms, void *user)
@@ -116,7 +95,7 @@ int cmd_experiment(int argc, char **argv)
                 cli_fail("--preset: %s\n", tmm_last_error()), ok = false;
             break;
         }
-        case O_ARCHS: ok = parse_archs(optarg, o.archs); break;
+        case O_ARCHS: ok = bench_parse_archs(optarg, o.archs); break;
         case O_OUT: o.out = optarg; break;
         case O_SEED:
             ok = cli_parse_uint("--seed", optarg, ~0ul, &v);
