@@ -251,7 +251,7 @@ cJSON *exp_summary(const exp_ctx *x, const tmm_exp_run *runs, uint32_t n)
         cJSON_AddStringToObject(o, "label", r->label);
         cJSON_AddStringToObject(o, "arch", tmm_arch_name(m->arch));
         const char *slash = strrchr(r->dir, '/');
-        char rel[TMM_EXP_PATH_MAX];
+        char rel[TMM_EXP_PATH_MAX + 8]; /* "runs/" and a directory name of up to TMM_EXP_PATH_MAX - 1 */
         snprintf(rel, sizeof rel, "runs/%s", slash ? slash + 1 : r->dir);
         cJSON_AddStringToObject(o, "dir", rel);
         cJSON_AddNumberToObject(o, "params", (double)r->params);
