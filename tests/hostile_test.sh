@@ -153,6 +153,10 @@ cp -r "$dir/run" "$dir/v3"
 edit "$(model_of "$dir/v3")" 'meta["format_version"] = "3"; del meta["state"]'
 check "a version-3 checkpoint (no state) loads" "$tmm" eval --checkpoint "$dir/v3"
 cp -r "$dir/run" "$dir/v4"
+edit "$(model_of "$dir/v4")" 'meta["format_version"] = "4"; del meta["init"]'
+check "a version-4 checkpoint (no init) loads" "$tmm" eval --checkpoint "$dir/v4"
+rm -rf "$dir/v4"
+cp -r "$dir/run" "$dir/v4"
 edit "$(model_of "$dir/v4")" 'del meta["arch"]'
 expect_fail "a current checkpoint without its arch" 1 "metadata 'arch' is missing" "$tmm" eval --checkpoint "$dir/v4"
 cp -r "$dir/run" "$dir/v4s"

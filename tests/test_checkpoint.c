@@ -250,6 +250,14 @@ Test(checkpoint, round_trip_frozen)
     round_trip(&c);
 }
 
+Test(checkpoint, round_trip_torch_init)
+{
+    tmm_model_config c = small_config(2, 1, false, false), other = c;
+    c.init = TMM_INIT_SCHEME_TORCH;
+    round_trip(&c);
+    cr_assert(!same_config(&c, &other), "init is part of the model config");
+}
+
 Test(checkpoint, model_only_and_export)
 {
     tmm_model_config config = small_config(0, 1, false, false);

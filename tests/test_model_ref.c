@@ -307,7 +307,9 @@ static void init_moments(const tmm_param *p, double *mean, double *std)
 static void check_init_stats(const tmm_param_table *t, const float *a)
 {
     for (uint32_t i = 0; i < t->count; i++) {
-        const tmm_param *p = &t->params[i];
+        tmm_param q = t->params[i];
+        q.init = tmm_param_init_of(t, &t->params[i]);
+        const tmm_param *p = &q;
         double mean = 0, sq = 0;
         for (uint64_t j = 0; j < p->numel; j++) {
             double v = a[p->offset + j];
@@ -434,6 +436,46 @@ Test(params, init_is_seeded_and_follows_the_spec)
                      t.params[t.embed].numel * sizeof *a) == 0);
     free(a), free(b), free(x);
     tmm_param_table_free(&t), tmm_param_table_free(&t2), tmm_param_table_free(&t3);
+}
+
+/* --init torch: every Kaiming and N(0, 0.02²) weight becomes PyTorch's
+ * U(±1/sqrt(fan_in)) with the same fan_in, the embedding N(0, 1); the rest
+ * as the architecture has it. */
+Test(params, torch_init_scheme)
+{
+    const tmm_model_config cs[] = {
+        { .vocab = 300, .d_model = 128, .n_ctx = 256, .n_layers = 1, .heads = 4, .expansion = 4, .kernel = 3,
+          .seed = 7, .init = TMM_INIT_SCHEME_TORCH },
+        { .arch = TMM_ARCH_TRANSFORMER, .vocab = 300, .d_model = 128, .n_ctx = 64, .n_layers = 1, .heads = 2,
+          .expansion = 4, .kernel = 1, .seed = 7, .init = TMM_INIT_SCHEME_TORCH },
+        { .arch = TMM_ARCH_MAMBA2, .vocab = 300, .d_model = 256, .n_ctx = 64, .n_layers = 1, .heads = 128,
+          .state = 64, .expansion = 4, .kernel = 1, .seed = 7, .init = TMM_INIT_SCHEME_TORCH },
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        tmm_param_table t, ta;
+        H_OK(tmm_param_table_build(&cs[k], &t));
+        tmm_model_config arch = cs[k];
+        arch.init = TMM_INIT_SCHEME_ARCH;
+        H_OK(tmm_param_table_build(&arch, &ta));
+        float *a = calloc(t.arena_floats, sizeof *a);
+        tmm_param_init(&t, a);
+        check_init_stats(&t, a);
+        for (uint32_t i = 0; i < t.count; i++) {
+            const tmm_param *p = &t.params[i];
+            tmm_init want = p->kind == TMM_PARAM_EMBED ? TMM_INIT_NORMAL
+                            : (p->init == TMM_INIT_KAIMING || p->init == TMM_INIT_SMALL) ? TMM_INIT_UNIFORM
+                                                                                        : p->init;
+            cr_assert_eq(tmm_param_init_of(&t, p), want, "%s", p->name);
+            cr_assert_eq(tmm_param_init_of(&ta, p), p->init, "%s: the arch scheme changed it", p->name);
+        }
+        int w = tmm_param_find(&t, cs[k].arch == TMM_ARCH_TMM ? "blocks.0.mix.w" : "lm_head.weight");
+        cr_assert(w >= 0 && tmm_param_init_of(&t, &t.params[w]) == TMM_INIT_UNIFORM);
+        free(a);
+        tmm_param_table_free(&t), tmm_param_table_free(&ta);
+    }
+    tmm_model_config bad = cs[0];
+    bad.init = (tmm_init_scheme)2;
+    cr_assert_eq(tmm_model_config_check(&bad), TMM_ERR_INVALID_ARGUMENT);
 }
 
 Test(params, rng_is_a_pure_function_of_its_counter)

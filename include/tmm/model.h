@@ -34,6 +34,14 @@ typedef enum tmm_arch {
 } tmm_arch;
 #define TMM_ARCH_COUNT (TMM_ARCH_MAMBA2 + 1)
 
+/* How the weights start (docs/model.md "Initialization"). */
+typedef enum tmm_init_scheme {
+    TMM_INIT_SCHEME_ARCH = 0, /* the architecture's own: the paper's for the TMM */
+    TMM_INIT_SCHEME_TORCH,    /* PyTorch's module defaults: every Linear, Conv1d and Toeplitz weight
+                                 U(-1/sqrt(fan_in), 1/sqrt(fan_in)), embeddings N(0, 1) */
+} tmm_init_scheme;
+#define TMM_INIT_SCHEME_COUNT (TMM_INIT_SCHEME_TORCH + 1)
+
 typedef struct tmm_model_config {
     tmm_arch arch;
     uint32_t vocab;      /* V */
@@ -51,6 +59,7 @@ typedef struct tmm_model_config {
     uint32_t window;     /* swa: keys per query (t - window < s <= t); 0 for the other models */
     uint32_t state;      /* mamba2: the SSM state size N; 0 for the other models */
     uint64_t seed;       /* initialization */
+    tmm_init_scheme init;
 } tmm_model_config;
 
 /* How the Toeplitz layers are computed (docs/model.md "Computing the mixing"). */

@@ -45,7 +45,7 @@ static void usage(void)
            "  --seed N         model initialization and data (default 1)\n"
            "  --data FILE      efficiency: training text, as tmm train --data (repeatable; default the\n"
            "                   license texts in /usr/share/common-licenses)\n"
-           "  --ablations      efficiency: also the TMM ablations (flat, expanded, kernel 3 and 5)\n"
+           "  --ablations      efficiency: also the TMM ablations (flat, expanded, kernel 3 and 5, PyTorch init)\n"
            "  --device N       use Vulkan device N (see 'tmm devices')\n"
            "  --quiet          no progress lines\n"
            "  -h, --help       show this help\n");

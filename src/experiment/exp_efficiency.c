@@ -14,7 +14,7 @@
 #include "model/arch.h"
 #include "train/trainer.h"
 
-#define N_ABLATIONS 4
+#define N_ABLATIONS 5
 #define MAX_RUNS (TMM_ARCH_COUNT + N_ABLATIONS)
 #define MAX_POS 3
 #define LICENSES "/usr/share/common-licenses"
@@ -115,16 +115,22 @@ static tmm_status add_runs(const eff_preset *p, const tmm_exp_options *o, tmm_ex
         (*n)++;
     }
     if (o->ablations && exp_selected(o, TMM_ARCH_TMM)) {
-        static const struct { const char *name, *label; uint32_t heads, kernel; bool expanded; } abl[N_ABLATIONS] = {
-            { "tmm-flat", "tmm flat (no heads)", 0, 1, false },
-            { "tmm-expanded", "tmm expanded", ~0u, 1, true },
-            { "tmm-k3", "tmm kernel 3", ~0u, 3, false },
-            { "tmm-k5", "tmm kernel 5", ~0u, 5, false },
+        static const struct {
+            const char *name, *label;
+            uint32_t heads, kernel;
+            bool expanded;
+            tmm_init_scheme init;
+        } abl[N_ABLATIONS] = {
+            { "tmm-flat", "tmm flat (no heads)", 0, 1, false, TMM_INIT_SCHEME_ARCH },
+            { "tmm-expanded", "tmm expanded", ~0u, 1, true, TMM_INIT_SCHEME_ARCH },
+            { "tmm-k3", "tmm kernel 3", ~0u, 3, false, TMM_INIT_SCHEME_ARCH },
+            { "tmm-k5", "tmm kernel 5", ~0u, 5, false, TMM_INIT_SCHEME_ARCH },
+            { "tmm-torch-init", "tmm PyTorch init", ~0u, 1, false, TMM_INIT_SCHEME_TORCH },
         };
         for (int i = 0; i < N_ABLATIONS && s == TMM_OK; i++) {
             tmm_model_config m = ref.model;
             m.heads = abl[i].heads == ~0u ? m.heads : abl[i].heads;
-            m.kernel = abl[i].kernel, m.expanded = abl[i].expanded;
+            m.kernel = abl[i].kernel, m.expanded = abl[i].expanded, m.init = abl[i].init;
             s = add_run(p, o, &m, abl[i].name, abl[i].label, &runs[(*n)++]);
         }
     }

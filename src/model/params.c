@@ -62,6 +62,8 @@ tmm_status tmm_model_config_check(const tmm_model_config *c)
     if (c->state && c->arch != TMM_ARCH_MAMBA2)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "state is the SSM state size of mamba2, not of %s",
                         tmm_arch_name(c->arch));
+    if ((unsigned)c->init >= TMM_INIT_SCHEME_COUNT)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "init must be arch or torch (tmm_init_scheme), got %d", (int)c->init);
     if (c->arch != TMM_ARCH_TMM && (c->kernel != 1 || c->expanded || c->frozen))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel, expanded and frozen are variants of the TMM, not of %s",
                         tmm_arch_name(c->arch));
@@ -228,6 +230,21 @@ uint64_t tmm_model_param_count(const tmm_model_config *c)
 /* softplus⁻¹(y) = y + ln(1 - e^-y) = ln(e^y - 1), stable for small y */
 static double inverse_softplus(double y) { return y + log(-expm1(-y)); }
 
+/* PyTorch's defaults: its
+ * Linear and Conv1d draw weights (and biases; ours start at 0 under every
+ * scheme) from U(±1/sqrt(fan_in)), its Embedding from N(0, 1); a Toeplitz
+ * vector, a bare Parameter there, is counted as a weight of fan_in n. */
+tmm_init tmm_param_init_of(const tmm_param_table *t, const tmm_param *p)
+{
+    if (t->config.init != TMM_INIT_SCHEME_TORCH)
+        return p->init;
+    if (p->kind == TMM_PARAM_EMBED)
+        return TMM_INIT_NORMAL;
+    if ((p->init == TMM_INIT_KAIMING || p->init == TMM_INIT_SMALL) && p->fan_in > 0)
+        return TMM_INIT_UNIFORM;
+    return p->init;
+}
+
 void tmm_param_init(const tmm_param_table *t, float *arena)
 {
     memset(arena, 0, t->arena_floats * sizeof *arena);
@@ -235,10 +252,11 @@ void tmm_param_init(const tmm_param_table *t, float *arena)
         const tmm_param *p = &t->params[i];
         float *x = arena + p->offset;
         uint64_t key = tmm_rng_key(t->config.seed, p->name);
-        double std = p->init == TMM_INIT_KAIMING ? sqrt(2.0 / p->fan_in) : p->init == TMM_INIT_SMALL ? 0.02 : 1.0;
-        double bound = p->init == TMM_INIT_UNIFORM ? 1.0 / sqrt((double)p->fan_in) : 0.0;
+        const tmm_init init = tmm_param_init_of(t, p);
+        double std = init == TMM_INIT_KAIMING ? sqrt(2.0 / p->fan_in) : init == TMM_INIT_SMALL ? 0.02 : 1.0;
+        double bound = init == TMM_INIT_UNIFORM ? 1.0 / sqrt((double)p->fan_in) : 0.0;
         for (uint64_t j = 0; j < p->numel; j++) {
-            switch (p->init) {
+            switch (init) {
             case TMM_INIT_ZERO: x[j] = 0.0f; break;
             case TMM_INIT_ONE: x[j] = 1.0f; break;
             case TMM_INIT_NORMAL:

@@ -89,5 +89,8 @@ int tmm_param_find(const tmm_param_table *table, const char *name);
 /* Fills a host arena (table->arena_floats floats) with the initial weights:
  * a pure function of the seed and the parameter names. Padding is zero. */
 void tmm_param_init(const tmm_param_table *table, float *arena);
+/* The initializer p gets under the table's model.init: p->init for "arch",
+ * PyTorch's module default for "torch" (docs/model.md "Initialization"). */
+tmm_init tmm_param_init_of(const tmm_param_table *table, const tmm_param *p);
 
 #endif

@@ -41,7 +41,7 @@ static const char *const file_keys[] = { "format", "format_version", "step", "da
 /* Model fields added after format version 2, and the version that added
  * them: older files do not have them, and their zero is right there. */
 static const struct { const char *key; uint64_t since; } newer_fields[] = {
-    { "arch", 3 }, { "window", 3 }, { "state", 4 },
+    { "arch", 3 }, { "window", 3 }, { "state", 4 }, { "init", 5 },
 };
 
 static bool is_model_field(const tmm_config_field *f) { return strcmp(f->section, "model") == 0; }

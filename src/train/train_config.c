@@ -68,9 +68,10 @@ static const char *const mode_names[] = { "windows", "documents", NULL }; /* tmm
 static const char *const lr_names[] = { "linear", "cosine", "constant", NULL };  /* tmm_lr_kind */
 static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_mixer_impl */
 extern const char *const tmm_arch_names[];                                       /* tmm_arch */
+static const char *const init_names[] = { "arch", "torch", NULL };               /* tmm_init_scheme */
 _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
                sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_mixer_impl) == sizeof(int) &&
-               sizeof(tmm_arch) == sizeof(int),
+               sizeof(tmm_arch) == sizeof(int) && sizeof(tmm_init_scheme) == sizeof(int),
                "enum fields are stored as int");
 
 #define AT(member) offsetof(tmm_train_config, member)
@@ -101,6 +102,8 @@ const tmm_config_field tmm_config_fields[] = {
     U32("model", "window", "window", model.window, 0, TMM_MAX_N_CTX, "swa: keys each query attends to (0: others)"),
     U32("model", "state", "state", model.state, 0, TMM_MAX_STATE, "mamba2: SSM state size N (0: 64; 0 for the others)"),
     U64("model", "seed", "model-seed", model.seed, 0, UINT64_MAX, "initialization seed"),
+    ENUM("model", "init", "init", "SCHEME", model.init, init_names,
+         "weight init: the architecture's (the paper's for tmm), or PyTorch's module defaults (smaller)"),
     F64("optimizer", "lr", "lr", schedule.peak_lr, 0, 10,
         "peak learning rate (0: 3e-3 on copy; on text the paper's: 5e-4 tmm, 2e-4 baselines)"),
     F64("optimizer", "beta1", "beta1", optim.beta1, 0, 1, "AdamW beta1, in [0, 1)"),
