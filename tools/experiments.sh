@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tmm experiment end to end (CI: .ci/run): the small presets of copy and
-# efficiency on the device, each with a subset of the architectures so the
+# tmm experiment end to end (CI: .ci/run): the small presets of copy,
+# efficiency and index on the device, each with a subset of the architectures so the
 # whole takes a few minutes on lavapipe. Checks the outputs' structure (files,
 # JSONL, summary fields, well-formed SVG with a title and axis labels) and
 # sanity bounds (accuracies in [0, 1], finite losses, text loss decreasing),
@@ -24,12 +24,15 @@ timeout --preserve-status -s TERM 20 "$tmm" experiment efficiency --archs tmm,hy
 [ "$rc" -eq 143 ] || [ "$rc" -eq 0 ] || { echo "FAIL: efficiency exited $rc under SIGTERM"; exit 1; }
 "$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet
 
+echo "experiments: index (small: E2's TMM, the Fredholm index of every checkpoint)"
+"$tmm" experiment index --out "$out" --quiet
+
 python3 - "$out" <<'PY'
 import json, math, os, sys, xml.etree.ElementTree as ET
 root = sys.argv[1]
 def fail(msg):
     print("FAIL:", msg); sys.exit(1)
-for exp in ("copy", "efficiency"):
+for exp in ("copy", "efficiency", "index"):
     d = os.path.join(root, exp)
     s = json.load(open(os.path.join(d, "summary.json")))
     for k in ("experiment", "claim", "preset", "seed", "device", "runs", "rule", "verdict"):
@@ -64,5 +67,13 @@ for exp in ("copy", "efficiency"):
         cls = {e.get("class"): (e.text or "") for e in t.iter(ns + "text") if e.get("class")}
         if not cls.get("x-label") or not cls.get("y-label") or "legend" not in cls: fail(f"{f}: axis labels or legend")
         if f"{exp}" in rep and f not in rep: fail(f"report.md does not link {f}")
+s = json.load(open(os.path.join(root, "index", "summary.json")))
+rows = [json.loads(l) for l in open(os.path.join(root, "index", "index.jsonl"))]
+if [p["step"] for p in s["steps"]] != [0, 25, 50, 75, 100, 125, 150, 175, 200]: fail(f"index steps {s['steps']}")
+for p in s["steps"]:
+    bins = p["index_minus1"] + p["index_0"] + p["index_below_minus1"] + p["index_above_0"] + p["undefined"]
+    if p["vectors"] != 8 or bins != 8: fail(f"index: {p}")
+    if not p["min_abs_smallest"] >= 0: fail(f"index: {p}")
+    if len([r for r in rows if r["step"] == p["step"]]) != p["vectors"]: fail(f"index.jsonl at step {p['step']}")
 print("experiments: outputs checked")
 PY

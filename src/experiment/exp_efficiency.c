@@ -302,6 +302,11 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
     return exp_save_stream(x, "report.md", &buf, &size, f);
 }
 
+tmm_status exp_efficiency_tmm_config(const tmm_exp_options *o, tmm_train_config *c)
+{
+    return base(&presets[o->preset], o, c);
+}
+
 tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
 {
     const eff_preset *p = &presets[o->preset];

@@ -18,9 +18,13 @@ typedef struct exp_ctx {
     tmm_exp_outcome *out;           /* out->dir: the results directory */
 } exp_ctx;
 
-/* The experiments (exp_copy.c, exp_efficiency.c): the run of tmm_experiments. */
+/* The experiments (exp_copy.c, exp_efficiency.c, exp_index.c): the run of tmm_experiments. */
 tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+tmm_status exp_index(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+
+/* E2's TMM run at o's preset, seed and data (E6 analyses its checkpoints). */
+tmm_status exp_efficiency_tmm_config(const tmm_exp_options *o, tmm_train_config *c);
 
 /* Whether the options select arch (none selected: all are). */
 bool exp_selected(const tmm_exp_options *o, tmm_arch arch);
@@ -55,6 +59,9 @@ tmm_status exp_save_chart(const exp_ctx *x, const char *file, const tmm_chart *c
 tmm_status exp_save_json(const exp_ctx *x, const char *file, const cJSON *json);
 /* Closes f, an open_memstream on *buf and *size, and writes what it holds. */
 tmm_status exp_save_stream(const exp_ctx *x, const char *file, char **buf, size_t *size, FILE *f);
+
+/* A JSON number, or null when v is not finite. */
+cJSON *exp_number_or_null(double v);
 
 /* summary.json's common part: experiment, claim, preset, seed, device, runs[]
  * (label, arch, dir, params, the model, steps, tokens, seconds, final

@@ -29,6 +29,13 @@ const tmm_experiment tmm_experiments[] = {
         "d 128, n 256, 4 layers, 4 heads; 2000 steps of 16",
         "d 512, n 512, 8 layers, 8 heads; 20000 steps of 32" },
       exp_efficiency },
+    { "index", "E6, operator structure over training",
+      "trained causal TMM layers often have Fredholm index -1 (shift-like), and are more often invertible or "
+      "nearly so than the layers of autoencoders",
+      { "E2's small TMM (d 64, n 64, 2 layers, 4 heads; 200 steps of 8), 8 checkpoints (a minute on lavapipe)",
+        "E2's medium TMM (d 128, n 256, 4 layers), 20 checkpoints",
+        "E2's paper TMM (d 512, n 512, 8 layers, 8 heads), 40 checkpoints" },
+      exp_index },
     { NULL, NULL, NULL, { NULL, NULL, NULL }, NULL },
 };
 
@@ -231,7 +238,7 @@ tmm_status exp_save_stream(const exp_ctx *x, const char *file, char **buf, size_
     return s;
 }
 
-static cJSON *number_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+cJSON *exp_number_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 cJSON *exp_summary(const exp_ctx *x, const tmm_exp_run *runs, uint32_t n)
 {
@@ -267,8 +274,8 @@ cJSON *exp_summary(const exp_ctx *x, const tmm_exp_run *runs, uint32_t n)
         cJSON_AddNumberToObject(o, "steps", (double)r->steps);
         cJSON_AddNumberToObject(o, "tokens", (double)r->steps * r->config.batch * m->n_ctx);
         cJSON_AddNumberToObject(o, "seconds", r->seconds);
-        cJSON_AddItemToObject(o, "val_loss", number_or_null(r->val_loss));
-        cJSON_AddItemToObject(o, "accuracy", number_or_null(r->accuracy));
+        cJSON_AddItemToObject(o, "val_loss", exp_number_or_null(r->val_loss));
+        cJSON_AddItemToObject(o, "accuracy", exp_number_or_null(r->accuracy));
         cJSON_AddBoolToObject(o, "reused", r->reused);
     }
     return root;
