@@ -18,9 +18,10 @@ typedef struct exp_ctx {
     tmm_exp_outcome *out;           /* out->dir: the results directory */
 } exp_ctx;
 
-/* The experiments (exp_copy.c, exp_efficiency.c): the run of tmm_experiments. */
+/* The experiments (exp_copy.c, exp_efficiency.c, exp_recall.c): the run of tmm_experiments. */
 tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+tmm_status exp_recall(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 
 /* Whether the options select arch (none selected: all are). */
 bool exp_selected(const tmm_exp_options *o, tmm_arch arch);
