@@ -372,10 +372,17 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
                "if that holds at every setting, partly if at some.\n\n", MARGIN);
     for (uint32_t i = 0; i < t->count; i++) {
         const int b = best_baseline(&t->s[i]);
+        double top = -1; /* the best accuracy of any architecture */
+        for (int a = 0; a < TMM_ARCH_COUNT; a++)
+            if (t->s[i].at[a] && isfinite(final_accuracy(t->s[i].at[a])))
+                top = fmax(top, final_accuracy(t->s[i].at[a]));
+        const bool recalled = top >= no_recall(t->s[i].pairs, p->values) + MARGIN;
         if (at[i])
-            fprintf(f, "- n %u, %u pairs: %s (tmm %.4f, best baseline %s %.4f)\n", t->s[i].n, t->s[i].pairs, at[i],
-                    final_accuracy(t->s[i].at[TMM_ARCH_TMM]), tmm_arch_name((tmm_arch)b),
-                    final_accuracy(t->s[i].at[b]));
+            fprintf(f, "- n %u, %u pairs: %s (tmm %.4f, best baseline %s %.4f; no recall %.4f)%s\n", t->s[i].n,
+                    t->s[i].pairs, at[i], final_accuracy(t->s[i].at[TMM_ARCH_TMM]), tmm_arch_name((tmm_arch)b),
+                    final_accuracy(t->s[i].at[b]), no_recall(t->s[i].pairs, p->values),
+                    recalled ? "" : ": no architecture is 0.10 above no recall, so the budget is too small for "
+                                    "this setting to say much about recall");
         else
             fprintf(f, "- n %u, %u pairs: not tested (needs tmm and a baseline)\n", t->s[i].n, t->s[i].pairs);
     }
