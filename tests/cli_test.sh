@@ -28,11 +28,17 @@ expect_fail "bad config value" 1 "model.d_model" "$tmm" train --config "$dir/bad
 echo '{"modle": {}}' > "$dir/bad2.json"
 expect_fail "bad config section" 1 "unknown section" "$tmm" train --config "$dir/bad2.json"
 expect_fail "eval without checkpoint" 2 "required" "$tmm" eval
+expect_fail "mqar row longer than n" 1 "raise --n-ctx" "$tmm" train --task mqar --pairs 8 --n-ctx 16
+expect_fail "mqar more pairs than keys" 1 "task.keys" "$tmm" train --task mqar --pairs 9 --keys 8
 
 check "short training run" "$tmm" train "${small[@]}" --steps 30 --eval-every 10 --target-acc 0 --run-dir "$dir/a"
 check "metrics.jsonl has evals" grep -q '"copy_acc"' "$dir/a/metrics.jsonl"
 check "checkpoint saved" test -f "$dir/a/checkpoints/latest"
 check "tmm eval" "$tmm" eval --checkpoint "$dir/a"
+check "mqar training run" "$tmm" train "${small[@]}" --task mqar --pairs 2 --keys 8 --values 8 --steps 4 \
+  --eval-every 2 --run-dir "$dir/mqar"
+check "mqar metrics" grep -q '"mqar_acc"' "$dir/mqar/metrics.jsonl"
+check "mqar eval" bash -c '"$0" eval --checkpoint "$1" | grep -q "^recall accuracy"' "$tmm" "$dir/mqar"
 # every architecture through the same commands: train, eval, generate (its own decoding state)
 # (--heads 2 where heads apply: every baseline but Hyena; --window 8 for swa)
 arch_flags() { [ "$1" = hyena ] || echo --heads 2; [ "$1" = swa ] && echo --window 8; true; }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "analysis/svg.h"
+#include "experiment/experiment.h"
 #include "experiment/results.h"
 #include "files.h"
 #include "harness.h"
@@ -173,4 +174,18 @@ H_TEST(experiment, interrupted_run_continues_to_the_same_curve_and_is_reused)
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s %s", da, db);
     cr_assert_eq(system(cmd), 0);
+}
+
+Test(experiment, registry_names_each_experiment_with_claim_and_presets)
+{
+    static const char *const built[] = { "copy", "efficiency", "recall" };
+    for (size_t i = 0; i < sizeof built / sizeof built[0]; i++) {
+        const tmm_experiment *e = tmm_experiment_find(built[i]);
+        cr_assert_not_null(e, "no experiment %s", built[i]);
+        cr_assert(e->title && e->claim && e->run, "%s", built[i]);
+        for (int p = 0; p < TMM_EXP_PRESET_COUNT; p++)
+            cr_assert(e->presets[p] && *e->presets[p], "%s preset %d", built[i], p);
+    }
+    cr_assert(strstr(tmm_experiment_find("recall")->claim, "competitive on recall"));
+    cr_assert_null(tmm_experiment_find("nope"));
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tmm experiment end to end (CI: .ci/run): the small presets of copy,
-# efficiency and index on the device, each with a subset of the architectures so the
+# efficiency, recall and index on the device, each with a subset of the architectures so the
 # whole takes a few minutes on lavapipe. Checks the outputs' structure (files,
 # JSONL, summary fields, well-formed SVG with a title and axis labels) and
 # sanity bounds (accuracies in [0, 1], finite losses, text loss decreasing),
@@ -24,6 +24,9 @@ timeout --preserve-status -s TERM 20 "$tmm" experiment efficiency --archs tmm,hy
 [ "$rc" -eq 143 ] || [ "$rc" -eq 0 ] || { echo "FAIL: efficiency exited $rc under SIGTERM"; exit 1; }
 "$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet
 
+echo "experiments: recall (small; tmm, transformer)"
+"$tmm" experiment recall --archs tmm,transformer --out "$out" --quiet
+
 echo "experiments: index (small: E2's TMM, the Fredholm index of every checkpoint)"
 "$tmm" experiment index --out "$out" --quiet
 
@@ -32,7 +35,7 @@ import json, math, os, sys, xml.etree.ElementTree as ET
 root = sys.argv[1]
 def fail(msg):
     print("FAIL:", msg); sys.exit(1)
-for exp in ("copy", "efficiency", "index"):
+for exp in ("copy", "efficiency", "recall", "index"):
     d = os.path.join(root, exp)
     s = json.load(open(os.path.join(d, "summary.json")))
     for k in ("experiment", "claim", "preset", "seed", "device", "runs", "rule", "verdict"):
@@ -55,6 +58,17 @@ for exp in ("copy", "efficiency", "index"):
         if exp == "efficiency" and not ev[-1]["val_loss"] < ev[0]["val_loss"]: fail(f"{r['label']}: loss did not fall")
         if exp == "efficiency" and not (r["tokens_per_s"] > 0 and r["memory_bytes"] > 0): fail(f"{r['label']}: {r}")
         if exp == "copy" and r["arch"] == "tmm" and not ev[-1]["accuracy"] > ev[0]["accuracy"]: fail("tmm did not learn")
+    if exp == "recall":
+        for k in ("keys", "values", "chance", "margin", "settings"):
+            if k not in s: fail(f"recall: summary.json has no {k}")
+        if len(s["settings"]) != 3: fail(f"recall: settings {s['settings']}")
+        for st in s["settings"]:
+            if set(st["accuracy"]) != {"tmm", "transformer"}: fail(f"recall: {st}")
+            if not all(0 <= a <= 1 for a in st["accuracy"].values()): fail(f"recall: {st}")
+            if st["verdict"] not in ("held", "not held"): fail(f"recall: {st}")
+        few = min(s["settings"], key=lambda st: st["pairs"])
+        if not few["accuracy"]["tmm"] > 2 * s["chance"]: fail(f"recall: tmm did not learn {few}")
+        if not os.path.exists(os.path.join(d, "accuracy-pairs.svg")): fail("recall: no accuracy-pairs.svg")
     rep = open(os.path.join(d, "report.md")).read()
     for w in ("**Claim**", "**Setup**", "## Measured", "## Did the claim hold at this scale?"):
         if w not in rep: fail(f"{exp}: report.md lacks {w}")

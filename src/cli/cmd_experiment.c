@@ -37,7 +37,7 @@ static void usage(void)
         for (int p = 0; p < TMM_EXP_PRESET_COUNT; p++)
             printf("  %11s   --preset %-6s %s\n", "", tmm_exp_preset_name((tmm_exp_preset)p), e->presets[p]);
     }
-    printf("  (retention, capacity, recall and index are not built yet.)\n\n"
+    printf("  (retention, capacity and index are not built yet.)\n\n"
            "options:\n"
            "  --preset P       small (the default: minutes on lavapipe), medium or paper\n"
            "  --archs A,A,...  the architectures to compare (default all six)\n"

@@ -141,7 +141,7 @@ static void usage(FILE *f)
 
 typedef struct progress_ui {
     bool tty, quiet;
-    bool copy;
+    tmm_data_task task;
 } progress_ui;
 
 static void on_progress(const tmm_train_progress *p, void *user)
@@ -152,7 +152,8 @@ static void on_progress(const tmm_train_progress *p, void *user)
     double eta = p->step ? p->elapsed_s / (double)p->step * (double)(p->steps - p->step) : 0;
     char acc[64] = "";
     if (p->eval)
-        snprintf(acc, sizeof acc, "  val_loss %.4f  %s %.2f%%", p->val_loss, ui->copy ? "copy_acc" : "val_acc",
+        snprintf(acc, sizeof acc, "  val_loss %.4f  %s %.2f%%", p->val_loss,
+                 ui->task == TMM_DATA_COPY ? "copy_acc" : ui->task == TMM_DATA_MQAR ? "mqar_acc" : "val_acc",
                  100 * p->accuracy);
     if (ui->tty) {
         int width = 24, filled = (int)((double)width * (double)p->step / (double)p->steps);
@@ -329,7 +330,7 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    progress_ui ui = { isatty(STDOUT_FILENO), quiet, c.task == TMM_DATA_COPY };
+    progress_ui ui = { isatty(STDOUT_FILENO), quiet, c.task };
     tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &interrupted,
                               .stop_after = stop_after, .replace_run = force, .data = data };
     tmm_train_result res;
@@ -344,7 +345,9 @@ int cmd_train(int argc, char **argv)
         printf("%s after %llu steps in %.1f s: loss %.4f", res.interrupted ? "interrupted" : "done",
                (unsigned long long)res.step, res.seconds, res.loss);
         if (res.accuracy >= 0)
-            printf(", held-out %s %.2f%%", c.task == TMM_DATA_COPY ? "copy accuracy" : "accuracy", 100 * res.accuracy);
+            printf(", held-out %s %.2f%%", c.task == TMM_DATA_COPY ? "copy accuracy"
+                                          : c.task == TMM_DATA_MQAR ? "recall accuracy" : "accuracy",
+                   100 * res.accuracy);
         printf("\ncheckpoint: %s\n", res.checkpoint);
         if (res.reached_target)
             printf("reached the target accuracy of %.0f%%\n", 100 * c.target_accuracy);
@@ -392,9 +395,9 @@ int cmd_eval(int argc, char **argv)
             printf("usage: tmm eval --checkpoint DIR [--batches N] [--device N] [--allow-nonfinite]\n\n"
                    "Evaluates a checkpoint (a run directory, a checkpoint directory or a model file) on\n"
                    "its task's held-out data: validation loss and perplexity, and for the copy task the\n"
-                   "teacher-forced copy accuracy.\n\n"
+                   "teacher-forced copy accuracy (mqar: the accuracy on the queried values).\n\n"
                    "  --batches N         held-out batches (default: one pass over a text task's held-out\n"
-                   "                      split; the run's eval_batches for the copy task)\n"
+                   "                      split; the run's eval_batches for the copy and mqar tasks)\n"
                    "  --allow-nonfinite   load weights holding NaN or infinite values (debugging; the\n"
                    "                      evaluation then fails with the non-finite loss)\n");
             return 0;
@@ -428,6 +431,7 @@ int cmd_eval(int argc, char **argv)
                (unsigned long long)r.tokens, (unsigned long long)r.rows, (unsigned long long)r.split_rows,
                (unsigned long long)r.split_tokens, (double)r.rows / (double)r.split_rows);
     printf("validation loss: %.4f nats/token\nperplexity: %.3f\n", r.loss, r.perplexity);
-    printf("%s: %.2f%%\n", r.copy ? "copy accuracy" : "next-token accuracy", 100 * r.accuracy);
+    printf("%s: %.2f%%\n", r.copy ? "copy accuracy" : r.task == TMM_DATA_MQAR ? "recall accuracy (queried values)"
+                                                                           : "next-token accuracy", 100 * r.accuracy);
     return 0;
 }

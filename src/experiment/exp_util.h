@@ -18,9 +18,10 @@ typedef struct exp_ctx {
     tmm_exp_outcome *out;           /* out->dir: the results directory */
 } exp_ctx;
 
-/* The experiments (exp_copy.c, exp_efficiency.c, exp_index.c): the run of tmm_experiments. */
+/* The experiments (exp_copy.c, exp_efficiency.c, exp_recall.c, exp_index.c): the run of tmm_experiments. */
 tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+tmm_status exp_recall(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 tmm_status exp_index(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 
 /* E2's TMM run at o's preset, seed and data (E6 analyses its checkpoints). */

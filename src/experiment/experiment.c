@@ -29,6 +29,12 @@ const tmm_experiment tmm_experiments[] = {
         "d 128, n 256, 4 layers, 4 heads; 2000 steps of 16",
         "d 512, n 512, 8 layers, 8 heads; 20000 steps of 32" },
       exp_efficiency },
+    { "recall", "E5, in-context recall",
+      "TMM is competitive on recall tasks (multi-query associative recall, MQAR)",
+      { "MQAR at n 64 with 2, 4, 8 pairs; d 32, 2 layers, 4 heads; 300 steps of 16 (minutes on lavapipe)",
+        "n 128 with 4 .. 32 pairs, and n 64 .. 512 with n/4 pairs; d 64, 2 layers, 4 heads; 2000 steps of 32",
+        "n 256 with 8 .. 64 pairs, and n 128 .. 1024 with n/4 pairs; d 256, 4 layers, 4 heads; 5000 steps of 32" },
+      exp_recall },
     { "index", "E6, operator structure over training",
       "trained causal TMM layers often have Fredholm index -1 (shift-like), and are more often invertible or "
       "nearly so than the layers of autoencoders",

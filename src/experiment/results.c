@@ -345,7 +345,7 @@ tmm_status tmm_exp_run_train(tmm_device *dev, const char *exp_dir, tmm_exp_run *
         run->params = tmm_model_param_count(&run->config.model);
     const tmm_exp_point *last = s == TMM_OK ? last_eval(run) : NULL;
     const bool target_met = last && last->step == start && run->config.target_accuracy > 0 &&
-                            run->config.task == TMM_DATA_COPY && last->accuracy >= run->config.target_accuracy;
+                            tmm_data_task_generated(run->config.task) && last->accuracy >= run->config.target_accuracy;
     if (s == TMM_OK && (start >= run->config.steps || target_met)) { /* stopped after its last save */
         run->steps = start;
         run->reached_target = target_met;

@@ -38,7 +38,7 @@ typedef struct tmm_exp_run {
     tmm_exp_point *points;           /* the curve, in step order */
     uint32_t n_points;
     bool finished, reused, interrupted;
-    bool reached_target;             /* copy: the held-out accuracy reached target_accuracy */
+    bool reached_target;             /* copy, mqar: the held-out accuracy reached target_accuracy */
     uint64_t steps;                  /* steps trained (fewer than config.steps when the target was reached) */
     double seconds;                  /* device wall-clock seconds of the whole run */
     double val_loss, accuracy;       /* the last evaluation */

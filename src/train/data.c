@@ -1,4 +1,4 @@
-/* Training data: the copy task and byte-level text (layouts in data.h). */
+/* Training data: the copy task, MQAR (mqar.c) and byte-level text (layouts in docs/data.md). */
 #include "train/data.h"
 
 #include <cjson/cJSON.h>
@@ -24,6 +24,7 @@ struct tmm_data {
     uint64_t seed;
     uint32_t n;
     uint32_t alphabet;
+    tmm_mqar_config mqar;
     tmm_text_mode mode;
     double val_fraction;
     tmm_data_info info;
@@ -56,6 +57,7 @@ void tmm_data_config_init(tmm_data_config *config)
     memset(config, 0, sizeof *config);
     config->task = TMM_DATA_COPY;
     config->copy_alphabet = TMM_COPY_DEFAULT_ALPHABET;
+    tmm_mqar_config_init(&config->mqar);
     config->text_mode = TMM_TEXT_WINDOWS;
     config->text_format = TMM_TEXT_AUTO;
     config->val_fraction = TMM_DATA_DEFAULT_VAL_FRACTION;
@@ -71,6 +73,8 @@ static tmm_status check_config(const tmm_data_config *c)
                             c->copy_alphabet, TMM_COPY_MAX_ALPHABET);
         return TMM_OK;
     }
+    if (c->task == TMM_DATA_MQAR)
+        return tmm_mqar_check(&c->mqar, c->n);
     if (c->task != TMM_DATA_TEXT)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "unknown data task %d", (int)c->task);
     if (c->n < 1)
@@ -436,6 +440,10 @@ static void describe(tmm_data *d, const tmm_data_config *c, uint64_t file_bytes)
                  (unsigned long long)d->seed);
         return;
     }
+    if (d->task == TMM_DATA_MQAR) {
+        tmm_mqar_describe(&d->mqar, c->n, d->seed, d->desc, sizeof d->desc);
+        return;
+    }
     char skipped[64] = "";
     if (in->skipped_docs)
         snprintf(skipped, sizeof skipped, ", %llu empty skipped", (unsigned long long)in->skipped_docs);
@@ -613,6 +621,12 @@ tmm_status tmm_data_create(const tmm_data_config *config, tmm_data **out)
         d->key_train = tmm_rng_key(d->seed, "copy/train");
         d->key_val = tmm_rng_key(TMM_DATA_VAL_SEED, "copy/val");
         d->entropy = log((double)d->alphabet);
+    } else if (config->task == TMM_DATA_MQAR) {
+        d->mqar = config->mqar;
+        d->info.vocab = tmm_mqar_vocab(&d->mqar);
+        d->key_train = tmm_rng_key(d->seed, "mqar/train");
+        d->key_val = tmm_rng_key(TMM_DATA_VAL_SEED, "mqar/val");
+        d->entropy = log((double)d->mqar.values);
     } else {
         d->info.vocab = TMM_TEXT_VOCAB;
         d->eot = TMM_TEXT_EOT;
@@ -801,6 +815,8 @@ tmm_status tmm_data_batch(const tmm_data *data, tmm_data_split split, uint64_t i
             copy_row(data, stream, j0 + r, n, tokens + (size_t)r * n, targets ? targets + (size_t)r * n : NULL);
         return TMM_OK;
     }
+    if (data->task == TMM_DATA_MQAR)
+        return tmm_mqar_rows(&data->mqar, val ? data->key_val : data->key_train, j0, batch, n, tokens, targets);
     if (data->shards)
         return shard_batch(data, val, j0, batch, n, tokens, targets);
 
@@ -839,6 +855,16 @@ tmm_status tmm_data_batch(const tmm_data *data, tmm_data_split split, uint64_t i
 }
 
 /* ---- queries ------------------------------------------------------------------ */
+
+const char *tmm_data_task_name(tmm_data_task task)
+{
+    return task == TMM_DATA_COPY ? "copy" : task == TMM_DATA_MQAR ? "mqar" : "text";
+}
+
+const char *tmm_data_accuracy_key(tmm_data_task task)
+{
+    return task == TMM_DATA_COPY ? "copy_acc" : task == TMM_DATA_MQAR ? "mqar_acc" : "val_accuracy";
+}
 
 uint32_t tmm_data_vocab(const tmm_data *data)
 {

@@ -29,6 +29,7 @@ void tmm_train_config_default(tmm_train_config *c)
     c->schedule.warmup_steps = 100;
     c->task = TMM_DATA_COPY;
     c->copy_alphabet = TMM_COPY_DEFAULT_ALPHABET;
+    tmm_mqar_config_init(&c->mqar);
     c->text_mode = TMM_TEXT_WINDOWS;
     c->val_fraction = TMM_DATA_DEFAULT_VAL_FRACTION;
     c->steps = 1500;
@@ -63,7 +64,7 @@ const char *const *tmm_train_preset_names(void) { return tmm_preset_names; }
 
 /* ---- the field table ---------------------------------------------------------- */
 
-static const char *const task_names[] = { "copy", "text", NULL };         /* tmm_data_task */
+static const char *const task_names[] = { "copy", "text", "mqar", NULL }; /* tmm_data_task */
 static const char *const mode_names[] = { "windows", "documents", NULL }; /* tmm_text_mode */
 static const char *const lr_names[] = { "linear", "cosine", "constant", NULL };  /* tmm_lr_kind */
 static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_mixer_impl */
@@ -105,7 +106,7 @@ const tmm_config_field tmm_config_fields[] = {
     ENUM("model", "init", "init", "SCHEME", model.init, init_names,
          "weight init: the architecture's (the paper's for tmm), or PyTorch's module defaults (smaller)"),
     F64("optimizer", "lr", "lr", schedule.peak_lr, 0, 10,
-        "peak learning rate (0: 3e-3 on copy; on text the paper's: 5e-4 tmm, 2e-4 baselines)"),
+        "peak learning rate (0: 3e-3 on copy and mqar; on text the paper's: 5e-4 tmm, 2e-4 baselines)"),
     F64("optimizer", "beta1", "beta1", optim.beta1, 0, 1, "AdamW beta1, in [0, 1)"),
     F64("optimizer", "beta2", "beta2", optim.beta2, 0, 1, "AdamW beta2, in [0, 1)"),
     F64("optimizer", "eps", "eps", optim.eps, 0, 1, "AdamW epsilon, > 0"),
@@ -115,8 +116,15 @@ const tmm_config_field tmm_config_fields[] = {
     ENUM("schedule", "kind", "schedule", "KIND", schedule.kind, lr_names, "learning-rate schedule"),
     U64("schedule", "warmup", "warmup", schedule.warmup_steps, 0, 1ull << 40, "warmup steps"),
     F64("schedule", "min_lr", "min-lr", schedule.min_lr, 0, 10, "final learning rate (at most lr)"),
-    ENUM("task", "name", "task", "TASK", task, task_names, "the task"),
+    ENUM("task", "name", "task", "TASK", task, task_names, "the task (docs/data.md)"),
     U32("task", "alphabet", "alphabet", copy_alphabet, 2, TMM_COPY_MAX_ALPHABET, "copy: symbols"),
+    U32("task", "pairs", "pairs", mqar.pairs, 1, TMM_MQAR_MAX_SYMBOLS,
+        "mqar: key-value pairs per row (distinct keys; the row needs 2 x pairs + 2 x queries <= n)"),
+    U32("task", "queries", "queries", mqar.queries, 0, TMM_MQAR_MAX_SYMBOLS,
+        "mqar: keys queried per row, each once, in random order; only their values are scored (0: every pair)"),
+    U32("task", "keys", "keys", mqar.keys, 1, TMM_MQAR_MAX_SYMBOLS, "mqar: key tokens (at least pairs)"),
+    U32("task", "values", "values", mqar.values, 2, TMM_MQAR_MAX_SYMBOLS,
+        "mqar: value tokens (vocab 1 + keys + values: the filler, the keys, the values)"),
     { "task", "files", "data", "FILE", TMM_CONFIG_FILES, AT(text_files), 0, 0, 0, 0, NULL,
       "text: a UTF-8 text or .jsonl file, or token shards (a tmm prepare directory or its .bin files) "
       "(repeat for more; sets the task to text)" },
@@ -134,7 +142,7 @@ const tmm_config_field tmm_config_fields[] = {
     U32("train", "save_every", "save-every", save_every, 0, UINT32_MAX, "steps between checkpoints (0: at the end)"),
     U32("train", "keep", "keep", keep, 0, 1u << 20, "checkpoints kept (0: all)"),
     F64("train", "target_accuracy", "target-acc", target_accuracy, 0, 1,
-        "copy: stop once held-out accuracy reaches it (0: never)"),
+        "copy, mqar: stop once held-out accuracy reaches it (0: never)"),
     ENUM("train", "mixer_impl", "mixer-impl", "IMPL", mixer_impl, mixer_names,
          "Toeplitz layers: direct, FFT, or auto (FFT from the device's measured crossover)"),
     { "train", "run_dir", "run-dir", "DIR", TMM_CONFIG_PATH, AT(run_dir), 0, 0, 0, 0, NULL,

@@ -29,6 +29,7 @@ typedef struct tmm_train_config {
     tmm_lr_schedule schedule;
     tmm_data_task task;
     uint32_t copy_alphabet;
+    tmm_mqar_config mqar;         /* pairs, queries, keys, values */
     char *text_files[TMM_MAX_TEXT_FILES];
     uint32_t text_file_count;
     tmm_text_mode text_mode;
@@ -38,7 +39,7 @@ typedef struct tmm_train_config {
     uint32_t accum;               /* micro-batches per step: batch / accum sequences each */
     uint64_t data_seed;
     uint32_t eval_every, eval_batches, log_every, save_every, keep;
-    double target_accuracy;       /* copy: stop once held-out accuracy reaches it (0: never) */
+    double target_accuracy;       /* copy, mqar: stop once held-out accuracy reaches it (0: never) */
     tmm_mixer_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
     char run_dir[TMM_CONFIG_PATH_MAX];
 } tmm_train_config;

@@ -33,6 +33,7 @@ tmm_status tmm_train_prepare(tmm_train_config *c, tmm_data **out)
     dc.seed = c->data_seed;
     dc.n = c->model.n_ctx;
     dc.copy_alphabet = c->copy_alphabet;
+    dc.mqar = c->mqar;
     dc.text_paths = (const char *const *)c->text_files;
     dc.text_path_count = c->text_file_count;
     dc.text_mode = c->text_mode;
@@ -46,7 +47,7 @@ tmm_status tmm_train_prepare(tmm_train_config *c, tmm_data **out)
         c->model.vocab = need;
     tmm_model_config_resolve(&c->model);
     if (c->schedule.peak_lr == 0)
-        c->schedule.peak_lr = c->task == TMM_DATA_COPY ? TMM_COPY_PEAK_LR : tmm_arch_of(c->model.arch)->default_lr;
+        c->schedule.peak_lr = tmm_data_task_generated(c->task) ? TMM_COPY_PEAK_LR : tmm_arch_of(c->model.arch)->default_lr;
     tmm_status s = TMM_OK;
     if (c->model.vocab < need && tmm_data_tokenizer_path(data))
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model vocab %u is smaller than the %u tokens of the shards' tokenizer "
@@ -232,9 +233,9 @@ static tmm_status save(run *R, uint64_t step, tmm_train_result *res)
         const bool shards = tmm_data_tokenizer_path(R->data) != NULL;
         char fp[20];
         snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_data_tokenizer_fingerprint(R->data));
-        tmm_st_meta extra[] = { { "task", R->c->task == TMM_DATA_COPY ? "copy" : "text" },
+        tmm_st_meta extra[] = { { "task", tmm_data_task_name(R->c->task) },
                                 { "tokenizer", shards ? TMM_RUN_TOKENIZER
-                                               : R->c->task == TMM_DATA_COPY ? "copy-symbols" : "bytes" },
+                                               : tmm_data_task_generated(R->c->task) ? "copy-symbols" : "bytes" },
                                 { "train_config", R->config_json },
                                 { "tokenizer_fingerprint", fp } };
         s = tmm_checkpoint_save(R->c->run_dir, step, t, params, &st, extra, shards ? 4 : 3, R->c->keep);
@@ -301,8 +302,7 @@ static void write_metrics(run *R, const tmm_train_progress *p)
             (unsigned long long)p->step, p->loss, p->lr, p->grad_norm, p->tokens_per_s, p->elapsed_s);
     if (p->eval) {
         fprintf(R->metrics, ", \"val_loss\": %.6g", p->val_loss);
-        fprintf(R->metrics, R->c->task == TMM_DATA_COPY ? ", \"copy_acc\": %.6g" : ", \"val_accuracy\": %.6g",
-                p->accuracy);
+        fprintf(R->metrics, ", \"%s\": %.6g", tmm_data_accuracy_key(R->c->task), p->accuracy);
     }
     fputs("}\n", R->metrics);
     fflush(R->metrics);
@@ -415,7 +415,7 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
             if (hooks && hooks->on_progress)
                 hooks->on_progress(&p, hooks->user);
         }
-        bool target = eval && c->task == TMM_DATA_COPY && c->target_accuracy > 0 && p.accuracy >= c->target_accuracy;
+        bool target = eval && tmm_data_task_generated(c->task) && c->target_accuracy > 0 && p.accuracy >= c->target_accuracy;
         /* a stop request that arrives while the next step is in flight is
          * honoured after that step, so a checkpoint never races an update */
         bool stop = !in_flight && ((hooks && hooks->stop && *hooks->stop) ||
@@ -647,7 +647,7 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     if (s == TMM_OK) {
         const tmm_data_info *info = tmm_data_get_info(data);
         out->split_rows = info->val_rows;
-        out->split_tokens = c.task == TMM_DATA_COPY ? 0 : info->val_tokens;
+        out->split_tokens = tmm_data_task_generated(c.task) ? 0 : info->val_tokens;
         const bool one_pass = !batches && out->split_rows;
         if (!batches) /* one pass over a bounded held-out split */
             batches = one_pass ? (uint32_t)((out->split_rows + B - 1) / B) : c.eval_batches;
@@ -661,6 +661,7 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the validation loss is %g: the model's outputs are not finite",
                      out->loss);
     out->copy = c.task == TMM_DATA_COPY;
+    out->task = c.task;
     tmm_model_destroy(m);
     tmm_data_destroy(data);
     tmm_checkpoint_free(&ck);

@@ -34,7 +34,7 @@ typedef struct tmm_train_result {
     double val_loss, accuracy;   /* the last evaluation (accuracy < 0: none ran) */
     double seconds;              /* wall time of this invocation */
     bool interrupted;            /* stopped by hooks->stop */
-    bool reached_target;         /* the copy accuracy reached config->target_accuracy */
+    bool reached_target;         /* the copy or mqar accuracy reached config->target_accuracy */
     char checkpoint[1100];       /* the last checkpoint written */
 } tmm_train_result;
 
@@ -73,15 +73,16 @@ typedef struct tmm_eval_result {
     double loss, perplexity, accuracy;
     uint64_t tokens;             /* scored tokens evaluated (a row seen twice counts twice) */
     uint64_t rows;               /* rows evaluated: batches x batch size */
-    uint64_t split_rows;         /* distinct held-out rows (0: unbounded, the copy task) */
+    uint64_t split_rows;         /* distinct held-out rows (0: unbounded, copy and mqar) */
     uint64_t split_tokens;       /* tokens of the held-out split (text) */
     uint32_t batches;
     bool copy;                   /* accuracy is the copy task's held-out accuracy */
+    tmm_data_task task;          /* the checkpoint's task (mqar: recall accuracy on the queried values) */
 } tmm_eval_result;
 
 /* Evaluates a checkpoint on its task's held-out data, in batches of its batch
  * size: `batches` of them, or with 0 one pass over the held-out split (text:
- * every row scored once) or the config's eval_batches (copy, whose held-out
+ * every row scored once) or the config's eval_batches (copy and mqar, whose held-out
  * rows are unbounded). load_flags: tmm_checkpoint_load's.
  * A loss that is not finite is an error. */
 tmm_status tmm_eval_checkpoint(tmm_device *device, const char *path, uint32_t batches, unsigned load_flags,
