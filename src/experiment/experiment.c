@@ -29,6 +29,20 @@ const tmm_experiment tmm_experiments[] = {
         "d 128, n 256, 4 layers, 4 heads; 2000 steps of 16",
         "d 512, n 512, 8 layers, 8 heads; 20000 steps of 32" },
       exp_efficiency },
+    { "retention", "E3, information retention",
+      "the TMM's last hidden state keeps more of its input than the other architectures': a decoder trained on the "
+      "frozen LM's vector regenerates more of the input",
+      { "LMs d 64, n 32, 2 layers, 200 steps of 8; decoders 300 steps of 8 (minutes on lavapipe)",
+        "LMs d 128, n 128, 4 layers, 2000 steps of 16; decoders 2000 steps of 16",
+        "LMs d 512, n 512, 8 layers, 20000 steps of 32; decoders 10000 steps of 32" },
+      exp_retention },
+    { "capacity", "E4, capacity (autoencoding)",
+      "how much of its input a jointly trained encoder keeps in one vector, against n and width (tmm's reading of "
+      "the paper: the TMM at least matches the baselines)",
+      { "n 16, 32 at d 64, d 32 at n 32; 2 layers; 300 steps of 8 (minutes on lavapipe)",
+        "n 64 .. 256 at d 128, d 64 and 256 at n 256; 2000 steps of 16",
+        "n 128 .. 512 at d 256, d 128 and 512 at n 512; 4 layers; 10000 steps of 32" },
+      exp_capacity },
     { NULL, NULL, NULL, { NULL, NULL, NULL }, NULL },
 };
 
