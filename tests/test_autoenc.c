@@ -325,13 +325,22 @@ static void gpu_vs_ref(const char *name, tmm_model_config ec, uint32_t d_dec, bo
 #define GCFG(a, dm, h) { .arch = (a), .vocab = 37, .d_model = (dm), .n_ctx = 13, .n_layers = 2, .heads = (h), \
                          .expansion = 2, .kernel = 1, .seed = 3 }
 
-H_TEST(autoenc_gpu, tmm_joint) { gpu_vs_ref("tmm heads 4 (joint)", (tmm_model_config)GCFG(TMM_ARCH_TMM, 20, 4), 12, true); }
-H_TEST(autoenc_gpu, tmm_frozen) { gpu_vs_ref("tmm flat (frozen)", (tmm_model_config)GCFG(TMM_ARCH_TMM, 20, 0), 20, false); }
+H_TEST(autoenc_gpu, tmm_joint)
+{
+    gpu_vs_ref("tmm heads 4 (joint)", (tmm_model_config)GCFG(TMM_ARCH_TMM, 20, 4), 12, true);
+}
+H_TEST(autoenc_gpu, tmm_frozen)
+{
+    gpu_vs_ref("tmm flat (frozen)", (tmm_model_config)GCFG(TMM_ARCH_TMM, 20, 0), 20, false);
+}
 H_TEST(autoenc_gpu, transformer_joint)
 {
     gpu_vs_ref("transformer (joint)", (tmm_model_config)GCFG(TMM_ARCH_TRANSFORMER, 20, 2), 12, true);
 }
-H_TEST(autoenc_gpu, hyena_frozen) { gpu_vs_ref("hyena (frozen)", (tmm_model_config)GCFG(TMM_ARCH_HYENA, 20, 0), 12, false); }
+H_TEST(autoenc_gpu, hyena_frozen)
+{
+    gpu_vs_ref("hyena (frozen)", (tmm_model_config)GCFG(TMM_ARCH_HYENA, 20, 0), 12, false);
+}
 
 /* ---- training ---------------------------------------------------------------- */
 

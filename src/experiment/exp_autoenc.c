@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "experiment/exp_util.h"
@@ -170,20 +171,27 @@ static tmm_status ae_run(exp_ctx *x, const char *name, const tmm_train_config *d
                          const char *lm_dir, bool joint, const ae_budget *b, ae_result *r)
 {
     memset(r, 0, sizeof *r);
-    /* the key: the data and LM settings, the encoder, the autoencoder's own */
-    char *cfg_json = tmm_train_config_to_json(data_cfg);
+    /* the key: the data settings with the encoder's model, the LM run, the autoencoder's own */
+    tmm_train_config kc = *data_cfg; /* shallow: only read */
+    kc.model = *enc;
+    char *cfg_json = tmm_train_config_to_json(&kc);
     if (!cfg_json)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    const char *lm = lm_dir ? strrchr(lm_dir, '/') ? strrchr(lm_dir, '/') + 1 : lm_dir : "random";
     char own[512];
-    snprintf(own, sizeof own, "autoenc 1\nencoder %s d %u n %u L %u H %u e %u seed %llu\nlm %s\njoint %d\n"
-             "decoder L %u H %u e %u\nbatch %u steps %u warmup %u lr %.9g eval %u\n",
-             tmm_arch_name(enc->arch), enc->d_model, enc->n_ctx, enc->n_layers, enc->heads, enc->expansion,
-             (unsigned long long)enc->seed, lm_dir ? strrchr(lm_dir, '/') ? strrchr(lm_dir, '/') + 1 : lm_dir : "random",
-             joint, b->dec_layers, b->dec_heads, b->dec_expansion, b->batch, b->steps, b->warmup, b->lr,
-             b->eval_batches);
+    snprintf(own, sizeof own, "autoenc 1\nlm %s\njoint %d\ndecoder L %u H %u e %u\nbatch %u steps %u warmup %u "
+             "lr %.9g eval %u\n", lm, joint, b->dec_layers, b->dec_heads, b->dec_expansion, b->batch, b->steps,
+             b->warmup, b->lr, b->eval_batches);
     uint64_t h = tmm_fnv1a64(cfg_json, strlen(cfg_json));
     h = tmm_fnv1a64_more(h, own, strlen(own));
     free(cfg_json);
+    for (uint32_t i = 0; i < data_cfg->text_file_count; i++) { /* a changed data file is a new run */
+        struct stat st;
+        if (stat(data_cfg->text_files[i], &st) != 0)
+            return tmm_fail(TMM_ERR_IO, "cannot read %s", data_cfg->text_files[i]);
+        long long v[3] = { (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long long)st.st_mtim.tv_nsec };
+        h = tmm_fnv1a64_more(h, v, sizeof v);
+    }
     char dir[TMM_EXP_PATH_MAX], file[TMM_EXP_LABEL_MAX + 32], path[TMM_EXP_PATH_MAX + 128];
     TMM_TRY(tmm_path_join(dir, sizeof dir, x->out->dir, "autoenc"));
     TMM_TRY(tmm_make_dirs(dir));
@@ -562,7 +570,8 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
                     tmm_exp_preset_name(o->preset), x.e->presets[o->preset], (unsigned long long)o->seed, x.device,
                     p->layers, p->ae.dec_layers, p->ae.dec_heads, p->ae.dec_expansion, p->ae.steps, p->ae.batch,
                     p->ae.lr, p->ae.warmup, p->ae.eval_batches);
-            fprintf(f, "## Measured\n\n| encoder | n | d | encoder params | accuracy | loss | device s |\n"
+            fprintf(f, "## Measured\n\n| encoder | n | d | encoder params | accuracy | loss | seconds (training and "
+                       "evaluation) |\n"
                        "|---|---|---|---|---|---|---|\n");
             for (uint32_t k = 0; k < n_set; k++)
                 for (int a = 0; a < TMM_ARCH_COUNT; a++) {
