@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# tmm experiment end to end (CI: .ci/run): the small presets of copy and
-# efficiency on the device, each with a subset of the architectures so the
-# whole takes a few minutes on lavapipe. Checks the outputs' structure (files,
-# JSONL, summary fields, well-formed SVG with a title and axis labels) and
-# sanity bounds (accuracies in [0, 1], finite losses, text loss decreasing),
-# not the claims; and that an experiment stopped by SIGTERM continues when
-# rerun, and that a finished one is reused.
+# tmm experiment end to end (CI: .ci/run): the small presets of copy,
+# efficiency, retention and capacity on the device, each with a subset of the
+# architectures so the whole takes a few minutes on lavapipe. Checks the
+# outputs' structure (files, JSONL, summary fields, well-formed SVG with a
+# title and axis labels) and sanity bounds (accuracies in [0, 1], finite
+# losses, text loss decreasing), not the claims; and that an experiment
+# stopped by SIGTERM continues when rerun, and that a finished one is reused.
 #   tools/experiments.sh [BUILD_DIR]     (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
