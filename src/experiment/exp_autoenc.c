@@ -407,10 +407,14 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
                     p->ae.dec_layers, p->ae.dec_heads, p->ae.dec_expansion, p->ae.steps, p->ae.batch, p->ae.lr,
                     p->ae.warmup, p->ae.eval_batches);
             fprintf(f, "## Measured\n\n| encoder | LM validation loss | reconstruction accuracy (trained) | loss "
-                       "(trained) | accuracy (random floor) | loss (random) |\n|---|---|---|---|---|---|\n");
+                       "(trained) | accuracy (random floor) | loss (random) | trained - floor |\n"
+                       "|---|---|---|---|---|---|---|\n");
             for (uint32_t i = 0; i < n; i++)
-                fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f |\n", runs[i].label, runs[i].val_loss,
-                        trained[i].accuracy, trained[i].loss, random[i].accuracy, random[i].loss);
+                fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %+.4f |\n", runs[i].label, runs[i].val_loss,
+                        trained[i].accuracy, trained[i].loss, random[i].accuracy, random[i].loss,
+                        trained[i].accuracy - random[i].accuracy);
+            fprintf(f, "\nA trained encoder at or below its random floor kept nothing that the decoder could use "
+                       "at this budget.\n");
             fprintf(f, "\nPlot: [accuracy](accuracy.svg).\n\n## Did the claim hold at this scale?\n\nRule: the "
                        "TMM's trained encoder gives a higher reconstruction accuracy than each other architecture's "
                        "(held: than all, partly: than some).\n\n**Retention claim: %s.**\n", out->verdict);
