@@ -413,8 +413,10 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
                 fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %+.4f |\n", runs[i].label, runs[i].val_loss,
                         trained[i].accuracy, trained[i].loss, random[i].accuracy, random[i].loss,
                         trained[i].accuracy - random[i].accuracy);
-            fprintf(f, "\nA trained encoder at or below its random floor kept nothing that the decoder could use "
-                       "at this budget.\n");
+            const double positions = (double)p->ae.eval_batches * p->ae.batch * p->n;
+            fprintf(f, "\nAccuracies are over %.0f held-out positions (one position: %.4f). A trained encoder at "
+                       "or below its random floor kept nothing that the decoder could use at this budget.\n",
+                    positions, 1.0 / positions);
             fprintf(f, "\nPlot: [accuracy](accuracy.svg).\n\n## Did the claim hold at this scale?\n\nRule: the "
                        "TMM's trained encoder gives a higher reconstruction accuracy than each other architecture's "
                        "(held: than all, partly: than some).\n\n**Retention claim: %s.**\n", out->verdict);
@@ -587,6 +589,9 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
                             exp_arch_label(&row->m, label, sizeof label), set_n[k], set_d[k],
                             (unsigned long long)row->r.enc_params, row->r.accuracy, row->r.loss, row->r.seconds);
                 }
+            fprintf(f, "\nAccuracies are over %u held-out batches of %u windows: n = %u gives %u positions (one "
+                       "position: %.4f).\n", p->ae.eval_batches, p->ae.batch, n_max,
+                    p->ae.eval_batches * p->ae.batch * n_max, 1.0 / (p->ae.eval_batches * p->ae.batch * n_max));
             fprintf(f, "\nPlots: [accuracy against n](accuracy-n.svg), [against width](accuracy-width.svg).\n\n"
                        "## Did the claim hold at this scale?\n\nRule: at every setting the TMM's reconstruction "
                        "accuracy is at least each other architecture's (held: at all, partly: at some).\n\n"
