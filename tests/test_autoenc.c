@@ -384,3 +384,34 @@ H_TEST(autoenc_train, reconstruction_loss_falls)
     cr_assert(last < 0.5 * first, "the reconstruction loss falls: %g -> %g", (double)first, (double)last);
     tmm_autoenc_destroy(a);
 }
+
+/* ---- the model's modes: misuse is refused ------------------------------------- */
+
+H_TEST(autoenc, model_modes_refuse_misuse)
+{
+    tmm_model_config c = { .vocab = 7, .d_model = 6, .n_ctx = 5, .n_layers = 1, .heads = 1, .expansion = 2,
+                           .kernel = 1, .seed = 1 };
+    tmm_model *m;
+    H_OK(tmm_model_create(h_dev, &c, 2, &m));
+    tmm_buffer *small = h_buffer(NULL, 2 * 5 * 6 - 1), *ok = h_buffer(NULL, 2 * 5 * 6);
+    cr_assert_eq(tmm_model_set_input(m, tmm_whole(small), tmm_whole(ok)), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "model input"), "%s", tmm_last_error());
+    cr_assert_eq(tmm_model_set_input(m, tmm_whole(ok), tmm_whole(small)), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_set_encoder(m, true, tmm_whole(small)), TMM_ERR_INVALID_ARGUMENT);
+    uint32_t tok[10] = { 0 };
+    int32_t tgt[10] = { 1, 2, 3, 4, 5, 6, 0, 1, 2, 3 };
+    H_OK(tmm_model_set_batch(m, tok, tgt));
+    H_OK(tmm_model_set_encoder(m, true, (tmm_view){ 0 }));
+    H_OK(tmm_model_run(m, false)); /* an encoder's forward needs no gradient */
+    float loss;
+    cr_assert_eq(tmm_model_loss(m, &loss), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_run(m, true), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "hidden state's gradient"), "%s", tmm_last_error());
+    /* back to the LM: the loss is there again */
+    H_OK(tmm_model_set_encoder(m, false, (tmm_view){ 0 }));
+    H_OK(tmm_model_run(m, false));
+    H_OK(tmm_model_loss(m, &loss));
+    cr_assert(isfinite(loss) && loss > 0, "loss %g", (double)loss);
+    tmm_buffer_destroy(small), tmm_buffer_destroy(ok);
+    tmm_model_destroy(m);
+}
