@@ -178,7 +178,7 @@ H_TEST(experiment, interrupted_run_continues_to_the_same_curve_and_is_reused)
 
 Test(experiment, registry_names_each_experiment_with_claim_and_presets)
 {
-    static const char *const built[] = { "copy", "efficiency", "recall", "index" };
+    static const char *const built[] = { "copy", "efficiency", "retention", "capacity", "recall", "index" };
     for (size_t i = 0; i < sizeof built / sizeof built[0]; i++) {
         const tmm_experiment *e = tmm_experiment_find(built[i]);
         cr_assert_not_null(e, "no experiment %s", built[i]);

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # tmm experiment end to end (CI: .ci/run): the small presets of copy,
-# efficiency, recall and index on the device, each with a subset of the architectures so the
-# whole takes a few minutes on lavapipe. Checks the outputs' structure (files,
-# JSONL, summary fields, well-formed SVG with a title and axis labels) and
-# sanity bounds (accuracies in [0, 1], finite losses, text loss decreasing),
-# not the claims; and that an experiment stopped by SIGTERM continues when
-# rerun, and that a finished one is reused.
+# efficiency, recall, index, retention and capacity on the device, each with a
+# subset of the architectures so the whole takes a few minutes on lavapipe.
+# Checks the outputs' structure (files, JSONL, summary fields, well-formed SVG
+# with a title and axis labels) and sanity bounds (accuracies in [0, 1],
+# finite losses, text loss decreasing), not the claims; and that an experiment
+# stopped by SIGTERM continues when rerun, and that a finished one is reused.
 #   tools/experiments.sh [BUILD_DIR]     (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,4 +90,38 @@ for p in s["steps"]:
     if not p["min_abs_smallest"] >= 0: fail(f"index: {p}")
     if len([r for r in rows if r["step"] == p["step"]]) != p["vectors"]: fail(f"index.jsonl at step {p['step']}")
 print("experiments: outputs checked")
+PY
+
+echo "experiments: retention and capacity (small; tmm), each run twice (the second reuses everything)"
+for exp in retention capacity; do
+  "$tmm" experiment "$exp" --archs tmm --out "$out" --quiet
+  "$tmm" experiment "$exp" --archs tmm --out "$out" --quiet | tee "$out/again-$exp.log"
+  grep -Eq "([0-9]+) runs \(\1 reused\)" "$out/again-$exp.log" || { echo "FAIL: $exp did not reuse its runs"; exit 1; }
+done
+python3 - "$out" <<'PY'
+import json, math, os, sys, xml.etree.ElementTree as ET
+root = sys.argv[1]
+def fail(msg):
+    print("FAIL:", msg); sys.exit(1)
+for exp, kinds in (("retention", {"trained", "random"}), ("capacity", {"joint"})):
+    d = os.path.join(root, exp)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    for k in ("experiment", "claim", "preset", "seed", "device", "runs", "rule", "verdict", "autoencoders"):
+        if k not in s: fail(f"{exp}: summary.json has no {k}")
+    if s["verdict"] not in ("held", "not held", "partly held", "not tested"): fail(f"{exp}: verdict {s['verdict']}")
+    ae = s["autoencoders"]
+    if not ae or {a["encoder"] for a in ae} != kinds: fail(f"{exp}: autoencoders {ae}")
+    for a in ae:
+        if not (0 <= a["accuracy"] <= 1 and math.isfinite(a["loss"]) and a["steps"] > 0): fail(f"{exp}: {a}")
+        if a["encoder_params"] <= 0 or a["decoder_params"] <= 0: fail(f"{exp}: {a}")
+    if exp == "capacity" and len(ae) != 3: fail(f"capacity: {len(ae)} settings, want 3 (n 16, 32; d 32)")
+    rep = open(os.path.join(d, "report.md")).read()
+    for w in ("**Claim**", "**Setup**", "## Measured", "## Did the claim hold at this scale?"):
+        if w not in rep: fail(f"{exp}: report.md lacks {w}")
+    ns = "{http://www.w3.org/2000/svg}"
+    for f in [f for f in os.listdir(d) if f.endswith(".svg")]:
+        t = ET.parse(os.path.join(d, f)).getroot()
+        if t.find(ns + "title") is None or not t.find(ns + "title").text: fail(f"{f}: no title")
+        if f not in rep: fail(f"report.md does not link {f}")
+print("experiments: retention and capacity outputs checked")
 PY

@@ -37,14 +37,14 @@ static void usage(void)
         for (int p = 0; p < TMM_EXP_PRESET_COUNT; p++)
             printf("  %11s   --preset %-6s %s\n", "", tmm_exp_preset_name((tmm_exp_preset)p), e->presets[p]);
     }
-    printf("  (retention, capacity and index are not built yet.)\n\n"
+    printf("\n"
            "options:\n"
            "  --preset P       small (the default: minutes on lavapipe), medium or paper\n"
            "  --archs A,A,...  the architectures to compare (default all six)\n"
            "  --out DIR        results root (default results): the experiment writes DIR/NAME\n"
            "  --seed N         model initialization and data (default 1)\n"
-           "  --data FILE      efficiency: training text, as tmm train --data (repeatable; default the\n"
-           "                   license texts in /usr/share/common-licenses)\n"
+           "  --data FILE      efficiency, retention, capacity, index: training text, as tmm train --data\n"
+           "                   (repeatable; default: the license texts in /usr/share/common-licenses)\n"
            "  --ablations      efficiency: also the TMM ablations (flat, expanded, kernel 3 and 5, PyTorch init)\n"
            "  --device N       use Vulkan device N (see 'tmm devices')\n"
            "  --quiet          no progress lines\n"

@@ -21,6 +21,8 @@ typedef struct exp_ctx {
 /* The experiments (exp_copy.c, exp_efficiency.c, exp_recall.c, exp_index.c): the run of tmm_experiments. */
 tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out); /* exp_autoenc.c */
+tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);  /* exp_autoenc.c */
 tmm_status exp_recall(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 tmm_status exp_index(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
 

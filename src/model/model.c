@@ -58,6 +58,11 @@ struct tmm_model {
     uint32_t slot;
     tmm_buffer *dh, *g1, *g2, *ge, *scratch;
 
+    /* the autoencoder's modes (tmm_model_set_input, tmm_model_set_encoder) */
+    tmm_view input, d_input;   /* input.buffer: the first block reads input instead of the embedding */
+    bool encoder;              /* no LM head: the backward starts from d_hidden */
+    tmm_view d_hidden;
+
     tmm_recorder *recorder;
     int recorded;          /* -1 none, 0 forward, 1 forward + backward */
     uint32_t recorded_scored, recorded_slot;
@@ -458,8 +463,11 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
     const tmm_rec rec = { r, m->profile, A(m->scratch) };
 
-    TMM_REC_OP(&rec, "embedding", tmm_op_embedding_forward(r, A(m->tokens[m->slot]), P(m, m->table.embed), N, V, d,
-                                                           A(m->layers[0].h_in)));
+    if (m->input.buffer)
+        TMM_REC_OP(&rec, "input", tmm_op_copy(r, m->input, A(m->layers[0].h_in), N * d));
+    else
+        TMM_REC_OP(&rec, "embedding", tmm_op_embedding_forward(r, A(m->tokens[m->slot]), P(m, m->table.embed), N, V,
+                                                               d, A(m->layers[0].h_in)));
     for (uint32_t l = 0; l < c->n_layers; l++) {
         half hv[2];
         halves(m, l, hv);
@@ -480,6 +488,8 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
         TMM_TRY(norm_forward(m, &rec, &fn, head_in, A(m->hf)));
         head_in = A(m->hf);
     }
+    if (m->encoder)
+        return TMM_OK; /* no LM head: tmm_model_hidden is the output */
     TMM_REC_OP(&rec, "matmul", tmm_op_linear(r, head_in, N, d, V, P(m, m->table.head), none, A(m->logits), false));
     const uint32_t k = m->slot;
     /* with backward the same kernel also writes dlogits over the logits */
@@ -499,8 +509,15 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
     tmm_view dh = A(m->dh);
     const tmm_view tmp[2] = { A(m->g1), A(m->g2) };
 
-    /* the logits now hold dL/dlogits */
-    if (m->arch->final_norm) {
+    if (m->encoder) {
+        /* the caller's gradient of the hidden state replaces the LM head's */
+        TMM_REC_OP(&rec, "hidden grad", tmm_op_copy(r, m->d_hidden, dh, N * d));
+        if (m->arch->final_norm) {
+            const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
+            TMM_TRY(norm_backward(m, &rec, &fn, A(m->h_out), dh));
+        }
+    } else if (m->arch->final_norm) {
+        /* the logits now hold dL/dlogits */
         const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head)));
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh, false));
@@ -523,6 +540,11 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
             TMM_REC_OP(&rec, "residual", tmm_op_axpy(r, 1.0f, dx, dh, (uint64_t)N * d));
         }
     }
+    if (m->input.buffer) {
+        if (m->d_input.buffer)
+            TMM_REC_OP(&rec, "input grad", tmm_op_copy(r, dh, m->d_input, N * d));
+        return TMM_OK;
+    }
     TMM_REC_OP(&rec, "embedding bwd", tmm_op_embedding_backward(r, A(m->index[m->slot]), dh, N, V, d, false,
                                                                 rec.scratch, G(m, m->table.embed)));
     return TMM_OK;
@@ -530,8 +552,19 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 
 tmm_status tmm_model_record(tmm_model *m, tmm_recorder *r, bool backward)
 {
+    if (backward && m->encoder && !m->d_hidden.buffer)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "an encoder's backward needs the hidden state's gradient "
+                        "(tmm_model_set_encoder)");
     TMM_TRY(record_forward(m, r, backward));
     return backward ? record_backward(m, r) : TMM_OK;
+}
+
+tmm_status tmm_model_record_backward(tmm_model *m, tmm_recorder *r)
+{
+    if (m->encoder && !m->d_hidden.buffer)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "an encoder's backward needs the hidden state's gradient "
+                        "(tmm_model_set_encoder)");
+    return record_backward(m, r);
 }
 
 uint32_t tmm_model_scored(const tmm_model *m) { return m->n_scored[m->slot]; }
@@ -565,8 +598,42 @@ tmm_status tmm_model_run(tmm_model *m, bool backward)
     return TMM_OK;
 }
 
+tmm_status tmm_model_set_input(tmm_model *m, tmm_view x, tmm_view dx)
+{
+    const uint64_t bytes = (uint64_t)m->rows * m->table.config.d_model * 4;
+    if (x.buffer && x.size < bytes)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model input: the view holds %llu bytes, the input [%u, %u] needs "
+                        "%llu", (unsigned long long)x.size, m->rows, m->table.config.d_model,
+                        (unsigned long long)bytes);
+    if (x.buffer && dx.buffer && dx.size < bytes)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model input gradient: the view holds %llu bytes, [%u, %u] needs "
+                        "%llu", (unsigned long long)dx.size, m->rows, m->table.config.d_model,
+                        (unsigned long long)bytes);
+    m->input = x;
+    m->d_input = x.buffer ? dx : none;
+    m->recorded = -1;
+    return TMM_OK;
+}
+
+tmm_status tmm_model_set_encoder(tmm_model *m, bool encoder, tmm_view d_hidden)
+{
+    const uint64_t bytes = (uint64_t)m->rows * m->table.config.d_model * 4;
+    if (encoder && d_hidden.buffer && d_hidden.size < bytes)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "hidden state gradient: the view holds %llu bytes, [%u, %u] needs "
+                        "%llu", (unsigned long long)d_hidden.size, m->rows, m->table.config.d_model,
+                        (unsigned long long)bytes);
+    m->encoder = encoder;
+    m->d_hidden = encoder ? d_hidden : none;
+    m->recorded = -1;
+    return TMM_OK;
+}
+
+tmm_view tmm_model_hidden(const tmm_model *m) { return A(m->arch->final_norm ? m->hf : m->h_out); }
+
 tmm_status tmm_model_loss(tmm_model *m, float *loss)
 {
+    if (m->encoder)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a model used as an encoder has no LM loss");
     if (m->last_run < 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no finished run to read a loss from");
     return tmm_buffer_read(m->loss[m->slot], 0, loss, 4);
@@ -574,6 +641,8 @@ tmm_status tmm_model_loss(tmm_model *m, float *loss)
 
 tmm_status tmm_model_argmax(tmm_model *m, uint32_t *argmax)
 {
+    if (m->encoder)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a model used as an encoder has no predictions");
     if (m->last_run < 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no finished run to read predictions from");
     return tmm_buffer_read(m->argmax[m->slot], 0, argmax, (uint64_t)m->rows * 4);
@@ -581,7 +650,7 @@ tmm_status tmm_model_argmax(tmm_model *m, uint32_t *argmax)
 
 tmm_status tmm_model_logits_rows(tmm_model *m, uint64_t row0, uint64_t count, float *logits)
 {
-    if (m->last_run != 0)
+    if (m->last_run != 0 || m->encoder)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "logits are kept only by a forward-only run");
     if (row0 > m->rows || count > m->rows - row0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "logit rows [%llu, +%llu) are outside the %u rows",
@@ -592,7 +661,7 @@ tmm_status tmm_model_logits_rows(tmm_model *m, uint64_t row0, uint64_t count, fl
 
 tmm_status tmm_model_logits(tmm_model *m, float *logits)
 {
-    if (m->last_run != 0)
+    if (m->last_run != 0 || m->encoder)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "logits are kept only by a forward-only run "
                                                   "(the backward replaces them by their gradient)");
     return tmm_buffer_read(m->logits, 0, logits, (uint64_t)m->rows * m->table.config.vocab * 4);

@@ -94,6 +94,11 @@ void tmm_model_set_slot(tmm_model *model, uint32_t slot);
  * record again when it changes. After running it, tmm_model_mark_run lets
  * the result getters below read the outputs. */
 tmm_status tmm_model_record(tmm_model *model, tmm_recorder *recorder, bool backward);
+/* The backward alone, recorded after a forward that tmm_model_record (with
+ * backward for an LM, without for an encoder) put earlier into the same
+ * recorder: an encoder's backward waits for what the caller records in
+ * between (the gradient of its hidden state). */
+tmm_status tmm_model_record_backward(tmm_model *model, tmm_recorder *recorder);
 /* The current slot's number of scored targets, and the loss's denominator. */
 uint32_t tmm_model_scored(const tmm_model *model);
 uint32_t tmm_model_loss_denominator(const tmm_model *model);
@@ -109,6 +114,25 @@ tmm_status tmm_model_logits(tmm_model *model, float *logits);
 tmm_status tmm_model_logits_rows(tmm_model *model, uint64_t row0, uint64_t count, float *logits);
 /* Predicted next token (argmax of the logits) at every position [batch, n_ctx]. */
 tmm_status tmm_model_argmax(tmm_model *model, uint32_t *argmax);
+
+/* The autoencoder's modes (docs/model.md, "Autoencoder"; src/train/autoenc.h).
+ * Each takes effect at the next recording (tmm_model_run records again; an
+ * outside recorder must record again).
+ *
+ * Input: the first block reads x [batch * n_ctx, d], a device view that must
+ * stay valid, instead of the token embedding (tokens are still set by
+ * set_batch, and checked, but not read; the embedding gets no gradient). The
+ * backward writes dL/dx into dx, unless dx is empty. An empty x returns to
+ * the token embedding. */
+tmm_status tmm_model_set_input(tmm_model *model, tmm_view x, tmm_view dx);
+/* Encoder: the forward ends at the final hidden state (tmm_model_hidden): no
+ * LM head, no loss, no logits, no predictions (their getters fail); the
+ * backward starts from d_hidden [batch * n_ctx, d], the gradient of that
+ * state, which must then be given. false returns to the LM. */
+tmm_status tmm_model_set_encoder(tmm_model *model, bool encoder, tmm_view d_hidden);
+/* The final hidden state [batch * n_ctx, d] of the last forward: the LM
+ * head's input (after the final norm where the architecture has one). */
+tmm_view tmm_model_hidden(const tmm_model *model);
 
 /* The model's mixer (src/mixer/mixer.h), and the input of layer l's mixer
  * [batch, n_ctx, d] as the last forward left it (the decoders read both). */

@@ -267,6 +267,15 @@ typedef struct half_saved {
 double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B, const uint32_t *tokens,
                      const int32_t *targets, double *logits_out, double *grads)
 {
+    return ref_model_run_io(t, params, B, tokens, targets, logits_out, grads, NULL);
+}
+
+double ref_model_run_io(const tmm_param_table *t, const double *params, uint32_t B, const uint32_t *tokens,
+                        const int32_t *targets, double *logits_out, double *grads, const ref_model_io *io)
+{
+    static const ref_model_io plain = { 0 };
+    if (!io)
+        io = &plain;
     const tmm_model_config *c = &t->config;
     const tmm_arch_desc *arch = tmm_arch_of(c->arch);
     const ref_mixer *mixer = mixer_of(c->arch);
@@ -279,8 +288,11 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
     if (!acts)
         abort();
     const double *E = ref_param(t, params, t->embed);
-    for (uint64_t r = 0; r < N; r++)
-        memcpy(h + r * d, E + (uint64_t)(tokens[r] % V) * d, d * sizeof *h);
+    if (io->input)
+        memcpy(h, io->input, N * d * sizeof *h);
+    else
+        for (uint64_t r = 0; r < N; r++)
+            memcpy(h + r * d, E + (uint64_t)(tokens[r] % V) * d, d * sizeof *h);
 
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &t->blocks[l];
@@ -303,6 +315,8 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
         norm_fwd(t, params, t->final_norm_w, -1, N, h, &fn);
         head_in = fn.y;
     }
+    if (io->hidden)
+        memcpy(io->hidden, head_in, N * d * sizeof *head_in);
 
     /* LM head and cross-entropy; dlogits is kept for backward */
     double *logits = ref_zalloc(N * V);
@@ -310,10 +324,12 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
     if (logits_out)
         memcpy(logits_out, logits, N * V * sizeof *logits);
     uint64_t scored = 0;
-    for (uint64_t r = 0; r < N; r++)
+    for (uint64_t r = 0; r < N && !io->d_hidden; r++)
         scored += targets[r] >= 0;
     double loss = 0;
-    for (uint64_t r = 0; r < N; r++) {
+    if (io->d_hidden)
+        memset(logits, 0, N * V * sizeof *logits); /* no LM loss: the backward starts from d_hidden */
+    for (uint64_t r = 0; r < N && !io->d_hidden; r++) {
         double *lr = logits + r * V;
         if (targets[r] < 0) {
             memset(lr, 0, V * sizeof *lr); /* becomes dlogits: no gradient */
@@ -337,10 +353,16 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
         if (arch->final_norm) {
             double *dhf = ref_zalloc(N * d);
             ref_linear_bwd(N, d, V, head_in, ref_param(t, params, t->head), logits, dhf, ref_grad(t, grads, t->head), NULL);
+            if (io->d_hidden)
+                for (uint64_t j = 0; j < N * d; j++)
+                    dhf[j] += io->d_hidden[j];
             norm_bwd(t, params, t->final_norm_w, -1, N, &fn, dhf, dh, grads);
             free(dhf);
         } else {
             ref_linear_bwd(N, d, V, head_in, ref_param(t, params, t->head), logits, dh, ref_grad(t, grads, t->head), NULL);
+            if (io->d_hidden)
+                for (uint64_t j = 0; j < N * d; j++)
+                    dh[j] += io->d_hidden[j];
         }
         for (uint32_t l = c->n_layers; l-- > 0;) {
             const tmm_block_params *bp = &t->blocks[l];
@@ -358,7 +380,9 @@ double ref_model_run(const tmm_param_table *t, const double *params, uint32_t B,
             }
         }
         double *dE = ref_grad(t, grads, t->embed);
-        for (uint64_t r = 0; r < N; r++)
+        if (io->input && io->d_input)
+            memcpy(io->d_input, dh, N * d * sizeof *dh);
+        for (uint64_t r = 0; r < N && !io->input; r++)
             for (uint32_t i = 0; i < d; i++)
                 dE[(uint64_t)(tokens[r] % V) * d + i] += dh[r * d + i];
         free(dh), free(dx);

@@ -19,6 +19,25 @@
 double ref_model_run(const tmm_param_table *table, const double *params, uint32_t batch, const uint32_t *tokens,
                      const int32_t *targets, double *logits, double *grads);
 
+/* ref_model_run with the autoencoder's two modes (docs/model.md, "Autoencoder"):
+ *   input:    [B, n, d] taken as the first block's input instead of the token
+ *             embedding (tokens are then not read; the embedding gets no
+ *             gradient); with grads, d_input [B, n, d] receives dL/dinput
+ *   hidden:   receives the final hidden state [B, n, d]: the LM head's input
+ *             (after the final norm where the architecture has one)
+ *   d_hidden: the model is used as an encoder: no LM head loss (targets are
+ *             not read, 0 is returned) and the backward starts from this
+ *             gradient of the hidden state [B, n, d]
+ * Any field may be NULL; io NULL is ref_model_run. */
+typedef struct ref_model_io {
+    const double *input;
+    double *d_input;
+    double *hidden;
+    const double *d_hidden;
+} ref_model_io;
+double ref_model_run_io(const tmm_param_table *table, const double *params, uint32_t batch, const uint32_t *tokens,
+                        const int32_t *targets, double *logits, double *grads, const ref_model_io *io);
+
 /* The general causal Toeplitz layer of the spec, in double: G groups of
  * d/G channels, K taps, w [G, K, n], beta [G, n], u and y [B, n, d].
  * Backward adds into du, dw, dbeta (any may be NULL). */
