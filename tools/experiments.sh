@@ -125,3 +125,15 @@ for exp, kinds in (("retention", {"trained", "random"}), ("capacity", {"joint"})
         if f not in rep: fail(f"report.md does not link {f}")
 print("experiments: retention and capacity outputs checked")
 PY
+
+echo "experiments: index again, now beside capacity's TMM autoencoders"
+"$tmm" experiment index --out "$out" --quiet
+python3 - "$out" <<'PY'
+import json, os, sys
+s = json.load(open(os.path.join(sys.argv[1], "index", "summary.json")))
+ae = s["autoencoders"]
+if len(ae) != 6 or sorted(a["source"].split(".")[-2] for a in ae) != ["decoder"] * 3 + ["encoder"] * 3:
+    print("FAIL: index autoencoders", [a["source"] for a in ae]); sys.exit(1)
+if "autoencoder models'" not in s["verdict_detail"]: print("FAIL: no comparison:", s["verdict_detail"]); sys.exit(1)
+print("experiments: index compared with the autoencoders")
+PY

@@ -164,6 +164,28 @@ static tmm_status evaluate(tmm_autoenc *a, const tmm_data *data, const ae_budget
     return TMM_OK;
 }
 
+/* A joint TMM autoencoder's weights beside its result (RESULT.json ->
+ * RESULT.encoder.safetensors, RESULT.decoder.safetensors): the index
+ * experiment (E6) analyses their Toeplitz layers. */
+static tmm_status save_models(tmm_autoenc *a, const char *result_path, uint64_t step)
+{
+    static const char *const parts[2] = { "encoder", "decoder" };
+    tmm_status s = TMM_OK;
+    for (int k = 0; k < 2 && s == TMM_OK; k++) {
+        tmm_model *m = k ? tmm_autoenc_decoder(a) : tmm_autoenc_encoder(a);
+        const tmm_param_table *t = tmm_model_table(m);
+        char path[TMM_EXP_PATH_MAX + 160];
+        snprintf(path, sizeof path, "%.*s.%s.safetensors", (int)(strlen(result_path) - strlen(".json")), result_path,
+                 parts[k]);
+        float *arena = malloc(t->arena_floats * sizeof *arena);
+        s = arena ? tmm_model_read_params(m, arena) : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        if (s == TMM_OK)
+            s = tmm_checkpoint_write_model(path, step, t, arena, NULL, 0);
+        free(arena);
+    }
+    return s;
+}
+
 /* Trains (or reuses) one autoencoder: encoder config enc (with its trained
  * weights from lm_dir's checkpoint, or random when lm_dir is NULL), frozen or
  * joint, on the text of data_cfg. name: the result file's prefix. */
@@ -242,6 +264,8 @@ static tmm_status ae_run(exp_ctx *x, const char *name, const tmm_train_config *d
         r->dec_params = tmm_model_param_count(&dec) + (uint64_t)dec.d_model * (enc->d_model / 2 + 1);
         r->done = true;
     }
+    if (s == TMM_OK && r->done && joint && enc->arch == TMM_ARCH_TMM)
+        s = save_models(a, path, r->steps);
     if (s == TMM_OK && r->done)
         s = write_result(path, r);
     if (have_ck)
