@@ -24,7 +24,6 @@
 #include "train/schedule.h"
 #include "train/trainer.h"
 
-#define LICENSES "/usr/share/common-licenses"
 #define MAX_SETTINGS 6
 
 /* The autoencoder's training: decoder shape and budget. */
@@ -49,32 +48,6 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* The text a user of Debian or Ubuntu has (as E2). */
-static const char *const default_texts[] = { "GPL-3", "LGPL-3", "Apache-2.0", "GPL-2", "MPL-2.0", "Artistic",
-                                             "GFDL-1.3" };
-
-static tmm_status set_data(const tmm_exp_options *o, tmm_train_config *c)
-{
-    const tmm_config_field *f = tmm_config_field_by_flag("data");
-    if (!f)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no --data config field");
-    bool first = true;
-    for (uint32_t i = 0; i < o->n_data; i++, first = false)
-        TMM_TRY(tmm_config_set_text(c, f, o->data[i], first));
-    for (size_t i = 0; o->n_data == 0 && i < sizeof default_texts / sizeof *default_texts; i++) {
-        char path[256];
-        snprintf(path, sizeof path, LICENSES "/%s", default_texts[i]);
-        if (!tmm_path_exists(path))
-            continue;
-        TMM_TRY(tmm_config_set_text(c, f, path, first));
-        first = false;
-    }
-    if (first)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no text to train on: give --data FILE (the default, the license "
-                        "texts in " LICENSES ", is not there)");
-    return TMM_OK;
-}
-
 /* A text LM training config of this shape (the small-text preset's
  * optimizer), resolved; budget and evaluation from the arguments. */
 static tmm_status text_config(const tmm_exp_options *o, uint32_t d, uint32_t n, uint32_t layers, uint32_t heads,
@@ -89,7 +62,7 @@ static tmm_status text_config(const tmm_exp_options *o, uint32_t d, uint32_t n, 
     c->eval_batches = 4, c->keep = 1;
     c->schedule.warmup_steps = steps / 10 ? steps / 10 : 1;
     c->target_accuracy = 0;
-    tmm_status s = set_data(o, c);
+    tmm_status s = exp_set_text_data(o, c);
     if (s == TMM_OK)
         s = exp_resolve(c);
     if (s != TMM_OK)

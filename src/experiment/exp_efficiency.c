@@ -17,7 +17,6 @@
 #define N_ABLATIONS 5
 #define MAX_RUNS (TMM_ARCH_COUNT + N_ABLATIONS)
 #define MAX_POS 3
-#define LICENSES "/usr/share/common-licenses"
 
 typedef struct eff_preset {
     uint32_t d, n, layers, heads, expansion, batch, steps, eval_every, eval_batches, warmup;
@@ -30,39 +29,12 @@ static const eff_preset presets[TMM_EXP_PRESET_COUNT] = {
     [TMM_EXP_PAPER] = { 512, 512, 8, 8, 4, 32, 20000, 500, 32, 500, { 1, 100, 500 } },
 };
 
-/* The text a user of Debian or Ubuntu has: the license texts (118 KB). */
-static const char *const default_texts[] = { "GPL-3", "LGPL-3", "Apache-2.0", "GPL-2", "MPL-2.0", "Artistic",
-                                             "GFDL-1.3" };
-
 typedef struct eff_row {
     double tokens_per_s;
     uint64_t memory;
     double decode_ms[MAX_POS];
     bool decoded;
 } eff_row;
-
-/* The data: --data as tmm train --data takes it, else the default texts. */
-static tmm_status set_data(const tmm_exp_options *o, tmm_train_config *c)
-{
-    const tmm_config_field *f = tmm_config_field_by_flag("data");
-    if (!f)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no --data config field");
-    bool first = true;
-    for (uint32_t i = 0; i < o->n_data; i++, first = false)
-        TMM_TRY(tmm_config_set_text(c, f, o->data[i], first));
-    for (size_t i = 0; o->n_data == 0 && i < sizeof default_texts / sizeof *default_texts; i++) {
-        char path[256];
-        snprintf(path, sizeof path, LICENSES "/%s", default_texts[i]);
-        if (!tmm_path_exists(path))
-            continue;
-        TMM_TRY(tmm_config_set_text(c, f, path, first));
-        first = false;
-    }
-    if (first)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no text to train on: give --data FILE (the default, the license "
-                        "texts in " LICENSES ", is not there)");
-    return TMM_OK;
-}
 
 static tmm_status base(const eff_preset *p, const tmm_exp_options *o, tmm_train_config *c)
 {
@@ -74,7 +46,7 @@ static tmm_status base(const eff_preset *p, const tmm_exp_options *o, tmm_train_
     c->eval_batches = p->eval_batches, c->keep = 1;
     c->schedule.warmup_steps = p->warmup;
     c->target_accuracy = 0;
-    tmm_status s = set_data(o, c);
+    tmm_status s = exp_set_text_data(o, c);
     if (s == TMM_OK)
         s = exp_resolve(c);
     if (s != TMM_OK)

@@ -37,6 +37,10 @@ bool exp_selected(const tmm_exp_options *o, tmm_arch arch);
  * checkpoint (so a killed run resumes from its last evaluation). */
 tmm_status exp_base_config(const char *preset, uint64_t seed, tmm_train_config *out);
 
+/* The text of c: --data (o->data) as tmm train --data takes it, else the
+ * license texts in /usr/share/common-licenses (E2, E3, E4, E6). */
+tmm_status exp_set_text_data(const tmm_exp_options *o, tmm_train_config *c);
+
 /* Resolves what the trainer would (tmm_train_prepare): the vocabulary from
  * the task, the model's defaults, the architecture's peak lr. Runs are keyed
  * by resolved settings, so their reports show what ran. */

@@ -120,6 +120,34 @@ tmm_status exp_base_config(const char *preset, uint64_t seed, tmm_train_config *
     return s;
 }
 
+#define LICENSES "/usr/share/common-licenses"
+
+/* The text a user of Debian or Ubuntu has: the license texts (118 KB). */
+static const char *const default_texts[] = { "GPL-3", "LGPL-3", "Apache-2.0", "GPL-2", "MPL-2.0", "Artistic",
+                                             "GFDL-1.3" };
+
+tmm_status exp_set_text_data(const tmm_exp_options *o, tmm_train_config *c)
+{
+    const tmm_config_field *f = tmm_config_field_by_flag("data");
+    if (!f)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no --data config field");
+    bool first = true;
+    for (uint32_t i = 0; i < o->n_data; i++, first = false)
+        TMM_TRY(tmm_config_set_text(c, f, o->data[i], first));
+    for (size_t i = 0; o->n_data == 0 && i < sizeof default_texts / sizeof *default_texts; i++) {
+        char path[256];
+        snprintf(path, sizeof path, LICENSES "/%s", default_texts[i]);
+        if (!tmm_path_exists(path))
+            continue;
+        TMM_TRY(tmm_config_set_text(c, f, path, first));
+        first = false;
+    }
+    if (first)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no text to train on: give --data FILE (the default, the license "
+                        "texts in " LICENSES ", is not there)");
+    return TMM_OK;
+}
+
 tmm_status exp_resolve(tmm_train_config *c)
 {
     tmm_train_config copy = *c; /* shallow: prepare only sets values */
