@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data_rows.h"
 #include "harness.h"
 #include "train/data.h"
 
@@ -85,29 +86,6 @@ static tmm_data *make_text(const char *const *paths, uint32_t count, tmm_text_mo
     return d;
 }
 
-typedef struct rows {
-    uint32_t *tok;
-    int32_t *tgt;
-} rows;
-
-static rows get(const tmm_data *d, tmm_data_split split, uint64_t index, uint32_t batch, uint32_t n)
-{
-    rows r = { calloc((size_t)batch * n, sizeof(uint32_t)), calloc((size_t)batch * n, sizeof(int32_t)) };
-    cr_assert(r.tok && r.tgt);
-    H_OK(tmm_data_batch(d, split, index, batch, n, r.tok, r.tgt));
-    return r;
-}
-
-static void drop(rows r)
-{
-    free(r.tok);
-    free(r.tgt);
-}
-
-static bool same_rows(rows a, rows b, size_t count)
-{
-    return !memcmp(a.tok, b.tok, count * sizeof(uint32_t)) && !memcmp(a.tgt, b.tgt, count * sizeof(int32_t));
-}
 
 /* ---- copy ------------------------------------------------------------------- */
 

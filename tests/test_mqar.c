@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "data_rows.h"
 #include "harness.h"
 #include "train/data.h"
 #include "train/trainer.h"
@@ -35,29 +36,6 @@ static tmm_data *make_mqar(uint64_t seed, uint32_t n, uint32_t pairs, uint32_t q
     return d;
 }
 
-typedef struct rows {
-    uint32_t *tok;
-    int32_t *tgt;
-} rows;
-
-static rows get(const tmm_data *d, tmm_data_split split, uint64_t index, uint32_t batch, uint32_t n)
-{
-    rows r = { calloc((size_t)batch * n, sizeof(uint32_t)), calloc((size_t)batch * n, sizeof(int32_t)) };
-    cr_assert(r.tok && r.tgt);
-    H_OK(tmm_data_batch(d, split, index, batch, n, r.tok, r.tgt));
-    return r;
-}
-
-static void drop(rows r)
-{
-    free(r.tok);
-    free(r.tgt);
-}
-
-static bool same_rows(rows a, rows b, size_t count)
-{
-    return !memcmp(a.tok, b.tok, count * sizeof(uint32_t)) && !memcmp(a.tgt, b.tgt, count * sizeof(int32_t));
-}
 
 /* Every property of docs/data.md's layout for one row. */
 static void check_row(const uint32_t *tok, const int32_t *tgt, uint32_t n, uint32_t P, uint32_t Q, uint32_t K,

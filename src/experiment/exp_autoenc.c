@@ -378,13 +378,11 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
             cJSON_AddItemToArray(rows, ae_json(runs[i].label, &runs[i].config.model, "trained", &trained[i]));
             cJSON_AddItemToArray(rows, ae_json(runs[i].label, &runs[i].config.model, "random", &random[i]));
         }
-        cJSON_AddStringToObject(root, "rule", "held if the TMM's trained encoder gives a higher held-out "
-                                              "reconstruction accuracy than every other architecture's; partly if "
-                                              "than some");
-        cJSON_AddStringToObject(root, "verdict", out->verdict);
         if (s == TMM_OK)
-            s = exp_save_json(&x, "summary.json", root);
-        cJSON_Delete(root);
+            s = exp_save_summary(&x, root, "held if the TMM's trained encoder gives a higher held-out reconstruction "
+                                 "accuracy than every other architecture's; partly if than some", NULL);
+        else
+            cJSON_Delete(root);
 
         char *buf = NULL;
         size_t size = 0;
@@ -550,12 +548,11 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
                     cJSON_AddItemToArray(arr, ae_json(rows[k * TMM_ARCH_COUNT + a].label,
                                                       &rows[k * TMM_ARCH_COUNT + a].m, "joint",
                                                       &rows[k * TMM_ARCH_COUNT + a].r));
-        cJSON_AddStringToObject(root, "rule", "held if the TMM's reconstruction accuracy is at least each other "
-                                              "architecture's at every setting; partly if at some");
-        cJSON_AddStringToObject(root, "verdict", out->verdict);
         if (s == TMM_OK)
-            s = exp_save_json(&x, "summary.json", root);
-        cJSON_Delete(root);
+            s = exp_save_summary(&x, root, "held if the TMM's reconstruction accuracy is at least each other "
+                                 "architecture's at every setting; partly if at some", NULL);
+        else
+            cJSON_Delete(root);
 
         char *buf = NULL;
         size_t size = 0;

@@ -243,14 +243,10 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
         }
         cJSON_AddItemToArray(rows, o);
     }
-    cJSON_AddStringToObject(root, "rule", "at each n: the TMM reaches 99% within max(1.5 x, +2 evaluations) of the "
-                                          "transformer's steps, and Hyena and Mamba 2 each do not reach it or take at "
-                                          "least twice the TMM's steps; held if at every n");
-    cJSON_AddStringToObject(root, "verdict", x->out->verdict);
     cJSON_AddStringToObject(root, "width_verdict", width_verdict);
-    tmm_status js = exp_save_json(x, "summary.json", root);
-    cJSON_Delete(root);
-    TMM_TRY(js);
+    TMM_TRY(exp_save_summary(x, root, "at each n: the TMM reaches 99% within max(1.5 x, +2 evaluations) of the "
+                                      "transformer's steps, and Hyena and Mamba 2 each do not reach it or take at "
+                                      "least twice the TMM's steps; held if at every n", NULL));
 
     char *buf = NULL;
     size_t size = 0;

@@ -228,13 +228,8 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
             }
         }
     }
-    cJSON_AddStringToObject(root, "rule", "held if the TMM's final validation loss is below Hyena's and Mamba 2's "
-                                          "after the same tokens; partly if below one of them");
-    cJSON_AddStringToObject(root, "verdict", x->out->verdict);
-    cJSON_AddStringToObject(root, "verdict_detail", why);
-    tmm_status js = exp_save_json(x, "summary.json", root);
-    cJSON_Delete(root);
-    TMM_TRY(js);
+    TMM_TRY(exp_save_summary(x, root, "held if the TMM's final validation loss is below Hyena's and Mamba 2's "
+                                      "after the same tokens; partly if below one of them", why));
 
     char *buf = NULL;
     size_t size = 0;

@@ -324,12 +324,7 @@ static tmm_status write_outputs(exp_ctx *x, const tmm_exp_run *run, idx_point *p
     arr = cJSON_AddArrayToObject(root, "autoencoders");
     for (uint32_t i = 0; i < n_ae; i++)
         cJSON_AddItemToArray(arr, point_json(&ae[i]));
-    cJSON_AddStringToObject(root, "rule", RULE);
-    cJSON_AddStringToObject(root, "verdict", x->out->verdict);
-    cJSON_AddStringToObject(root, "verdict_detail", why);
-    tmm_status js = exp_save_json(x, "summary.json", root);
-    cJSON_Delete(root);
-    TMM_TRY(js);
+    TMM_TRY(exp_save_summary(x, root, RULE, why));
 
     char *buf = NULL;
     size_t size = 0;

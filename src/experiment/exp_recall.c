@@ -327,11 +327,7 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
     cJSON *arr = cJSON_AddArrayToObject(root, "settings");
     for (uint32_t i = 0; i < t->count; i++)
         setting_json(arr, &t->s[i], at[i], p->values);
-    cJSON_AddStringToObject(root, "rule", rule);
-    cJSON_AddStringToObject(root, "verdict", x->out->verdict);
-    tmm_status js = exp_save_json(x, "summary.json", root);
-    cJSON_Delete(root);
-    TMM_TRY(js);
+    TMM_TRY(exp_save_summary(x, root, rule, NULL));
 
     char *buf = NULL;
     size_t size = 0;

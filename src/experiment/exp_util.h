@@ -67,6 +67,9 @@ tmm_status exp_save_json(const exp_ctx *x, const char *file, const cJSON *json);
 /* Closes f, an open_memstream on *buf and *size, and writes what it holds. */
 tmm_status exp_save_stream(const exp_ctx *x, const char *file, char **buf, size_t *size, FILE *f);
 
+/* Adds rule, the verdict (x->out->verdict) and, when not NULL, verdict_detail
+ * to root, writes it as summary.json and frees it. */
+tmm_status exp_save_summary(const exp_ctx *x, cJSON *root, const char *rule, const char *detail);
 /* A JSON number, or null when v is not finite. */
 cJSON *exp_number_or_null(double v);
 

@@ -286,6 +286,17 @@ tmm_status exp_save_stream(const exp_ctx *x, const char *file, char **buf, size_
     return s;
 }
 
+tmm_status exp_save_summary(const exp_ctx *x, cJSON *root, const char *rule, const char *detail)
+{
+    cJSON_AddStringToObject(root, "rule", rule);
+    cJSON_AddStringToObject(root, "verdict", x->out->verdict);
+    if (detail)
+        cJSON_AddStringToObject(root, "verdict_detail", detail);
+    tmm_status s = exp_save_json(x, "summary.json", root);
+    cJSON_Delete(root);
+    return s;
+}
+
 cJSON *exp_number_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 cJSON *exp_summary(const exp_ctx *x, const tmm_exp_run *runs, uint32_t n)
