@@ -193,17 +193,17 @@ H_TEST(model_gpu, activation_memory_grows_linearly_in_n)
     tmm_model_config c = { .vocab = 256, .d_model = 256, .n_ctx = 512, .n_layers = 4, .heads = 4, .expansion = 4,
                            .kernel = 1, .seed = 1 };
     tmm_model_memory a, b, fa, fb;
-    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_DIRECT, &a));
-    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_MIXER_FFT, &fa));
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_DIRECT }, &a));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_FFT }, &fa));
     c.n_ctx = 1024;
-    H_OK(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_DIRECT, &b));
-    H_OK(tmm_model_memory_plan(h_dev, &c, 2, TMM_MIXER_FFT, &fb));
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_DIRECT }, &b));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_FFT }, &fb));
     /* the FFT plan's buffers are planned with the model, and linear in n too */
     printf("  FFT plan: %llu bytes at n=512, %llu at n=1024\n", (unsigned long long)fa.mixer,
            (unsigned long long)fb.mixer);
     cr_assert(a.mixer == 0 && fa.mixer > 0 && fb.mixer <= 2 * fa.mixer);
     cr_assert_eq(fa.total, a.total + fa.mixer);
-    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, TMM_MIXER_FFT, &fa), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_FFT }, &fa), TMM_ERR_INVALID_ARGUMENT);
     printf("  n=512: params %llu, activations %llu bytes; n=1024: activations %llu bytes\n",
            (unsigned long long)a.params, (unsigned long long)a.activations, (unsigned long long)b.activations);
     cr_assert_eq(b.activations, 2 * a.activations, "activations are not linear in n");

@@ -69,6 +69,24 @@ typedef enum tmm_mixer_impl {
     TMM_MIXER_FFT,       /* O(n log n) per channel */
 } tmm_mixer_impl;
 
+/* The number format activations are kept in between the forward and the
+ * backward pass (docs/model.md "Precision and recomputation"). Arithmetic,
+ * parameters, gradients and AdamW moments stay fp32. */
+typedef enum tmm_precision {
+    TMM_PRECISION_FP32 = 0,
+    TMM_PRECISION_FP16,    /* IEEE half: 11-bit significand, up to 65504; dynamic loss scaling */
+    TMM_PRECISION_BF16,    /* bfloat16: 8-bit significand, fp32's range */
+} tmm_precision;
+#define TMM_PRECISION_COUNT (TMM_PRECISION_BF16 + 1)
+
+/* What the forward pass keeps for the backward (activation checkpointing). */
+typedef enum tmm_recompute {
+    TMM_RECOMPUTE_NONE = 0, /* every activation of every block */
+    TMM_RECOMPUTE_MIXER,    /* the frame's activations; each mixer's are recomputed in the backward */
+    TMM_RECOMPUTE_BLOCK,    /* each block's input; the block is recomputed in the backward */
+} tmm_recompute;
+#define TMM_RECOMPUTE_COUNT (TMM_RECOMPUTE_BLOCK + 1)
+
 /* "tmm", "transformer", "swa", "linear", "hyena", "mamba2"; NULL for a value
  * outside the enum. */
 TMM_API const char *tmm_arch_name(tmm_arch arch);

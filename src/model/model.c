@@ -204,8 +204,12 @@ static void release(tmm_model *m)
 }
 
 tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_mixer_impl impl, tmm_model_memory *out)
+                                 const tmm_model_options *options, tmm_model_memory *out)
 {
+    const tmm_model_options opts = options ? *options : (tmm_model_options){ 0 };
+    const tmm_mixer_impl impl = opts.impl;
+    if (opts.precision != TMM_PRECISION_FP32 || opts.recompute != TMM_RECOMPUTE_NONE)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "--precision and --recompute other than fp32 and none are not built yet");
     memset(out, 0, sizeof *out);
     TMM_TRY(check_size(config, batch));
     if (impl == TMM_MIXER_FFT && !device)
@@ -227,12 +231,22 @@ void tmm_model_destroy(tmm_model *m)
 
 tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, uint32_t batch, tmm_model **out)
 {
-    return tmm_model_create_impl(device, config, batch, TMM_MIXER_AUTO, out);
+    return tmm_model_create_opts(device, config, batch, NULL, out);
 }
 
 tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
                                  tmm_mixer_impl impl, tmm_model **out)
 {
+    return tmm_model_create_opts(device, config, batch, &(tmm_model_options){ .impl = impl }, out);
+}
+
+tmm_status tmm_model_create_opts(tmm_device *device, const tmm_model_config *config, uint32_t batch,
+                                 const tmm_model_options *options, tmm_model **out)
+{
+    const tmm_model_options opts = options ? *options : (tmm_model_options){ 0 };
+    const tmm_mixer_impl impl = opts.impl;
+    if (opts.precision != TMM_PRECISION_FP32 || opts.recompute != TMM_RECOMPUTE_NONE)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "--precision and --recompute other than fp32 and none are not built yet");
     *out = NULL;
     TMM_TRY(check_size(config, batch));
     tmm_model *m = calloc(1, sizeof *m);

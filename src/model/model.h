@@ -33,13 +33,22 @@ typedef struct tmm_model_memory {
     uint64_t total;
 } tmm_model_memory;
 
-/* Device memory a model of this config needs at this batch size, with the
- * Toeplitz layers computed by `impl`: FFT adds the plan's buffers (mixer,
- * which depend on the device's binding limits: device must not be NULL);
- * DIRECT adds none; AUTO asks tmm_mixer_resolve (which may calibrate the
- * device once), or counts no plan when device is NULL. */
+/* How a model is computed and what it keeps (none of it changes the
+ * parameters' layout or the function computed, up to the rounding of what
+ * precision keeps). Zero: AUTO, fp32, no recomputation. */
+typedef struct tmm_model_options {
+    tmm_mixer_impl impl;        /* how the Toeplitz layers are computed */
+    tmm_precision precision;    /* the format of the activations kept for the backward */
+    tmm_recompute recompute;    /* what the backward recomputes instead of keeping */
+} tmm_model_options;
+
+/* Device memory a model of this config needs at this batch size with these
+ * options (NULL: the zero options). The Toeplitz layers computed by FFT add
+ * the plan's buffers (mixer, which depend on the device's binding limits:
+ * device must not be NULL); DIRECT adds none; AUTO asks tmm_mixer_resolve
+ * (which may calibrate the device once), or counts no plan when device is NULL. */
 tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_mixer_impl impl, tmm_model_memory *out);
+                                 const tmm_model_options *options, tmm_model_memory *out);
 
 /* Allocates the model for `batch` sequences and initializes the parameters
  * from config->seed (tmm_param_init). The Toeplitz layers are computed as
@@ -50,6 +59,9 @@ tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, 
  * measures the crossover, once per device; DIRECT makes no plan). */
 tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
                                  tmm_mixer_impl impl, tmm_model **out);
+/* tmm_model_create with every option (NULL: the zero options). */
+tmm_status tmm_model_create_opts(tmm_device *device, const tmm_model_config *config, uint32_t batch,
+                                 const tmm_model_options *options, tmm_model **out);
 void tmm_model_destroy(tmm_model *model);
 
 const tmm_param_table *tmm_model_table(const tmm_model *model);

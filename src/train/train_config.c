@@ -70,9 +70,12 @@ static const char *const lr_names[] = { "linear", "cosine", "constant", NULL }; 
 static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_mixer_impl */
 extern const char *const tmm_arch_names[];                                       /* tmm_arch */
 static const char *const init_names[] = { "arch", "torch", NULL };               /* tmm_init_scheme */
+static const char *const precision_names[] = { "fp32", "fp16", "bf16", NULL };   /* tmm_precision */
+static const char *const recompute_names[] = { "none", "mixer", "block", NULL }; /* tmm_recompute */
 _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
                sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_mixer_impl) == sizeof(int) &&
-               sizeof(tmm_arch) == sizeof(int) && sizeof(tmm_init_scheme) == sizeof(int),
+               sizeof(tmm_arch) == sizeof(int) && sizeof(tmm_init_scheme) == sizeof(int) &&
+               sizeof(tmm_precision) == sizeof(int) && sizeof(tmm_recompute) == sizeof(int),
                "enum fields are stored as int");
 
 #define AT(member) offsetof(tmm_train_config, member)
@@ -145,6 +148,13 @@ const tmm_config_field tmm_config_fields[] = {
         "copy, mqar: stop once held-out accuracy reaches it (0: never)"),
     ENUM("train", "mixer_impl", "mixer-impl", "IMPL", mixer_impl, mixer_names,
          "Toeplitz layers: direct, FFT, or auto (FFT from the device's measured crossover)"),
+    ENUM("train", "precision", "precision", "P", precision, precision_names,
+         "activations kept for the backward in fp32, fp16 (with dynamic loss scaling) or bf16; "
+         "arithmetic, weights and optimizer state stay fp32"),
+    ENUM("train", "recompute", "recompute", "WHAT", recompute, recompute_names,
+         "keep every activation (none), or recompute each mixer's (mixer) or each block's (block) in the backward"),
+    { "train", "max_memory", "max-memory", "GIB", TMM_CONFIG_F64, AT(max_memory_gib), 0, 0, 0, 1 << 20, NULL,
+      "refuse, before allocating, a run planned above GIB GiB of device memory (0: the device's budget)" },
     { "train", "run_dir", "run-dir", "DIR", TMM_CONFIG_PATH, AT(run_dir), 0, 0, 0, 0, NULL,
       "where checkpoints and metrics.jsonl go" },
     { NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL },

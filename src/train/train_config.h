@@ -41,6 +41,9 @@ typedef struct tmm_train_config {
     uint32_t eval_every, eval_batches, log_every, save_every, keep;
     double target_accuracy;       /* copy, mqar: stop once held-out accuracy reaches it (0: never) */
     tmm_mixer_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
+    tmm_precision precision;      /* how activations are kept for the backward */
+    tmm_recompute recompute;      /* what the backward recomputes instead */
+    double max_memory_gib;        /* refuse a run planned above this (0: the device's memory) */
     char run_dir[TMM_CONFIG_PATH_MAX];
 } tmm_train_config;
 

@@ -435,12 +435,18 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
     return TMM_OK;
 }
 
+tmm_model_options tmm_train_model_options(const tmm_train_config *c)
+{
+    return (tmm_model_options){ .impl = c->mixer_impl, .precision = c->precision, .recompute = c->recompute };
+}
+
 tmm_status tmm_train_memory_plan(tmm_device *dev, const tmm_train_config *c, tmm_train_memory *out)
 {
     memset(out, 0, sizeof *out);
+    const tmm_model_options opts = tmm_train_model_options(c);
     if (c->accum == 0 || c->batch % c->accum)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "batch (%u) must be a multiple of accum (%u)", c->batch, c->accum);
-    TMM_TRY(tmm_model_memory_plan(dev, &c->model, c->batch / c->accum, c->mixer_impl, &out->model));
+    TMM_TRY(tmm_model_memory_plan(dev, &c->model, c->batch / c->accum, &opts, &out->model));
     out->optimizer = 2 * out->model.params;
     out->accumulation = c->accum > 1 ? out->model.grads : 0;
     out->total = out->model.total + out->optimizer + out->accumulation;
@@ -550,8 +556,9 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK)
         s = check_memory(dev, c);
+    const tmm_model_options opts = tmm_train_model_options(c);
     if (s == TMM_OK)
-        s = tmm_model_create_impl(dev, &c->model, R.micro, c->mixer_impl, &R.model);
+        s = tmm_model_create_opts(dev, &c->model, R.micro, &opts, &R.model);
     if (s == TMM_OK)
         s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
     for (uint32_t k = 0; s == TMM_OK && k < TMM_MODEL_SLOTS; k++)

@@ -66,6 +66,9 @@ typedef struct tmm_train_memory {
 } tmm_train_memory;
 tmm_status tmm_train_memory_plan(tmm_device *device, const tmm_train_config *config, tmm_train_memory *out);
 
+/* The model options of a run: its mixer implementation, precision and recomputation. */
+tmm_model_options tmm_train_model_options(const tmm_train_config *config);
+
 /* Reads the training config a checkpoint was made with. */
 tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *config);
 
