@@ -5,6 +5,7 @@
 #define TMM_OPS_H
 
 #include "recorder.h"
+#include "tmm/model.h"
 
 /* Loop iterations one shader invocation may make: TMM_MAX_LOOP of
  * shaders/loop_limit.glsl (llvmpipe silently stops loops after 65535). Ops
@@ -17,6 +18,14 @@ tmm_status tmm_op_fill(tmm_recorder *r, tmm_view x, uint32_t n, float value);
 tmm_status tmm_op_copy(tmm_recorder *r, tmm_view x, tmm_view y, uint32_t n);
 /* y[i] += a * x[i], i < n */
 tmm_status tmm_op_axpy(tmm_recorder *r, float a, tmm_view x, tmm_view y, uint32_t n);
+
+/* 16-bit storage (docs/model.md "Precision and recomputation"): y, (n + 1) / 2
+ * uint32 words (tmm_pack16_words), holds x's n floats as fp16 or bf16
+ * (format TMM_PRECISION_FP16 or _BF16), element 2i in the low half of word i;
+ * rounding to nearest, ties to even; unpack16 converts back exactly. */
+uint64_t tmm_pack16_words(uint64_t n);
+tmm_status tmm_op_pack16(tmm_recorder *r, tmm_view x, uint64_t n, tmm_precision format, tmm_view y);
+tmm_status tmm_op_unpack16(tmm_recorder *r, tmm_view x, uint64_t n, tmm_precision format, tmm_view y);
 
 /* Deterministic sums: a fixed summation order, the same on every run.
  * Long sums run in passes through scratch; *_scratch give its size in floats.

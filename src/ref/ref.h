@@ -15,6 +15,9 @@ void ref_axpy(float a, const float *x, float *y, size_t n);
 float ref_sum(const float *x, size_t n);
 void ref_sum_rows(const float *x, size_t rows, size_t cols, float *out);
 void ref_sum_cols(const float *x, size_t rows, size_t cols, float *out);
+/* tmm_op_pack16's and tmm_op_unpack16's conversions of one value (bits). */
+uint16_t ref_f32_to_16(uint32_t f, tmm_precision format);
+uint32_t ref_16_to_f32(uint16_t h, tmm_precision format);
 /* Same contract as tmm_op_matmul; bias may be NULL. */
 void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, const float *bias,
                 float *c);
