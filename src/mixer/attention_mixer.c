@@ -59,7 +59,7 @@ static void destroy(tmm_mixer *base)
     if (!m)
         return;
     if (m->layers)
-        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
             att_layer *a = &m->layers[l];
             tmm_buffer *all[] = { a->q, a->k, a->v, a->o, a->lse };
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -77,12 +77,12 @@ static tmm_status allocate(att_mixer *m)
     const tmm_allocation *al = m->base.s.alloc;
     const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
     const tmm_attention_desc ad = desc_of(m);
-    for (uint32_t l = 0; l < c->n_layers; l++) {
+    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
         att_layer *a = &m->layers[l];
         tmm_buffer **acts[] = { &a->q, &a->k, &a->v, &a->o };
         for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
-            TMM_TRY(tmm_alloc(al, acts[i], rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
-        TMM_TRY(tmm_alloc(al, &a->lse, tmm_op_attention_saved(&ad), TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, acts[i], rows_d));
+        TMM_TRY(tmm_alloc_act(al, l, &a->lse, tmm_op_attention_saved(&ad)));
     }
     TMM_TRY(tmm_alloc(al, &m->dq, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
     TMM_TRY(tmm_alloc(al, &m->dk, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
@@ -111,7 +111,7 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
     m->base = (tmm_mixer){ .cls = &tmm_attention_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
     tmm_attention_desc ad = desc_of(m);
     tmm_status st = tmm_attention_check(NULL, &ad);
-    if (st == TMM_OK && !(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
         st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == TMM_OK)
         st = allocate(m);
@@ -146,7 +146,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     att_mixer *m = (att_mixer *)base;
     const tmm_attention_desc ad = desc_of(m);
     tmm_recorder *r = rec->r;
-    att_layer *a = &m->layers[l];
+    att_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     TMM_TRY(tmm_qkvo_in(base, rec, l, x, false, A(a->q), A(a->k), A(a->v)));
     TMM_REC_OP(rec, "rope", rope(m, r, A(a->q), false));
     TMM_REC_OP(rec, "rope", rope(m, r, A(a->k), false));
@@ -160,7 +160,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     att_mixer *m = (att_mixer *)base;
     const tmm_attention_desc ad = desc_of(m);
     tmm_recorder *r = rec->r;
-    att_layer *a = &m->layers[l];
+    att_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view dout = tmp[0], dq = A(m->dq), dk = A(m->dk), dv = A(m->dv);
     TMM_TRY(tmm_qkvo_out_backward(base, rec, l, A(a->o), dh, dout));
     TMM_REC_OP(rec, "attention bwd", tmm_op_attention_backward(r, &ad, A(a->q), A(a->k), A(a->v), A(a->o),

@@ -219,7 +219,7 @@ static void destroy(tmm_mixer *base)
         return;
     tmm_toeplitz_fft_destroy(m->fft);
     if (m->layers)
-        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
             hy_layer *a = &m->layers[l];
             for (int p = 0; p < PARTS; p++)
                 tmm_buffer_destroy(a->u[p]), tmm_buffer_destroy(a->c[p]);
@@ -271,19 +271,19 @@ static tmm_status allocate(hy_mixer *m)
     const tmm_model_config *c = config_of(m);
     const tmm_allocation *al = m->base.s.alloc;
     const uint64_t Nd = (uint64_t)m->base.rows * c->d_model, n = c->n_ctx, nd = n * c->d_model, nO = n * O;
-    for (uint32_t l = 0; l < c->n_layers; l++) {
+    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
         hy_layer *a = &m->layers[l];
         for (int p = 0; p < PARTS; p++) {
-            TMM_TRY(tmm_alloc(al, &a->u[p], Nd, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
-            TMM_TRY(tmm_alloc(al, &a->c[p], Nd, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, &a->u[p], Nd));
+            TMM_TRY(tmm_alloc_act(al, l, &a->c[p], Nd));
         }
-        TMM_TRY(tmm_alloc(al, &a->w, Nd, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
-        TMM_TRY(tmm_alloc(al, &a->y1, Nd, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        TMM_TRY(tmm_alloc_act(al, l, &a->w, Nd));
+        TMM_TRY(tmm_alloc_act(al, l, &a->y1, Nd));
         for (int k = 0; k < 3; k++) {
-            TMM_TRY(tmm_alloc(al, &a->p[k], nO, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
-            TMM_TRY(tmm_alloc(al, &a->a[k], nO, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, &a->p[k], nO));
+            TMM_TRY(tmm_alloc_act(al, l, &a->a[k], nO));
         }
-        TMM_TRY(tmm_alloc(al, &a->hf, nd, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+        TMM_TRY(tmm_alloc_act(al, l, &a->hf, nd));
     }
     struct { tmm_buffer **b; uint64_t floats; } ws[] = {
         { &m->z, n * F }, { &m->decay, nd }, { &m->e0, n }, { &m->zeros, nd }, { &m->ws1, Nd }, { &m->ws2, Nd },
@@ -305,7 +305,7 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
     m->n_pos = c->n_ctx;
     tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
     tmm_status st = tmm_toeplitz_check(NULL, &td);
-    if (st == TMM_OK && !(m->layers = calloc(c->n_layers, sizeof *m->layers)))
+    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
         st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == TMM_OK)
         st = allocate(m);
@@ -396,7 +396,7 @@ static tmm_status record_filter(const hy_mixer *m, const tmm_rec *rec, uint32_t 
     const tmm_model_config *c = config_of(m);
     const uint32_t n = c->n_ctx, d = c->d_model;
     tmm_recorder *r = rec->r;
-    const hy_layer *a = &m->layers[l];
+    const hy_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view in = A(m->z);
     for (int k = 0; k < 3; k++) {
         TMM_REC_OP(rec, "matmul", tmm_op_linear(r, in, n, k ? O : F, O, P(m, l, lin[k]), none, A(a->p[k]), false));
@@ -426,7 +426,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     const tmm_model_config *c = config_of(m);
     const uint32_t N = base->rows, d = c->d_model, B = base->s.batch, n = c->n_ctx;
     tmm_recorder *r = rec->r;
-    hy_layer *a = &m->layers[l];
+    hy_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     TMM_TRY(record_filter(m, rec, l, A(a->hf)));
     for (int p = 0; p < PARTS; p++) {
         tmm_view cw, cb;
@@ -454,7 +454,7 @@ static tmm_status filter_backward(hy_mixer *m, const tmm_rec *rec, uint32_t l)
     const tmm_model_config *c = config_of(m);
     const uint32_t n = c->n_ctx, d = c->d_model;
     tmm_recorder *r = rec->r;
-    const hy_layer *a = &m->layers[l];
+    const hy_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view dhf = A(m->dhf);
     const tmm_matmul_desc dD = { .m = d, .n = 1, .k = n };            /* dhfT · e0 */
     const tmm_matmul_desc dA4 = { .m = d, .n = O, .k = n };           /* dhrawT · a3 */
@@ -499,7 +499,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     const uint32_t N = base->rows, d = c->d_model, B = base->s.batch, n = c->n_ctx;
     tmm_recorder *r = rec->r;
     const tmm_device *dev = tmm_recorder_device(r);
-    hy_layer *a = &m->layers[l];
+    hy_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view g = A(m->ws1), dy1 = A(m->ws1), dx1 = A(m->ws1), dx0 = A(m->ws2);
     tmm_view dg = tmp[0], ddw = tmp[1], dv = tmp[1];
 

@@ -48,7 +48,7 @@ static void destroy(tmm_mixer *base)
     if (!m)
         return;
     if (m->layers)
-        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
             lin_layer *a = &m->layers[l];
             tmm_buffer *all[] = { a->q, a->k, a->v, a->y, a->saved };
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -65,13 +65,12 @@ static tmm_status allocate(lin_mixer *m)
     const tmm_allocation *al = m->base.s.alloc;
     const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
     const tmm_linear_attention_desc ld = desc_of(m, c->n_ctx);
-    for (uint32_t l = 0; l < c->n_layers; l++) {
+    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
         lin_layer *a = &m->layers[l];
         tmm_buffer **acts[] = { &a->q, &a->k, &a->v, &a->y };
         for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
-            TMM_TRY(tmm_alloc(al, acts[i], rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
-        TMM_TRY(tmm_alloc(al, &a->saved, tmm_op_linear_attention_saved(&ld), TMM_MEM_ACTIVATIONS,
-                          TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, acts[i], rows_d));
+        TMM_TRY(tmm_alloc_act(al, l, &a->saved, tmm_op_linear_attention_saved(&ld)));
     }
     TMM_TRY(tmm_alloc(al, &m->dq, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
     TMM_TRY(tmm_alloc(al, &m->dk, rows_d, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
@@ -87,7 +86,7 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
     m->base = (tmm_mixer){ .cls = &tmm_linear_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
     tmm_linear_attention_desc ld = desc_of(m, s->table->config.n_ctx);
     tmm_status st = tmm_linear_attention_check(NULL, &ld);
-    if (st == TMM_OK && !(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
         st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == TMM_OK)
         st = allocate(m);
@@ -112,7 +111,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
 {
     lin_mixer *m = (lin_mixer *)base;
     const tmm_linear_attention_desc ld = desc_of(m, config_of(m)->n_ctx);
-    lin_layer *a = &m->layers[l];
+    lin_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     TMM_TRY(tmm_qkvo_in(base, rec, l, x, false, A(a->q), A(a->k), A(a->v)));
     TMM_REC_OP(rec, "linear attention", tmm_op_linear_attention_forward(rec->r, &ld, A(a->q), A(a->k), A(a->v),
                                                                         A(a->y), A(a->saved)));
@@ -124,7 +123,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 {
     lin_mixer *m = (lin_mixer *)base;
     const tmm_linear_attention_desc ld = desc_of(m, config_of(m)->n_ctx);
-    lin_layer *a = &m->layers[l];
+    lin_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view dy = tmp[0], dq = A(m->dq), dk = A(m->dk), dv = A(m->dv);
     TMM_TRY(tmm_qkvo_out_backward(base, rec, l, A(a->y), dh, dy));
     TMM_REC_OP(rec, "linear attention bwd",

@@ -159,7 +159,7 @@ static void destroy(tmm_mixer *base)
     if (!m)
         return;
     if (m->layers)
-        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
             m2_layer *a = &m->layers[l];
             tmm_buffer *all[] = { a->z, a->xbc, a->dtr, a->pre, a->xa, a->dt, a->y, a->g, a->yn, a->rstd, a->saved };
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -177,7 +177,7 @@ static tmm_status allocate(m2_mixer *m)
     const tmm_allocation *al = m->base.s.alloc;
     const uint64_t rows = m->base.rows, di = m->dm.di, conv = m->dm.conv, nh = m->dm.heads;
     const tmm_ssd_desc sd = desc_of(m, m->base.s.batch, c->n_ctx);
-    for (uint32_t l = 0; l < c->n_layers; l++) {
+    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
         m2_layer *a = &m->layers[l];
         struct { tmm_buffer **b; uint64_t floats; } acts[] = {
             { &a->z, rows * di },   { &a->xbc, rows * conv }, { &a->dtr, rows * nh }, { &a->pre, rows * conv },
@@ -185,7 +185,7 @@ static tmm_status allocate(m2_mixer *m)
             { &a->yn, rows * di },  { &a->rstd, rows },       { &a->saved, tmm_ssd_saved_floats(&sd) },
         };
         for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
-            TMM_TRY(tmm_alloc(al, acts[i].b, acts[i].floats, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, acts[i].b, acts[i].floats));
     }
     TMM_TRY(tmm_alloc(al, &m->wa, rows * conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
     TMM_TRY(tmm_alloc(al, &m->wz, rows * di, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
@@ -213,7 +213,7 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
     m->dm = tmm_mamba2_dims_of(&s->table->config);
     const tmm_ssd_desc sd = desc_of(m, s->batch, s->table->config.n_ctx);
     tmm_status st = tmm_ssd_check(NULL, &sd);
-    if (st == TMM_OK && !(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
         st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == TMM_OK)
         st = allocate(m);
@@ -247,7 +247,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     const uint32_t rows = base->rows, n = config_of(m)->n_ctx, B = base->s.batch;
     const tmm_ssd_desc sd = desc_of(m, B, n);
     tmm_recorder *r = rec->r;
-    m2_layer *a = &m->layers[l];
+    m2_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W));
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.di, w.z, none, A(a->z), false));
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.conv, w.xbc, none, A(a->xbc), false));
@@ -275,7 +275,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     const uint32_t rows = base->rows, n = config_of(m)->n_ctx, B = base->s.batch;
     const tmm_ssd_desc sd = desc_of(m, B, n);
     tmm_recorder *r = rec->r;
-    m2_layer *a = &m->layers[l];
+    m2_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     const uint64_t rdi = (uint64_t)rows * dm.di;
     /* wa holds [rows, di] gradients first, dL/dxbc [rows, conv] last */
     const tmm_view wdi = tmm_sub(m->wa, 0, rdi * 4), wa = A(m->wa), wz = A(m->wz), wx = A(m->wx), wt = A(m->wt);

@@ -27,14 +27,29 @@ typedef struct tmm_mixer_class tmm_mixer_class;
 /* Where a buffer's bytes are counted in the memory plan. */
 typedef enum tmm_mem_category { TMM_MEM_ACTIVATIONS, TMM_MEM_WORKSPACE } tmm_mem_category;
 
+/* The activation buffers of one set (tmm_alloc_act), so that the frame can
+ * keep a copy of them per layer in 16 bits and restore it (model.c). */
+typedef struct tmm_act_entry {
+    tmm_buffer **buffer;
+    uint64_t floats;
+} tmm_act_entry;
+typedef struct tmm_act_list {
+    tmm_act_entry *e;
+    uint32_t n, cap;
+} tmm_act_list;
+
 /* Allocates every buffer of a model: counts it instead when the model is a
  * dry run (tmm_model_memory_plan), so the plan and the model cannot differ. */
 typedef struct tmm_allocation {
     tmm_device *device;          /* NULL only for a dry run without a device */
     tmm_model_memory *dry;       /* non-NULL: count into it, allocate nothing */
+    tmm_act_list *acts;          /* where tmm_alloc_act lists set 0's buffers */
 } tmm_allocation;
 tmm_status tmm_alloc(const tmm_allocation *a, tmm_buffer **out, uint64_t floats, tmm_mem_category category,
                      tmm_memory_kind kind);
+/* An activation of set `set` (a device buffer of `floats`, counted as
+ * activations); set 0's are listed in a->acts. */
+tmm_status tmm_alloc_act(const tmm_allocation *a, uint32_t set, tmm_buffer **out, uint64_t floats);
 
 /* A recording in progress: ops wrapped in timestamp regions when profiling. */
 typedef struct tmm_rec {
@@ -60,6 +75,9 @@ typedef struct tmm_mixer_setup {
     uint32_t batch;
     tmm_mixer_impl impl;            /* how Toeplitz layers are computed (others ignore it) */
     tmm_buffer *params, *grads;     /* the arenas (NULL in a dry run) */
+    uint32_t act_sets;              /* sets of per-layer activations (tmm_alloc_act): n_layers, or 1 when
+                                       the frame recomputes or restores them before each layer's backward;
+                                       layer l uses set tmm_mixer_set(m, l). Decoding needs n_layers. */
 } tmm_mixer_setup;
 
 /* The part every mixer begins with. */
@@ -69,13 +87,18 @@ struct tmm_mixer {
     uint32_t rows;
 };
 
+/* The activation set of layer l. */
+static inline uint32_t tmm_mixer_set(const tmm_mixer *m, uint32_t layer) { return layer % m->s.act_sets; }
+
 struct tmm_mixer_class {
     /* The config's rules that are this mixer's (the frame checked the rest). */
     tmm_status (*check)(const tmm_model_config *c);
     /* Declares block `layer`'s tensors, storing their indices in idx (at most
      * TMM_MIXER_MAX_PARAMS). `prefix` names them: blocks.<layer>.<prefix>.* */
     void (*declare)(tmm_param_builder *b, const tmm_model_config *c, uint32_t layer, int *idx);
-    /* The mixer of a model: its activations for every layer, its workspace
+    /* The mixer of a model: its activations (s->act_sets sets, through
+     * tmm_alloc_act; the forward of a layer may depend on nothing else that
+     * it writes, so that running it again recomputes them), its workspace
      * (and for a dry run, their bytes and any plan's in dry->mixer). */
     tmm_status (*create)(const tmm_mixer_setup *s, tmm_mixer **out);
     void (*destroy)(tmm_mixer *m);

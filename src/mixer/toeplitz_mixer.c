@@ -98,7 +98,7 @@ static void destroy(tmm_mixer *base)
         return;
     tmm_toeplitz_fft_destroy(m->fft);
     if (m->layers)
-        for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
             tz_layer *a = &m->layers[l];
             tmm_buffer_destroy(a->v), tmm_buffer_destroy(a->y1), tmm_buffer_destroy(a->q);
             tmm_buffer_destroy(a->y2);
@@ -115,14 +115,14 @@ static tmm_status allocate(tz_mixer *m)
     const tmm_model_config *c = config_of(m);
     const tmm_allocation *al = m->base.s.alloc;
     const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
-    for (uint32_t l = 0; l < c->n_layers; l++) {
+    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
         tz_layer *a = &m->layers[l];
         if (c->heads)
-            TMM_TRY(tmm_alloc(al, &a->v, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
-        TMM_TRY(tmm_alloc(al, &a->y1, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, &a->v, rows_d));
+        TMM_TRY(tmm_alloc_act(al, l, &a->y1, rows_d));
         if (c->expanded) {
-            TMM_TRY(tmm_alloc(al, &a->q, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
-            TMM_TRY(tmm_alloc(al, &a->y2, rows_d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, &a->q, rows_d));
+            TMM_TRY(tmm_alloc_act(al, l, &a->y2, rows_d));
         }
     }
     if (!c->expanded)
@@ -147,7 +147,7 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->base = (tmm_mixer){ .cls = &tmm_toeplitz_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
     tmm_status st = TMM_OK;
-    if (!(m->layers = calloc(s->table->config.n_layers, sizeof *m->layers)))
+    if (!(m->layers = calloc(s->act_sets, sizeof *m->layers)))
         st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == TMM_OK)
         st = allocate(m);
@@ -220,7 +220,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     const tmm_model_config *c = config_of(m);
     const uint32_t N = base->rows, d = c->d_model;
     tmm_recorder *r = rec->r;
-    tz_layer *a = &m->layers[l];
+    tz_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view u = x;
     if (c->heads) {
         TMM_REC_OP(rec, "matmul", tmm_op_linear(r, u, N, d, d, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(a->v),
@@ -249,7 +249,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     const tmm_model_config *c = config_of(m);
     const uint32_t N = base->rows, d = c->d_model;
     tmm_recorder *r = rec->r;
-    tz_layer *a = &m->layers[l];
+    tz_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view mix = A(c->expanded ? a->y2 : a->y1);
     tmm_view dmix = dh;
     if (c->heads) {

@@ -17,9 +17,17 @@
  * models have it. The halves of a block are "1" (first) and "2" (second);
  * which of them is the mixer's depends on the architecture. This list alone
  * drives the struct, allocation, release and the memory plan. The mixer keeps
- * its own (src/mixer/). */
+ * its own (src/mixer/). The blocks' inputs are the residual stream (hb).
+ *
+ * Precision and recomputation (docs/model.md): with fp32 and no
+ * recomputation every layer has its own set of activations. Otherwise the
+ * layers share one set (the frame's, and the mixer's where it recomputes or
+ * restores them), and before the backward of layer l < L-1 (the last layer's
+ * are still in the set) the frame restores the set: it unpacks the 16-bit
+ * copies the forward kept of layer l, and recomputes what was not kept (the
+ * mixer's forward, or the whole block from its input). Recomputing runs the
+ * same kernels on the same inputs, so fp32 gradients are bit-identical. */
 #define LAYER_ACTS(X)                                                                              \
-    X(h_in, D, ALL)       /* the block's input */                                                  \
     X(mean1, ONE, LN)     /* norm 1 statistics (mean: LayerNorm only) */                           \
     X(rstd1, ONE, ALL)                                                                             \
     X(x1, D, ALL)         /* Norm1(h_in): the first half's input */                                \
@@ -41,13 +49,26 @@ struct tmm_model {
     tmm_param_table table;
     const tmm_arch_desc *arch;
     uint32_t batch, rows;
+    tmm_model_options opts;
     tmm_mixer *mixer;
     bool profile;          /* wrap every op in a timestamp region */
     tmm_allocation alloc;  /* alloc.dry: only count the bytes each buffer would take */
 
     tmm_buffer *params, *grads;
-    layer_acts *layers;
-    tmm_buffer *h_out, *hf, *fmean, *frstd;   /* the last block's output; the final norm's output and statistics */
+    layer_acts *layers;    /* frame_sets sets: layer l uses set l % frame_sets */
+    uint32_t frame_sets;
+    /* The residual stream at block boundaries: block l reads hb(l) and writes
+     * hb(l + 1); hb(L) is the last block's output. One buffer per boundary
+     * (n_hbuf = L + 1) in fp32, two alternating ones (2) in 16 bits. */
+    tmm_buffer **hbuf;
+    uint32_t n_hbuf;
+    /* 16-bit copies of layer l < L-1's activations, kept[l * n_keep + k]: k 0
+     * its input hb(l), then the entries of keep (set 0's frame and mixer
+     * activations where they are restored rather than recomputed). */
+    tmm_act_list frame_acts, mixer_acts, keep;
+    tmm_buffer **kept;
+    uint32_t n_keep;
+    tmm_buffer *hf, *fmean, *frstd;   /* the final norm's output and statistics */
     tmm_buffer *logits, *row_loss;
     /* host-visible inputs and outputs, one set per slot (double buffering) */
     tmm_buffer *tokens[TMM_MODEL_SLOTS], *targets[TMM_MODEL_SLOTS], *index[TMM_MODEL_SLOTS];
@@ -79,6 +100,28 @@ tmm_status tmm_alloc(const tmm_allocation *a, tmm_buffer **out, uint64_t floats,
     }
     return tmm_buffer_create(a->device, bytes, kind, out);
 }
+
+static tmm_status list_add(tmm_act_list *list, tmm_buffer **buffer, uint64_t floats)
+{
+    if (list->n == list->cap) {
+        uint32_t cap = list->cap ? 2 * list->cap : 16;
+        tmm_act_entry *e = realloc(list->e, cap * sizeof *e);
+        if (!e)
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        list->e = e, list->cap = cap;
+    }
+    list->e[list->n++] = (tmm_act_entry){ buffer, floats };
+    return TMM_OK;
+}
+
+tmm_status tmm_alloc_act(const tmm_allocation *a, uint32_t set, tmm_buffer **out, uint64_t floats)
+{
+    TMM_TRY(tmm_alloc(a, out, floats, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+    return set == 0 && a->acts ? list_add(a->acts, out, floats) : TMM_OK;
+}
+
+static tmm_buffer *hb(const tmm_model *m, uint32_t i) { return m->hbuf[i % m->n_hbuf]; }
+static bool half_precision(const tmm_model *m) { return m->opts.precision != TMM_PRECISION_FP32; }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
@@ -119,15 +162,18 @@ static tmm_status allocate(tmm_model *m)
     }
     const uint64_t D = d, ONE = 1, E = e, EA = m->arch->mlp == TMM_MLP_SWIGLU ? 2 * e : e;
     const bool ALL = true, LN = m->arch->norm == TMM_NORM_LAYER, TWO = n_halves(m) == 2, LN2 = LN && TWO;
-    for (uint32_t l = 0; l < c->n_layers; l++) {
+    for (uint32_t i = 0; i < m->n_hbuf; i++)
+        TMM_TRY(tmm_alloc(al, &m->hbuf[i], N * d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+    m->alloc.acts = &m->frame_acts;
+    for (uint32_t l = 0; l < m->frame_sets; l++) {
         layer_acts *a = &m->layers[l];
 #define ALLOC_ACT(name, size, who) \
         if (who)                   \
-            TMM_TRY(tmm_alloc(al, &a->name, N * size, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+            TMM_TRY(tmm_alloc_act(al, l, &a->name, N * size));
         LAYER_ACTS(ALLOC_ACT)
 #undef ALLOC_ACT
     }
-    TMM_TRY(tmm_alloc(al, &m->h_out, N * d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
+    m->alloc.acts = NULL;
     if (m->arch->final_norm) {
         TMM_TRY(tmm_alloc(al, &m->hf, N * d, TMM_MEM_ACTIVATIONS, TMM_MEMORY_DEVICE));
         if (LN)
@@ -151,6 +197,15 @@ static tmm_status allocate(tmm_model *m)
     return TMM_OK;
 }
 
+static tmm_status check_options(const tmm_model_options *o)
+{
+    if ((unsigned)o->impl > TMM_MIXER_FFT || (unsigned)o->precision >= TMM_PRECISION_COUNT ||
+        (unsigned)o->recompute >= TMM_RECOMPUTE_COUNT)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model options out of range (impl %d, precision %d, recompute %d)",
+                        (int)o->impl, (int)o->precision, (int)o->recompute);
+    return TMM_OK;
+}
+
 static tmm_status check_size(const tmm_model_config *config, uint32_t batch)
 {
     TMM_TRY(tmm_model_config_check(config));
@@ -165,16 +220,50 @@ static tmm_status check_size(const tmm_model_config *config, uint32_t batch)
 
 /* Builds everything but the parameter values: the table, the buffers (or in
  * a dry run their bytes), the mixer. */
-static tmm_status build(tmm_model *m, const tmm_model_config *config, tmm_mixer_impl impl)
+/* The 16-bit copies of what layers 0 .. L-2 restore (see kept). */
+static tmm_status allocate_kept(tmm_model *m)
+{
+    const uint32_t L = m->table.config.n_layers;
+    if (!half_precision(m) || L < 2)
+        return TMM_OK;
+    if (m->opts.recompute != TMM_RECOMPUTE_BLOCK)
+        for (uint32_t i = 0; i < m->frame_acts.n; i++)
+            TMM_TRY(list_add(&m->keep, m->frame_acts.e[i].buffer, m->frame_acts.e[i].floats));
+    if (m->opts.recompute == TMM_RECOMPUTE_NONE)
+        for (uint32_t i = 0; i < m->mixer_acts.n; i++)
+            TMM_TRY(list_add(&m->keep, m->mixer_acts.e[i].buffer, m->mixer_acts.e[i].floats));
+    m->n_keep = 1 + m->keep.n;
+    if (!(m->kept = calloc((size_t)(L - 1) * m->n_keep, sizeof *m->kept)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    const uint64_t hb_floats = (uint64_t)m->rows * m->table.config.d_model;
+    for (uint32_t l = 0; l + 1 < L; l++)
+        for (uint32_t k = 0; k < m->n_keep; k++)
+            TMM_TRY(tmm_alloc(&m->alloc, &m->kept[l * m->n_keep + k],
+                              tmm_pack16_words(k ? m->keep.e[k - 1].floats : hb_floats), TMM_MEM_ACTIVATIONS,
+                              TMM_MEMORY_DEVICE));
+    return TMM_OK;
+}
+
+static tmm_status build(tmm_model *m, const tmm_model_config *config, const tmm_model_options *opts)
 {
     TMM_TRY(tmm_param_table_build(config, &m->table));
     m->arch = tmm_arch_of(config->arch);
-    if (!(m->layers = calloc(config->n_layers, sizeof *m->layers)))
+    m->opts = *opts;
+    const uint32_t L = config->n_layers;
+    const bool fp32 = !half_precision(m);
+    m->frame_sets = fp32 && opts->recompute != TMM_RECOMPUTE_BLOCK ? L : 1;
+    m->n_hbuf = fp32 ? L + 1 : 2;
+    if (!(m->layers = calloc(m->frame_sets, sizeof *m->layers)) || !(m->hbuf = calloc(m->n_hbuf, sizeof *m->hbuf)))
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     TMM_TRY(allocate(m));
-    tmm_mixer_setup ms = { .alloc = &m->alloc, .table = &m->table, .batch = m->batch, .impl = impl,
-                           .params = m->params, .grads = m->grads };
-    TMM_TRY(m->arch->mixer->create(&ms, &m->mixer));
+    tmm_mixer_setup ms = { .alloc = &m->alloc, .table = &m->table, .batch = m->batch, .impl = opts->impl,
+                           .params = m->params, .grads = m->grads,
+                           .act_sets = fp32 && opts->recompute == TMM_RECOMPUTE_NONE ? L : 1 };
+    m->alloc.acts = &m->mixer_acts;
+    tmm_status s = m->arch->mixer->create(&ms, &m->mixer);
+    m->alloc.acts = NULL;
+    TMM_TRY(s);
+    TMM_TRY(allocate_kept(m));
     return tmm_alloc(&m->alloc, &m->scratch, scratch_floats(m), TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE);
 }
 
@@ -184,7 +273,7 @@ static void release(tmm_model *m)
     if (m->mixer)
         m->mixer->cls->destroy(m->mixer);
     if (m->layers)
-        for (uint32_t l = 0; l < m->table.config.n_layers; l++) {
+        for (uint32_t l = 0; l < m->frame_sets; l++) {
             layer_acts *a = &m->layers[l];
 #define FREE_ACT(name, size, who) tmm_buffer_destroy(a->name);
             LAYER_ACTS(FREE_ACT)
@@ -195,7 +284,14 @@ static void release(tmm_model *m)
         for (size_t i = 0; i < sizeof io / sizeof io[0]; i++)
             tmm_buffer_destroy(io[i]);
     }
-    tmm_buffer *all[] = { m->params, m->grads, m->h_out, m->hf, m->fmean, m->frstd, m->logits, m->row_loss,
+    for (uint32_t i = 0; m->hbuf && i < m->n_hbuf; i++)
+        tmm_buffer_destroy(m->hbuf[i]);
+    const uint32_t L = m->table.config.n_layers;
+    for (size_t i = 0; m->kept && i < (size_t)(L - 1) * m->n_keep; i++)
+        tmm_buffer_destroy(m->kept[i]);
+    free(m->hbuf), free(m->kept);
+    free(m->frame_acts.e), free(m->mixer_acts.e), free(m->keep.e);
+    tmm_buffer *all[] = { m->params, m->grads, m->hf, m->fmean, m->frstd, m->logits, m->row_loss,
                           m->dh, m->g1, m->g2, m->ge, m->scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
@@ -208,14 +304,13 @@ tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *con
 {
     const tmm_model_options opts = options ? *options : (tmm_model_options){ 0 };
     const tmm_mixer_impl impl = opts.impl;
-    if (opts.precision != TMM_PRECISION_FP32 || opts.recompute != TMM_RECOMPUTE_NONE)
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "--precision and --recompute other than fp32 and none are not built yet");
     memset(out, 0, sizeof *out);
+    TMM_TRY(check_options(&opts));
     TMM_TRY(check_size(config, batch));
     if (impl == TMM_MIXER_FFT && !device)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the FFT path's memory depends on the device: pass one");
     tmm_model m = { .batch = batch, .rows = batch * config->n_ctx, .alloc = { .device = device, .dry = out } };
-    tmm_status s = build(&m, config, impl);
+    tmm_status s = build(&m, config, &opts);
     release(&m);
     out->total = out->params + out->grads + out->activations + out->workspace + out->mixer;
     return s;
@@ -244,10 +339,8 @@ tmm_status tmm_model_create_opts(tmm_device *device, const tmm_model_config *con
                                  const tmm_model_options *options, tmm_model **out)
 {
     const tmm_model_options opts = options ? *options : (tmm_model_options){ 0 };
-    const tmm_mixer_impl impl = opts.impl;
-    if (opts.precision != TMM_PRECISION_FP32 || opts.recompute != TMM_RECOMPUTE_NONE)
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "--precision and --recompute other than fp32 and none are not built yet");
     *out = NULL;
+    TMM_TRY(check_options(&opts));
     TMM_TRY(check_size(config, batch));
     tmm_model *m = calloc(1, sizeof *m);
     if (!m)
@@ -257,7 +350,7 @@ tmm_status tmm_model_create_opts(tmm_device *device, const tmm_model_config *con
     m->rows = batch * config->n_ctx;
     m->alloc.device = device;
     m->recorded = m->last_run = -1;
-    tmm_status s = build(m, config, impl);
+    tmm_status s = build(m, config, &opts);
     if (s == TMM_OK)
         s = tmm_recorder_create(device, &m->recorder);
     float *arena = NULL;
@@ -286,7 +379,7 @@ tmm_mixer *tmm_model_mixer(tmm_model *m) { return m->mixer; }
 
 tmm_view tmm_model_mixer_input(const tmm_model *m, uint32_t layer)
 {
-    const layer_acts *a = &m->layers[layer];
+    const layer_acts *a = &m->layers[layer % m->frame_sets];
     return tmm_whole(m->arch->mixer_first ? a->x1 : a->x2);
 }
 
@@ -399,7 +492,7 @@ static tmm_status norm_backward(const tmm_model *m, const tmm_rec *rec, const no
 static tmm_status mlp_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
 {
     const tmm_block_params *bp = &m->table.blocks[l];
-    const layer_acts *a = &m->layers[l];
+    const layer_acts *a = &m->layers[l % m->frame_sets];
     const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
     tmm_recorder *r = rec->r;
     if (m->arch->mlp == TMM_MLP_SWIGLU) {
@@ -422,7 +515,7 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
                                tmm_view *dx)
 {
     const tmm_block_params *bp = &m->table.blocks[l];
-    const layer_acts *a = &m->layers[l];
+    const layer_acts *a = &m->layers[l % m->frame_sets];
     const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
     const bool swiglu = m->arch->mlp == TMM_MLP_SWIGLU;
     const uint32_t ea = swiglu ? 2 * e : e;
@@ -462,13 +555,56 @@ typedef struct half {
 static void halves(const tmm_model *m, uint32_t l, half out[2])
 {
     const tmm_block_params *bp = &m->table.blocks[l];
-    layer_acts *a = &m->layers[l];
+    layer_acts *a = &m->layers[l % m->frame_sets];
     const norm_io mix = { bp->mix_norm_w, bp->mix_norm_b, NULL, NULL }, mlp = { bp->mlp_norm_w, bp->mlp_norm_b, NULL, NULL };
     const bool mf = m->arch->mixer_first;
-    out[0] = (half){ mf, mf ? mix : mlp, a->h_in, a->x1 };
+    out[0] = (half){ mf, mf ? mix : mlp, hb(m, l), a->x1 };
     out[1] = (half){ !mf, mf ? mlp : mix, a->h_mid, a->x2 };
     out[0].norm.mean = a->mean1, out[0].norm.rstd = a->rstd1;
     out[1].norm.mean = a->mean2, out[1].norm.rstd = a->rstd2;
+}
+
+/* Block l: hb(l + 1) = hb(l) + its halves, its activations into its set. */
+static tmm_status block_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l)
+{
+    const uint32_t N = m->rows, d = m->table.config.d_model;
+    half hv[2];
+    halves(m, l, hv);
+    tmm_buffer *out = hb(m, l + 1);
+    tmm_buffer *next[2] = { n_halves(m) == 2 ? m->layers[l % m->frame_sets].h_mid : out, out };
+    for (int i = 0; i < n_halves(m); i++) {
+        TMM_TRY(norm_forward(m, rec, &hv[i].norm, A(hv[i].h), A(hv[i].x)));
+        TMM_REC_OP(rec, "residual", tmm_op_copy(rec->r, A(hv[i].h), A(next[i]), (uint64_t)N * d));
+        if (hv[i].mixer)
+            TMM_TRY(m->mixer->cls->forward(m->mixer, rec, l, A(hv[i].x), A(next[i])));
+        else
+            TMM_TRY(mlp_forward(m, rec, l, A(hv[i].x), A(next[i])));
+    }
+    return TMM_OK;
+}
+
+/* pack: layer l's 16-bit copies (kept) from its input and its set's
+ * activations; or unpack them back. */
+static tmm_status keep_layer(const tmm_model *m, const tmm_rec *rec, uint32_t l, bool pack)
+{
+    const tmm_precision f = m->opts.precision;
+    for (uint32_t k = 0; k < m->n_keep; k++) {
+        tmm_view full = A(k ? *m->keep.e[k - 1].buffer : hb(m, l)), copy = A(m->kept[l * m->n_keep + k]);
+        const uint64_t n = k ? m->keep.e[k - 1].floats : (uint64_t)m->rows * m->table.config.d_model;
+        if (pack)
+            TMM_REC_OP(rec, "pack16", tmm_op_pack16(rec->r, full, n, f, copy));
+        else
+            TMM_REC_OP(rec, "unpack16", tmm_op_unpack16(rec->r, copy, n, f, full));
+    }
+    return TMM_OK;
+}
+
+/* Before layer l's backward (l < L-1): its set holds its activations again. */
+static tmm_status restore_layer(const tmm_model *m, const tmm_rec *rec, uint32_t l)
+{
+    if (m->kept)
+        TMM_TRY(keep_layer(m, rec, l, false));
+    return m->opts.recompute == TMM_RECOMPUTE_BLOCK ? block_forward(m, rec, l) : TMM_OK;
 }
 
 static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
@@ -478,25 +614,16 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     const tmm_rec rec = { r, m->profile, A(m->scratch) };
 
     if (m->input.buffer)
-        TMM_REC_OP(&rec, "input", tmm_op_copy(r, m->input, A(m->layers[0].h_in), N * d));
+        TMM_REC_OP(&rec, "input", tmm_op_copy(r, m->input, A(hb(m, 0)), N * d));
     else
         TMM_REC_OP(&rec, "embedding", tmm_op_embedding_forward(r, A(m->tokens[m->slot]), P(m, m->table.embed), N, V,
-                                                               d, A(m->layers[0].h_in)));
+                                                               d, A(hb(m, 0))));
     for (uint32_t l = 0; l < c->n_layers; l++) {
-        half hv[2];
-        halves(m, l, hv);
-        tmm_buffer *out = l + 1 < c->n_layers ? m->layers[l + 1].h_in : m->h_out;
-        tmm_buffer *next[2] = { n_halves(m) == 2 ? m->layers[l].h_mid : out, out };
-        for (int i = 0; i < n_halves(m); i++) {
-            TMM_TRY(norm_forward(m, &rec, &hv[i].norm, A(hv[i].h), A(hv[i].x)));
-            TMM_REC_OP(&rec, "residual", tmm_op_copy(r, A(hv[i].h), A(next[i]), (uint64_t)N * d));
-            if (hv[i].mixer)
-                TMM_TRY(m->mixer->cls->forward(m->mixer, &rec, l, A(hv[i].x), A(next[i])));
-            else
-                TMM_TRY(mlp_forward(m, &rec, l, A(hv[i].x), A(next[i])));
-        }
+        TMM_TRY(block_forward(m, &rec, l));
+        if (backward && m->kept && l + 1 < c->n_layers)
+            TMM_TRY(keep_layer(m, &rec, l, true));
     }
-    tmm_view head_in = A(m->h_out);
+    tmm_view head_in = A(hb(m, c->n_layers));
     if (m->arch->final_norm) {
         const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
         TMM_TRY(norm_forward(m, &rec, &fn, head_in, A(m->hf)));
@@ -528,24 +655,30 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
         TMM_REC_OP(&rec, "hidden grad", tmm_op_copy(r, m->d_hidden, dh, N * d));
         if (m->arch->final_norm) {
             const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
-            TMM_TRY(norm_backward(m, &rec, &fn, A(m->h_out), dh));
+            TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh));
         }
     } else if (m->arch->final_norm) {
         /* the logits now hold dL/dlogits */
         const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head)));
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh, false));
-        TMM_TRY(norm_backward(m, &rec, &fn, A(m->h_out), dh));
+        TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh));
     } else {
-        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->h_out), N, d, V, G(m, m->table.head)));
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(hb(m, c->n_layers)), N, d, V,
+                                                        G(m, m->table.head)));
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh, false));
     }
     for (uint32_t l = c->n_layers; l-- > 0;) {
+        const bool last = l + 1 == c->n_layers; /* its activations are still in the set */
+        if (!last)
+            TMM_TRY(restore_layer(m, &rec, l));
         half hv[2];
         halves(m, l, hv);
         /* dh is dL/d(the half's output) and stays the residual's gradient */
         for (int i = n_halves(m) - 1; i >= 0; i--) {
             tmm_view dx;
+            if (hv[i].mixer && !last && m->opts.recompute == TMM_RECOMPUTE_MIXER) /* output unused: into g2 */
+                TMM_TRY(m->mixer->cls->forward(m->mixer, &rec, l, A(hv[i].x), tmp[1]));
             if (hv[i].mixer)
                 TMM_TRY(m->mixer->cls->backward(m->mixer, &rec, l, A(hv[i].x), dh, tmp, &dx));
             else
@@ -642,7 +775,10 @@ tmm_status tmm_model_set_encoder(tmm_model *m, bool encoder, tmm_view d_hidden)
     return TMM_OK;
 }
 
-tmm_view tmm_model_hidden(const tmm_model *m) { return A(m->arch->final_norm ? m->hf : m->h_out); }
+tmm_view tmm_model_hidden(const tmm_model *m)
+{
+    return A(m->arch->final_norm ? m->hf : hb(m, m->table.config.n_layers));
+}
 
 tmm_status tmm_model_loss(tmm_model *m, float *loss)
 {
