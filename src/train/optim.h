@@ -137,7 +137,8 @@ const tmm_optim_config *tmm_optim_get_config(const tmm_optim *optim);
 /* Records one whole step: gradient norm, clipping and AdamW. params and grads
  * hold the arenas (table->arena_floats floats each; padding included). */
 tmm_status tmm_optim_record(tmm_optim *optim, tmm_recorder *r, tmm_view params, tmm_view grads);
-/* Records the gradient norm and the stats only (no update). */
+/* Records the gradient norm and the stats only (no update; with loss scaling
+ * on, the scale is updated as after a step). */
 tmm_status tmm_optim_record_grad_norm(tmm_optim *optim, tmm_recorder *r, tmm_view grads);
 
 /* Writes step t (>= 1) and its learning rate for the next submit (see
