@@ -146,7 +146,7 @@ Test(nn_fd, xent)
         if (n > 3)
             c.logits[3] += 60; /* max-subtraction matters */
         double *g = dzeros(n);
-        ref_xent_bwd_d(c.logits, c.targets, rows, vocab, ref_count_scored(c.targets, rows, vocab), g);
+        ref_xent_bwd_d(c.logits, c.targets, rows, vocab, ref_count_scored(c.targets, rows, vocab), 1.0, g);
         fd_check("xent dlogits", xent_loss, &c, c.logits, g, n);
         free(c.logits), free(g);
     }

@@ -400,8 +400,8 @@ static void check_xent(uint32_t rows, uint32_t vocab, uint64_t seed)
     tmm_buffer *msc = scratch_buffer(tmm_op_xent_mean_scratch(rows));
     tmm_recorder *r = h_begin();
     H_OK(tmm_op_argmax(r, tmm_whole(bx), rows, vocab, tmm_whole(sc), tmm_whole(ba2)));
-    H_OK(tmm_op_xent(r, tmm_whole(bx), tmm_whole(bt), rows, vocab, n_scored, true, tmm_whole(sc), tmm_whole(bl),
-                     tmm_whole(ba)));
+    H_OK(tmm_op_xent(r, tmm_whole(bx), tmm_whole(bt), rows, vocab, n_scored, true, (tmm_view){ 0 }, tmm_whole(sc),
+                     tmm_whole(bl), tmm_whole(ba)));
     H_OK(tmm_op_xent_mean(r, tmm_whole(bl), rows, n_scored, tmm_whole(msc), tmm_whole(bmean)));
     h_run(r);
 
@@ -409,7 +409,7 @@ static void check_xent(uint32_t rows, uint32_t vocab, uint64_t seed)
     double *xd = to_d(x, n), *rl = calloc(rows, sizeof *rl), *rg = calloc(n, sizeof *rg);
     uint32_t *ram = calloc(rows, sizeof *ram), *am = calloc(rows, sizeof *am);
     double mean = ref_xent_fwd_d(xd, t, rows, vocab, rl, ram);
-    ref_xent_bwd_d(xd, t, rows, vocab, n_scored, rg);
+    ref_xent_bwd_d(xd, t, rows, vocab, n_scored, 1.0, rg);
     /* lse from float sums of exp in chunks of 2048 (terms <= 1): relative error
      * in the sum of order 1e-7 * sqrt(vocab), absolute in its log; the loss
      * also carries the rounding of lse near |logit| (up to ~90). */
@@ -459,8 +459,8 @@ H_TEST(nn, xent_nothing_scored)
     tmm_buffer *sc = scratch_buffer(tmm_op_xent_scratch(rows, vocab)), *bmean = h_buffer(NULL, 1);
     tmm_buffer *msc = scratch_buffer(tmm_op_xent_mean_scratch(rows));
     tmm_recorder *r = h_begin();
-    H_OK(tmm_op_xent(r, tmm_whole(bx), tmm_whole(bt), rows, vocab, 0, true, tmm_whole(sc), tmm_whole(bl),
-                     (tmm_view){ 0 }));
+    H_OK(tmm_op_xent(r, tmm_whole(bx), tmm_whole(bt), rows, vocab, 0, true, (tmm_view){ 0 }, tmm_whole(sc),
+                     tmm_whole(bl), (tmm_view){ 0 }));
     H_OK(tmm_op_xent_mean(r, tmm_whole(bl), rows, 0, tmm_whole(msc), tmm_whole(bmean)));
     h_run(r);
     float got[15], m;
@@ -495,6 +495,58 @@ H_TEST(nn, xent_ties_take_the_first_index)
     cr_assert_eq(am[1], 5);
     tmm_buffer_destroy(bx), tmm_buffer_destroy(ba), tmm_buffer_destroy(sc);
     free(x);
+}
+
+/* Dynamic loss scaling: with a loss scale S (a power of two) read from the
+ * device, dlogits are exactly S times the unscaled ones and the loss is
+ * unchanged; a replay reads the new S. Also against the reference. */
+H_TEST(nn, xent_loss_scale)
+{
+    const uint32_t rows = 37, vocab = 2049;
+    const size_t n = (size_t)rows * vocab;
+    float *x = h_floats(n);
+    h_rand(x, n, 21, -6, 6);
+    int32_t t[37];
+    for (uint32_t i = 0; i < rows; i++)
+        t[i] = i % 5 == 3 ? -100 : (int32_t)((i * 977) % vocab);
+    const uint32_t n_scored = (uint32_t)ref_count_scored(t, rows, vocab);
+    /* S at float 7 of its buffer: bound from an aligned offset with a base */
+    float holder[16] = { 0 };
+    holder[7] = 0x1p16f;
+    tmm_buffer *b1 = h_buffer(x, n), *bs = h_buffer(x, n), *bt = words_buffer(t, rows), *bscale = h_buffer(holder, 16);
+    tmm_buffer *l1 = h_buffer(NULL, rows), *ls = h_buffer(NULL, rows);
+    tmm_buffer *sc = scratch_buffer(tmm_op_xent_scratch(rows, vocab));
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_xent(r, tmm_whole(b1), tmm_whole(bt), rows, vocab, n_scored, true, (tmm_view){ 0 }, tmm_whole(sc),
+                     tmm_whole(l1), (tmm_view){ 0 }));
+    h_run(r);
+    r = h_begin();
+    H_OK(tmm_op_xent(r, tmm_whole(bs), tmm_whole(bt), rows, vocab, n_scored, true, tmm_sub(bscale, 28, 4),
+                     tmm_whole(sc), tmm_whole(ls), (tmm_view){ 0 }));
+    H_OK(tmm_recorder_end(r));
+    float *g1 = readback(b1, n), *loss1 = readback(l1, rows);
+    static const float scales[] = { 0x1p16f, 0x1p-3f, 0x1p24f };
+    for (int k = 0; k < 3; k++) {
+        holder[7] = scales[k];
+        H_OK(tmm_buffer_write(bscale, 0, holder, sizeof holder));
+        H_OK(tmm_buffer_write(bs, 0, x, n * 4));
+        H_OK(tmm_recorder_run(r));
+        float *gs = readback(bs, n), *losss = readback(ls, rows);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(gs[i] == g1[i] * scales[k], "S = %g: dlogits[%zu] = %a, unscaled %a", (double)scales[k], i,
+                      (double)gs[i], (double)g1[i]);
+        cr_assert(memcmp(losss, loss1, rows * 4) == 0, "the loss changed with the loss scale");
+        double *xd = to_d(x, n), *rg = calloc(n, sizeof *rg);
+        ref_xent_bwd_d(xd, t, rows, vocab, n_scored, scales[k], rg);
+        cmp_d("xent dlogits, loss-scaled", gs, rg, n, 1e-5 * scales[k] / n_scored, 1e-5);
+        free(gs), free(losss), free(xd), free(rg);
+    }
+    printf("  %-40s all exact multiples of the unscaled run\n", "xent dlogits x S (2^16, 2^-3, 2^24)");
+    tmm_recorder_destroy(r);
+    tmm_buffer *bufs[] = { b1, bs, bt, bscale, l1, ls, sc };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        tmm_buffer_destroy(bufs[i]);
+    free(x), free(g1), free(loss1);
 }
 
 H_TEST(nn, embedding_backward_replays_with_a_new_index)
@@ -596,7 +648,7 @@ static float *run_all_ops(size_t *n_out)
     tmm_buffer *blg = B(lg, X_ROWS * X_V), *bt = B((const float *)t, X_ROWS), *bl = B(NULL, X_ROWS);
     tmm_buffer *ba = B(NULL, X_ROWS), *xsc = B(NULL, tmm_op_xent_scratch(X_ROWS, X_V));
     H_OK(tmm_op_xent(r, tmm_whole(blg), tmm_whole(bt), X_ROWS, X_V, (uint32_t)ref_count_scored(t, X_ROWS, X_V), true,
-                     tmm_whole(xsc), tmm_whole(bl), tmm_whole(ba)));
+                     (tmm_view){ 0 }, tmm_whole(xsc), tmm_whole(bl), tmm_whole(ba)));
     h_run(r);
 #undef B
     const struct { tmm_buffer *b; size_t n; } outs[] = {
@@ -694,10 +746,12 @@ H_TEST(nn, bad_arguments_are_clear_errors)
            "x starts at byte offset 2, not a multiple of 4");
     expect(tmm_op_bias_silu_forward(r, va, tmm_sub(b, 4, 16), 2, 4, vb), TMM_ERR_INVALID_ARGUMENT,
            "b starts at byte offset 4, not a multiple of the device's minStorageBufferOffsetAlignment");
-    expect(tmm_op_xent(r, va, vb, 1, 5000000, 1, true, vb, vb, none), TMM_ERR_UNSUPPORTED,
+    expect(tmm_op_xent(r, va, vb, 1, 5000000, 1, true, none, vb, vb, none), TMM_ERR_UNSUPPORTED,
            "vocab 5000000 is above the supported 4194304");
-    expect(tmm_op_xent(r, va, vb, 8, 8, 8, true, tmm_sub(b, 0, 16), vb, none), TMM_ERR_INVALID_ARGUMENT,
+    expect(tmm_op_xent(r, va, vb, 8, 8, 8, true, none, tmm_sub(b, 0, 16), vb, none), TMM_ERR_INVALID_ARGUMENT,
            "xent: scratch holds 4 floats, needs");
+    expect(tmm_op_xent(r, va, vb, 2, 3, 2, true, tmm_sub(b, 2, 4), vb, vb, none), TMM_ERR_INVALID_ARGUMENT,
+           "loss scale starts at byte offset 2");
     expect(tmm_op_argmax(r, va, 2, 3, vb, none), TMM_ERR_INVALID_ARGUMENT, "argmax: empty output view");
     expect(tmm_op_embedding_forward(r, va, vb, 2, 0, 3, va), TMM_ERR_INVALID_ARGUMENT, "vocabulary is empty");
     expect(tmm_op_embedding_backward(r, va, vb, 8, 4, 4, false, vb, tmm_sub(b, 0, 32)), TMM_ERR_INVALID_ARGUMENT,
@@ -772,7 +826,7 @@ H_TEST(nn, row_views_at_unaligned_offsets)
                                       TMM_NN_LAYERNORM_EPS, (tmm_view){ 0 }, tmm_sub(by[k], o, n * 4),
                                       tmm_sub(bm[k], o, rows * 4), tmm_sub(brs[k], o, rows * 4)));
         H_OK(tmm_op_xent(r, tmm_sub(blg[k], o, nl * 4), tmm_sub(tb, o, rows * 4), rows, vocab, rows, true,
-                         tmm_whole(sc), tmm_sub(bl[k], o, rows * 4), tmm_sub(ba[k], o, rows * 4)));
+                         (tmm_view){ 0 }, tmm_whole(sc), tmm_sub(bl[k], o, rows * 4), tmm_sub(ba[k], o, rows * 4)));
         h_run(r);
         if (!k)
             tmm_buffer_destroy(tb);

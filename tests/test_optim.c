@@ -122,11 +122,12 @@ static double run_steps(const tmm_param_table *t, const tmm_optim_config *cfg, c
         H_OK(tmm_optim_set_step(o, s + 1, lr));
         H_OK(tmm_recorder_run(r));
         /* the reference gets the learning rate the device got */
-        ref_optim_result ref = ref_adamw_step(t, cfg, s + 1, (float)lr, a.p, a.g, a.m, a.v);
+        ref_optim_result ref = ref_adamw_step(t, cfg, s + 1, (float)lr, 1.0, a.p, a.g, a.m, a.v);
         tmm_optim_stats st = tmm_optim_get_stats(o);
         cr_assert_eq(st.skipped, 0u);
         cr_assert_eq(st.step, s + 1);
         cr_assert_eq(st.lr, (float)lr);
+        cr_assert(st.loss_scale == 1.0f && st.overflows == 0, "no loss scaling: S %g", (double)st.loss_scale);
         float norm = (float)ref.grad_norm, scale = (float)ref.clip_scale;
         h_compare("grad norm", &st.grad_norm, &norm, 1, 0, 2e-6);
         h_compare("clip scale", &st.clip_scale, &scale, 1, 0, 2e-6);
@@ -367,7 +368,7 @@ H_TEST(optim, nonfinite_gradients)
     read_state(o, &a, gp, gm, gv);
     cr_assert(memcmp(gp, a.p, a.n * 4) == 0 && memcmp(gm, a.m, a.n * 4) == 0 && memcmp(gv, a.v, a.n * 4) == 0,
               "a skipped step changed the state");
-    ref_optim_result ref = ref_adamw_step(&t, &cfg, 1, 1e-3f, a.p, a.g, a.m, a.v);
+    ref_optim_result ref = ref_adamw_step(&t, &cfg, 1, 1e-3f, 1.0, a.p, a.g, a.m, a.v);
     cr_assert(ref.skipped);
 
     /* NaN and inf in frozen tensors and padding: not part of the norm, no effect */
@@ -383,7 +384,7 @@ H_TEST(optim, nonfinite_gradients)
     H_OK(tmm_recorder_run(r));
     st = tmm_optim_get_stats(o);
     cr_assert_eq(st.skipped, 0u);
-    ref = ref_adamw_step(&t, &cfg, 1, 1e-3f, a.p, a.g, a.m, a.v);
+    ref = ref_adamw_step(&t, &cfg, 1, 1e-3f, 1.0, a.p, a.g, a.m, a.v);
     float norm = (float)ref.grad_norm;
     h_compare("grad norm", &st.grad_norm, &norm, 1, 0, 2e-6);
     read_state(o, &a, gp, gm, gv);

@@ -150,7 +150,10 @@ static void on_progress(const tmm_train_progress *p, void *user)
     if (ui->quiet)
         return;
     double eta = p->step ? p->elapsed_s / (double)p->step * (double)(p->steps - p->step) : 0;
-    char acc[64] = "";
+    char acc[64] = "", scale[64] = "";
+    if (p->loss_scale > 0)
+        snprintf(scale, sizeof scale, "  scale %g  overflows %llu", p->loss_scale,
+                 (unsigned long long)p->overflow_steps);
     if (p->eval)
         snprintf(acc, sizeof acc, "  val_loss %.4f  %s %.2f%%", p->val_loss,
                  ui->task == TMM_DATA_COPY ? "copy_acc" : ui->task == TMM_DATA_MQAR ? "mqar_acc" : "val_acc",
@@ -161,13 +164,13 @@ static void on_progress(const tmm_train_progress *p, void *user)
         for (int i = 0; i < width; i++)
             bar[i] = i < filled ? '#' : '.';
         bar[width] = '\0';
-        printf("\r[%s] step %llu/%llu  loss %.4f  %.0f tok/s  ETA %.0fs%s\033[K", bar, (unsigned long long)p->step,
-               (unsigned long long)p->steps, p->loss, p->tokens_per_s, eta, acc);
+        printf("\r[%s] step %llu/%llu  loss %.4f%s  %.0f tok/s  ETA %.0fs%s\033[K", bar,
+               (unsigned long long)p->step, (unsigned long long)p->steps, p->loss, scale, p->tokens_per_s, eta, acc);
         if (p->eval)
             printf("\n");
     } else {
-        printf("step %llu/%llu  loss %.4f  lr %.3g  grad_norm %.3g  %.0f tok/s  %.1fs%s\n",
-               (unsigned long long)p->step, (unsigned long long)p->steps, p->loss, p->lr, p->grad_norm,
+        printf("step %llu/%llu  loss %.4f  lr %.3g  grad_norm %.3g%s  %.0f tok/s  %.1fs%s\n",
+               (unsigned long long)p->step, (unsigned long long)p->steps, p->loss, p->lr, p->grad_norm, scale,
                p->tokens_per_s, p->elapsed_s, acc);
     }
     fflush(stdout);

@@ -83,6 +83,7 @@ struct tmm_model {
     tmm_view input, d_input;   /* input.buffer: the first block reads input instead of the embedding */
     bool encoder;              /* no LM head: the backward starts from d_hidden */
     tmm_view d_hidden;
+    tmm_view loss_scale;       /* the xent's dlogits are multiplied by this float (empty: 1) */
 
     tmm_recorder *recorder;
     int recorded;          /* -1 none, 0 forward, 1 forward + backward */
@@ -635,8 +636,8 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     const uint32_t k = m->slot;
     /* with backward the same kernel also writes dlogits over the logits */
     TMM_REC_OP(&rec, backward ? "xent fwd+bwd" : "xent",
-               tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->loss_denominator[k], backward, rec.scratch,
-                           A(m->row_loss), A(m->argmax[k])));
+               tmm_op_xent(r, A(m->logits), A(m->targets[k]), N, V, m->loss_denominator[k], backward, m->loss_scale,
+                           rec.scratch, A(m->row_loss), A(m->argmax[k])));
     TMM_REC_OP(&rec, "loss mean", tmm_op_xent_mean(r, A(m->row_loss), N, m->loss_denominator[k], rec.scratch,
                                                    A(m->loss[k])));
     return TMM_OK;
@@ -771,6 +772,13 @@ tmm_status tmm_model_set_encoder(tmm_model *m, bool encoder, tmm_view d_hidden)
                         (unsigned long long)bytes);
     m->encoder = encoder;
     m->d_hidden = encoder ? d_hidden : none;
+    m->recorded = -1;
+    return TMM_OK;
+}
+
+tmm_status tmm_model_set_loss_scale(tmm_model *m, tmm_view scale)
+{
+    m->loss_scale = scale; /* checked by tmm_op_xent when recorded */
     m->recorded = -1;
     return TMM_OK;
 }

@@ -142,6 +142,11 @@ tmm_status tmm_model_set_input(tmm_model *model, tmm_view x, tmm_view dx);
  * backward starts from d_hidden [batch * n_ctx, d], the gradient of that
  * state, which must then be given. false returns to the LM. */
 tmm_status tmm_model_set_encoder(tmm_model *model, bool encoder, tmm_view d_hidden);
+/* Dynamic loss scaling (train/optim.h): the backward's loss gradient is
+ * multiplied by the float that `scale` holds on the device when the step
+ * runs (tmm_optim_loss_scale_view); the loss stays unscaled. An empty view:
+ * 1. Takes effect at the next recording. */
+tmm_status tmm_model_set_loss_scale(tmm_model *model, tmm_view scale);
 /* The final hidden state [batch * n_ctx, d] of the last forward: the LM
  * head's input (after the final norm where the architecture has one). */
 tmm_view tmm_model_hidden(const tmm_model *model);

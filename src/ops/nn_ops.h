@@ -150,10 +150,14 @@ tmm_status tmm_op_bias_silu_backward(tmm_recorder *r, tmm_view x, tmm_view b, tm
  * With backward, the gradient of (the sum of the scored rows' losses) /
  * denominator overwrites the logits (no second [rows, vocab] buffer):
  *   logits[r, j] = (exp(logits[r, j] - lse[r]) - [j == target[r]]) / denominator
- * and rows of ignored targets become 0. The denominator is normally the
- * number of scored rows, counted on the host (tmm_nn_count_scored): the mean
- * loss; a trainer accumulating micro-batches passes the scored rows of the
- * whole step. With denominator 0 the gradient is all zeros.
+ * and rows of ignored targets become 0; then multiplied by the loss scale S,
+ * the float at the start of the view loss_scale when it is not empty (dynamic
+ * loss scaling, train/optim.h; read when the kernel runs, so S may change
+ * between replays). The loss itself is never scaled. The denominator is
+ * normally the number of scored rows, counted on the host
+ * (tmm_nn_count_scored): the mean loss; a trainer accumulating micro-batches
+ * passes the scored rows of the whole step. With denominator 0 the gradient
+ * is all zeros.
  * loss and argmax are optional (pass a view of size 0 to skip either).
  * NaN logits, or a row of -inf logits, give unspecified loss and argmax.
  * Replays: 1 / denominator is a push constant of the recording, so a
@@ -170,7 +174,8 @@ tmm_status tmm_op_bias_silu_backward(tmm_recorder *r, tmm_view x, tmm_view b, tm
 tmm_status tmm_nn_count_scored(const int32_t *targets, uint32_t rows, uint32_t vocab, uint32_t *n_scored);
 uint64_t tmm_op_xent_scratch(uint32_t rows, uint32_t vocab);
 tmm_status tmm_op_xent(tmm_recorder *r, tmm_view logits, tmm_view targets, uint32_t rows, uint32_t vocab,
-                       uint32_t denominator, bool backward, tmm_view scratch, tmm_view loss, tmm_view argmax);
+                       uint32_t denominator, bool backward, tmm_view loss_scale, tmm_view scratch, tmm_view loss,
+                       tmm_view argmax);
 /* out[0] = sum of loss[0..rows) (tmm_op_sum's fixed order) / denominator; 0
  * when denominator is 0. */
 uint64_t tmm_op_xent_mean_scratch(uint32_t rows);

@@ -31,8 +31,8 @@ uint64_t tmm_op_xent_scratch(uint32_t rows, uint32_t vocab)
 uint64_t tmm_op_argmax_scratch(uint32_t rows, uint32_t vocab) { return tmm_op_xent_scratch(rows, vocab); }
 
 static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const tmm_view *targets, uint32_t rows,
-                       uint32_t vocab, uint32_t denominator, bool backward, tmm_view scratch, tmm_view loss,
-                       tmm_view argmax)
+                       uint32_t vocab, uint32_t denominator, bool backward, tmm_view loss_scale, tmm_view scratch,
+                       tmm_view loss, tmm_view argmax)
 {
     if (rows == 0)
         return TMM_OK;
@@ -42,10 +42,12 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: vocab %u is above the supported %u", op, vocab,
                         TMM_NN_XENT_MAX_VOCAB);
     const uint32_t nc = n_chunks(vocab);
-    const bool has_loss = loss.size != 0, has_argmax = argmax.size != 0;
+    const bool has_loss = loss.size != 0, has_argmax = argmax.size != 0, has_scale = backward && loss_scale.size != 0;
     TMM_TRY(tmm_op_need_floats(op, "logits", logits, (uint64_t)rows * vocab));
     if (targets)
         TMM_TRY(tmm_op_need_floats(op, "targets", *targets, rows));
+    if (has_scale)
+        TMM_TRY(tmm_op_need_floats(op, "loss scale", loss_scale, 1));
     tmm_device *dev = tmm_recorder_device(r);
     TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_xent_scratch(rows, vocab)));
     if (has_loss)
@@ -62,7 +64,7 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_partial, 2, 24, local_loop, NULL, 0, &pp));
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_combine, 6, 48, local_loop, NULL, 0, &pc));
     if (backward)
-        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_grad, 3, 24, local_elem, NULL, 0, &pg));
+        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_grad, 4, 32, local_elem, NULL, 0, &pg));
     const float scale = denominator ? 1.0f / (float)denominator : 0.0f;
 
     for (int phase = 0; phase < (backward ? 3 : 2); phase++)
@@ -93,13 +95,15 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
                                     tmm_out(bloss.view), tmm_out(bl.view), tmm_out(ba.view) };
                 TMM_TRY(tmm_record_dispatch(r, pc, args, 6, &push, tmm_div_up(nr, NN_WG_LOOP), 1, 1));
             } else {
+                nn_bind bs = has_scale ? nn_rows(dev, loss_scale, 0, 1, 1) : bl;
                 struct {
                     uint32_t n, vocab, base_x, base_t, base_lse;
                     float scale;
+                    uint32_t has_loss_scale, base_s;
                 } push = { .n = nr * vocab, .vocab = vocab, .base_x = bx.base, .base_t = bt.base,
-                           .base_lse = bl.base, .scale = scale };
-                tmm_arg args[3] = { tmm_inout(bx.view), tmm_in(bt.view), tmm_in(bl.view) };
-                TMM_TRY(tmm_record_dispatch(r, pg, args, 3, &push, tmm_div_up((uint64_t)nr * vocab, TMM_WG_1D), 1,
+                           .base_lse = bl.base, .scale = scale, .has_loss_scale = has_scale, .base_s = bs.base };
+                tmm_arg args[4] = { tmm_inout(bx.view), tmm_in(bt.view), tmm_in(bl.view), tmm_in(bs.view) };
+                TMM_TRY(tmm_record_dispatch(r, pg, args, 4, &push, tmm_div_up((uint64_t)nr * vocab, TMM_WG_1D), 1,
                                             1));
             }
         }
@@ -107,9 +111,10 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
 }
 
 tmm_status tmm_op_xent(tmm_recorder *r, tmm_view logits, tmm_view targets, uint32_t rows, uint32_t vocab,
-                       uint32_t denominator, bool backward, tmm_view scratch, tmm_view loss, tmm_view argmax)
+                       uint32_t denominator, bool backward, tmm_view loss_scale, tmm_view scratch, tmm_view loss,
+                       tmm_view argmax)
 {
-    return xent(r, "xent", logits, &targets, rows, vocab, denominator, backward, scratch, loss, argmax);
+    return xent(r, "xent", logits, &targets, rows, vocab, denominator, backward, loss_scale, scratch, loss, argmax);
 }
 
 tmm_status tmm_op_argmax(tmm_recorder *r, tmm_view logits, uint32_t rows, uint32_t vocab, tmm_view scratch,
@@ -117,7 +122,7 @@ tmm_status tmm_op_argmax(tmm_recorder *r, tmm_view logits, uint32_t rows, uint32
 {
     if (rows && argmax.size == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "argmax: empty output view");
-    return xent(r, "argmax", logits, NULL, rows, vocab, 0, false, scratch, (tmm_view){ 0 }, argmax);
+    return xent(r, "argmax", logits, NULL, rows, vocab, 0, false, (tmm_view){ 0 }, scratch, (tmm_view){ 0 }, argmax);
 }
 
 uint64_t tmm_op_xent_mean_scratch(uint32_t rows) { return nn_aligned(tmm_op_sum_scratch(rows)) + 1; }

@@ -145,7 +145,7 @@ double ref_xent_fwd_d(const double *logits, const int32_t *targets, size_t rows,
 }
 
 void ref_xent_bwd_d(const double *logits, const int32_t *targets, size_t rows, size_t vocab, size_t n_scored,
-                    double *dlogits)
+                    double loss_scale, double *dlogits)
 {
     for (size_t r = 0; r < rows; r++) {
         const double *x = logits + r * vocab;
@@ -157,6 +157,6 @@ void ref_xent_bwd_d(const double *logits, const int32_t *targets, size_t rows, s
         size_t am;
         double lse = row_lse(x, vocab, &am);
         for (size_t j = 0; j < vocab; j++)
-            g[j] = (exp(x[j] - lse) - (j == (size_t)targets[r])) / (double)n_scored;
+            g[j] = (exp(x[j] - lse) - (j == (size_t)targets[r])) / (double)n_scored * loss_scale;
     }
 }

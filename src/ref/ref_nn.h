@@ -38,10 +38,10 @@ size_t ref_count_scored(const int32_t *targets, size_t rows, size_t vocab);
  * Returns the mean loss over scored rows (0 when none is scored). */
 double ref_xent_fwd_d(const double *logits, const int32_t *targets, size_t rows, size_t vocab, double *loss,
                       uint32_t *argmax);
-/* Gradient of the mean loss with n_scored scored rows:
- * dlogits[r, j] = (softmax(logits[r, :])[j] - [j == target[r]]) / n_scored,
+/* Gradient of the mean loss with n_scored scored rows, times the loss scale:
+ * dlogits[r, j] = (softmax(logits[r, :])[j] - [j == target[r]]) / n_scored * loss_scale,
  * 0 rows for unscored targets and everywhere when n_scored is 0. */
 void ref_xent_bwd_d(const double *logits, const int32_t *targets, size_t rows, size_t vocab, size_t n_scored,
-                    double *dlogits);
+                    double loss_scale, double *dlogits);
 
 #endif

@@ -19,9 +19,9 @@ double ref_grad_norm(const tmm_param_table *t, const float *grad)
 }
 
 ref_optim_result ref_adamw_step(const tmm_param_table *t, const tmm_optim_config *c, uint32_t step, double lr,
-                                float *param, const float *grad, float *m, float *v)
+                                double loss_scale, float *param, const float *grad, float *m, float *v)
 {
-    ref_optim_result res = { .grad_norm = ref_grad_norm(t, grad), .clip_scale = 1.0, .skipped = false };
+    ref_optim_result res = { .grad_norm = ref_grad_norm(t, grad) / loss_scale, .clip_scale = 1.0, .skipped = false };
     if (c->max_grad_norm > 0) {
         double coef = c->max_grad_norm / (res.grad_norm + 1e-6);
         res.clip_scale = coef < 1.0 ? coef : 1.0;
@@ -37,7 +37,7 @@ ref_optim_result ref_adamw_step(const tmm_param_table *t, const tmm_optim_config
             continue;
         double wd = tmm_optim_param_decays(p, c->decay_all) ? c->weight_decay : 0.0;
         for (uint64_t j = p->offset; j < p->offset + p->numel; j++) {
-            double g = res.clip_scale * grad[j];
+            double g = res.clip_scale * grad[j] / loss_scale;
             double mj = c->beta1 * m[j] + (1.0 - c->beta1) * g;
             double vj = c->beta2 * v[j] + (1.0 - c->beta2) * g * g;
             double pj = param[j] * (1.0 - lr * wd);
@@ -48,4 +48,16 @@ ref_optim_result ref_adamw_step(const tmm_param_table *t, const tmm_optim_config
         }
     }
     return res;
+}
+
+void ref_loss_scale_update(tmm_loss_scale *s, uint32_t window, bool overflow)
+{
+    if (overflow) {
+        s->scale = fmaxf(s->scale / 2, (float)TMM_LOSS_SCALE_MIN);
+        s->good = 0;
+        s->overflows++;
+    } else if (++s->good >= window) {
+        s->scale = fminf(s->scale * 2, (float)TMM_LOSS_SCALE_MAX);
+        s->good = 0;
+    }
 }

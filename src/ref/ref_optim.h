@@ -16,11 +16,19 @@ typedef struct ref_optim_result {
     bool skipped;        /* non-finite norm with config->skip_nonfinite: nothing changed */
 } ref_optim_result;
 
-/* Step t (>= 1) with learning rate lr: for every float of a trainable tensor,
- * g = clip_scale * grad, then torch.optim.AdamW's update of param, m and v
- * (weight decay where tmm_optim_param_decays). Everything else (frozen
- * tensors, padding) is left alone. */
+/* Step t (>= 1) with learning rate lr, on gradients that carry the loss
+ * scale S (1: none): grad_norm and clip_scale are those of grad / S; for
+ * every float of a trainable tensor, g = clip_scale * grad / S, then
+ * torch.optim.AdamW's update of param, m and v (weight decay where
+ * tmm_optim_param_decays). Everything else (frozen tensors, padding) is left
+ * alone. */
 ref_optim_result ref_adamw_step(const tmm_param_table *table, const tmm_optim_config *config, uint32_t step,
-                                double lr, float *param, const float *grad, float *m, float *v);
+                                double lr, double loss_scale, float *param, const float *grad, float *m, float *v);
+
+/* Dynamic loss scaling's rule after a step (train/optim.h): an overflow
+ * halves the scale (not below TMM_LOSS_SCALE_MIN), restarts the good count
+ * and counts the overflow; `window` good steps in a row double it (not above
+ * TMM_LOSS_SCALE_MAX). */
+void ref_loss_scale_update(tmm_loss_scale *state, uint32_t window, bool overflow);
 
 #endif

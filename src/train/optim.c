@@ -14,6 +14,7 @@
 #include "train/optim.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,12 +36,14 @@ struct tmm_optim {
     uint64_t n_partials;
     uint64_t sum_scratch;           /* floats */
     uint64_t small_stride;          /* bytes between the blocks of host/dev_small */
+    uint32_t scale_window;          /* loss scaling: tmm_optim_hyper.scale_window (0: off) */
 
     tmm_buffer *m, *v;
     tmm_buffer *mask;               /* n_blocks uint32 */
     tmm_buffer *partials;           /* n_partials floats */
     tmm_buffer *scratch;            /* tmm_op_sum's scratch (at least 1 float) */
-    tmm_buffer *dev_small;          /* [0]: coefficients of the step, [stride]: sum of squares */
+    tmm_buffer *dev_small;          /* [0]: coefficients of the step, [stride]: sum of squares,
+                                       [2 stride]: tmm_loss_scale */
     tmm_buffer *host;               /* [0]: tmm_optim_hyper, [stride]: tmm_optim_stats */
 };
 
@@ -153,7 +156,7 @@ uint64_t tmm_optim_memory(const tmm_param_table *t)
     uint64_t n_blocks = (t->arena_floats + (1ull << shift) - 1) >> shift;
     uint64_t n_part = partial_count(t->arena_floats);
     uint64_t scratch = max_u64(1, tmm_op_sum_scratch((uint32_t)n_part));
-    return 4 * (2 * t->arena_floats + n_blocks + n_part + scratch) + 2 * SMALL_ALIGN;
+    return 4 * (2 * t->arena_floats + n_blocks + n_part + scratch) + 3 * SMALL_ALIGN;
 }
 
 tmm_status tmm_optim_create(tmm_device *device, const tmm_param_table *table, const tmm_optim_config *config,
@@ -197,7 +200,7 @@ tmm_status tmm_optim_create(tmm_device *device, const tmm_param_table *table, co
     if (s == TMM_OK)
         s = make_buffer(device, o->sum_scratch * 4, TMM_MEMORY_DEVICE, &o->scratch);
     if (s == TMM_OK)
-        s = make_buffer(device, 2 * o->small_stride, TMM_MEMORY_DEVICE, &o->dev_small);
+        s = make_buffer(device, 3 * o->small_stride, TMM_MEMORY_DEVICE, &o->dev_small);
     if (s == TMM_OK)
         s = make_buffer(device, 2 * o->small_stride, TMM_MEMORY_HOST, &o->host);
     if (s == TMM_OK && o->n_blocks)
@@ -236,6 +239,19 @@ const tmm_optim_config *tmm_optim_get_config(const tmm_optim *o) { return &o->co
 tmm_view tmm_optim_m(const tmm_optim *o) { return tmm_sub(o->m, 0, o->arena_floats * sizeof(float)); }
 tmm_view tmm_optim_v(const tmm_optim *o) { return tmm_sub(o->v, 0, o->arena_floats * sizeof(float)); }
 
+static tmm_view scaler_view(const tmm_optim *o)
+{
+    return tmm_sub(o->dev_small, 2 * o->small_stride, sizeof(tmm_loss_scale));
+}
+tmm_view tmm_optim_loss_scale_view(const tmm_optim *o) { return tmm_sub(o->dev_small, 2 * o->small_stride, 4); }
+
+/* The window in the host's block too, in case tmm_optim_set_step came first. */
+static void set_window(tmm_optim *o, uint32_t window)
+{
+    o->scale_window = window;
+    memcpy((char *)tmm_buffer_mapped(o->host) + offsetof(tmm_optim_hyper, scale_window), &window, sizeof window);
+}
+
 tmm_status tmm_optim_reset(tmm_optim *o)
 {
     tmm_recorder *r;
@@ -248,14 +264,42 @@ tmm_status tmm_optim_reset(tmm_optim *o)
     }
     if (s == TMM_OK)
         s = tmm_record_fill_u32(r, tmm_whole(o->dev_small), 0);
+    const float one = 1.0f;
+    uint32_t one_bits;
+    memcpy(&one_bits, &one, 4);
+    if (s == TMM_OK) /* S = 1, fixed */
+        s = tmm_record_fill_u32(r, tmm_optim_loss_scale_view(o), one_bits);
     if (s == TMM_OK)
         s = tmm_recorder_end(r);
     if (s == TMM_OK)
         s = tmm_recorder_run(r);
     tmm_recorder_destroy(r);
-    if (s == TMM_OK)
+    if (s == TMM_OK) {
         memset((char *)tmm_buffer_mapped(o->host) + o->small_stride, 0, sizeof(tmm_optim_stats));
+        set_window(o, 0);
+    }
     return s;
+}
+
+tmm_status tmm_optim_set_loss_scale(tmm_optim *o, uint32_t window, const tmm_loss_scale *state)
+{
+    int e;
+    if (!(state->scale >= TMM_LOSS_SCALE_MIN && state->scale <= TMM_LOSS_SCALE_MAX) ||
+        frexpf(state->scale, &e) != 0.5f)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the loss scale must be a power of two from 2^-24 to 2^24 "
+                        "(got %g)", (double)state->scale);
+    if (window == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the loss scale window must be at least 1 step");
+    tmm_view v = scaler_view(o);
+    TMM_TRY(tmm_buffer_write(v.buffer, v.offset, state, sizeof *state));
+    set_window(o, window);
+    return TMM_OK;
+}
+
+tmm_status tmm_optim_read_loss_scale(const tmm_optim *o, tmm_loss_scale *state)
+{
+    tmm_view v = scaler_view(o);
+    return tmm_buffer_read(v.buffer, v.offset, state, sizeof *state);
 }
 
 tmm_status tmm_optim_set_step(tmm_optim *o, uint32_t step, double lr)
@@ -280,6 +324,7 @@ tmm_status tmm_optim_set_step(tmm_optim *o, uint32_t step, double lr)
         .bc2_rsqrt = (float)(1.0 / sqrt(bc2)),
         .decay_factor = (float)(1.0 - lr * c->weight_decay),
         .skip_nonfinite = c->skip_nonfinite ? 1u : 0u,
+        .scale_window = o->scale_window,
     };
     /* beta2 = 0 gives bc2 = 1; beta2 in (0, 1) keeps bc2 > 0 for t >= 1 */
     memcpy(tmm_buffer_mapped(o->host), &h, sizeof h);
@@ -358,11 +403,11 @@ static tmm_status record_norm(tmm_optim *o, tmm_recorder *r, tmm_view grads)
         TMM_TRY(tmm_op_fill(r, sumsq, 1, 0.0f));
 
     static const uint32_t one[3] = { 1, 1, 1 };
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_clip_finish, 4, 0, one, NULL, 0, &p));
-    tmm_arg args[4] = { tmm_in(sumsq), tmm_in(small_view(o->host, 0, o->small_stride, sizeof(tmm_optim_hyper))),
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_clip_finish, 5, 0, one, NULL, 0, &p));
+    tmm_arg args[5] = { tmm_in(sumsq), tmm_in(small_view(o->host, 0, o->small_stride, sizeof(tmm_optim_hyper))),
                         tmm_out(small_view(o->host, 1, o->small_stride, sizeof(tmm_optim_stats))),
-                        tmm_out(small_view(o->dev_small, 0, o->small_stride, 64)) };
-    return tmm_record_dispatch(r, p, args, 4, NULL, 1, 1, 1);
+                        tmm_out(small_view(o->dev_small, 0, o->small_stride, 64)), tmm_inout(scaler_view(o)) };
+    return tmm_record_dispatch(r, p, args, 5, NULL, 1, 1, 1);
 }
 
 tmm_status tmm_optim_record_grad_norm(tmm_optim *o, tmm_recorder *r, tmm_view grads)

@@ -9,9 +9,10 @@
  *      max_norm <= 0 (PyTorch's clip_grad_norm_). Written with the norm to a
  *      host-visible stats block (tmm_optim_get_stats), and with this step's
  *      coefficients to a small device buffer the update reads: no CPU round
- *      trip.
+ *      trip. With a loss scale S (below), norm and clip are those of the
+ *      true gradients grad / S.
  *   3. AdamW (PyTorch's torch.optim.AdamW, decoupled weight decay), for every
- *      trainable float, g = scale * grad:
+ *      trainable float, g = scale / S * grad:
  *        m = beta1 m + (1 - beta1) g
  *        v = beta2 v + (1 - beta2) g^2
  *        p = p (1 - lr wd) - lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps)
@@ -28,6 +29,23 @@
  * When the norm is not finite (inf or NaN gradients) and skip_nonfinite is
  * set (the default), the update is skipped on the device: parameters and
  * moments keep their values and the stats say so.
+ *
+ * Dynamic loss scaling (fp16 runs; PyTorch's GradScaler with growth 2,
+ * backoff 1/2): the loss gradient, hence every gradient, carries a factor S
+ * that lives in a small device buffer (tmm_optim_loss_scale_view; the
+ * cross-entropy multiplies dlogits by it). The step divides it out and then
+ * updates S on the device, so replayed recordings need no host round trip:
+ *   non-finite sum of squares (overflow): the update is skipped (whatever
+ *     skip_nonfinite says), S halves (not below TMM_LOSS_SCALE_MIN, so S
+ *     and 1/S stay normal floats; gradients that still overflow there are
+ *     NaN or diverged whatever the scale; PyTorch has no floor), the good
+ *     count restarts at 0 and the overflow count grows by one;
+ *   otherwise the good count grows by one, and on reaching `window` S
+ *     doubles (not above TMM_LOSS_SCALE_MAX) and the count restarts.
+ * S stays a power of two, so dividing it out is exact: a run whose scale
+ * never overflows updates the weights bit for bit as with S = 1 (unless
+ * gradients are so small that scaling changes which of them are subnormal).
+ * Off after create and reset: S = 1 and fixed.
  *
  * Moments m and v are two device arenas with the parameters' layout, zero
  * after tmm_optim_create and tmm_optim_reset.
@@ -78,7 +96,8 @@ typedef struct tmm_optim_hyper {
     float bc2_rsqrt;          /* 1 / sqrt(1 - beta2^t) */
     float decay_factor;       /* 1 - lr * weight_decay, for tensors that decay */
     uint32_t skip_nonfinite;
-    uint32_t reserved[4];
+    uint32_t scale_window;    /* loss scaling: good steps before S doubles; 0: S is fixed (off) */
+    uint32_t reserved[3];
 } tmm_optim_hyper;
 
 /* What the device reports after a step (std430, host-visible). */
@@ -86,11 +105,22 @@ typedef struct tmm_optim_stats {
     float sumsq;              /* sum of squares of the trainable gradient floats */
     float grad_norm;          /* sqrt(sumsq), before clipping */
     float clip_scale;         /* the factor the gradients were scaled by (1: no clipping) */
-    uint32_t skipped;         /* 1: non-finite norm, the update was skipped */
+    uint32_t skipped;         /* 1: non-finite norm (with loss scaling: an overflow), the update was
+                                 skipped; 2: tmm_optim_set_step was never called */
     uint32_t step;            /* the step number t the device ran with */
     float lr;                 /* the learning rate it ran with */
-    uint32_t reserved[2];
+    float loss_scale;         /* S, the factor the gradients carried (1: no loss scaling) */
+    uint32_t overflows;       /* loss scaling: overflow steps so far, this one included */
 } tmm_optim_stats;
+
+/* Dynamic loss scaling's state, as it lives on the device (std430). */
+#define TMM_LOSS_SCALE_MIN 0x1p-24
+#define TMM_LOSS_SCALE_MAX 0x1p24
+typedef struct tmm_loss_scale {
+    float scale;              /* S: a power of two in [TMM_LOSS_SCALE_MIN, TMM_LOSS_SCALE_MAX] */
+    uint32_t good;            /* finite steps in a row since S last changed or overflowed */
+    uint32_t overflows;       /* steps skipped for overflow, in all */
+} tmm_loss_scale;
 
 typedef struct tmm_optim tmm_optim;
 
@@ -107,7 +137,8 @@ const tmm_optim_config *tmm_optim_get_config(const tmm_optim *optim);
 /* Records one whole step: gradient norm, clipping and AdamW. params and grads
  * hold the arenas (table->arena_floats floats each; padding included). */
 tmm_status tmm_optim_record(tmm_optim *optim, tmm_recorder *r, tmm_view params, tmm_view grads);
-/* Records the gradient norm and the stats only (no update). */
+/* Records the gradient norm and the stats only (no update; with loss scaling
+ * on, the scale is updated as after a step). */
 tmm_status tmm_optim_record_grad_norm(tmm_optim *optim, tmm_recorder *r, tmm_view grads);
 
 /* Writes step t (>= 1) and its learning rate for the next submit (see
@@ -118,7 +149,19 @@ tmm_optim_hyper tmm_optim_get_hyper(const tmm_optim *optim);
 /* Stats of the last finished step (zeros before the first). */
 tmm_optim_stats tmm_optim_get_stats(const tmm_optim *optim);
 
-/* Zeros the moments (and the stats); waits until done. */
+/* Turns dynamic loss scaling on (see above) with this state, S doubling
+ * after `window` (>= 1) good steps; also restores a saved state. Writes the
+ * device (waits): not while a recording with this optimizer runs. Fails
+ * unless state->scale is a power of two in [TMM_LOSS_SCALE_MIN,
+ * TMM_LOSS_SCALE_MAX]. */
+tmm_status tmm_optim_set_loss_scale(tmm_optim *optim, uint32_t window, const tmm_loss_scale *state);
+/* Reads the state after the last finished step (for checkpoints; waits). */
+tmm_status tmm_optim_read_loss_scale(const tmm_optim *optim, tmm_loss_scale *state);
+/* The float S on the device, for tmm_model_set_loss_scale (valid while the
+ * optimizer lives). */
+tmm_view tmm_optim_loss_scale_view(const tmm_optim *optim);
+
+/* Zeros the moments and the stats and turns loss scaling off; waits until done. */
 tmm_status tmm_optim_reset(tmm_optim *optim);
 /* The moment arenas (for checkpoints: tmm_buffer_read / tmm_buffer_write). */
 tmm_view tmm_optim_m(const tmm_optim *optim);

@@ -42,6 +42,8 @@ void tmm_train_config_default(tmm_train_config *c)
     c->save_every = 0;
     c->keep = 3;
     c->target_accuracy = 0.99;
+    c->loss_scale = 65536;
+    c->loss_scale_window = 1000;
     snprintf(c->run_dir, sizeof c->run_dir, "runs/latest");
 }
 
@@ -151,6 +153,11 @@ const tmm_config_field tmm_config_fields[] = {
     ENUM("train", "precision", "precision", "P", precision, precision_names,
          "activations kept for the backward in fp32, fp16 (with dynamic loss scaling) or bf16; "
          "arithmetic, weights and optimizer state stay fp32"),
+    F64("train", "loss_scale", "loss-scale", loss_scale, 1, 16777216,
+        "fp16 only: the initial loss scale, a power of two; halved at each overflow (that step is skipped), "
+        "doubled after loss_scale_window good steps, within [2^-24, 2^24]"),
+    U32("train", "loss_scale_window", "loss-scale-window", loss_scale_window, 1, UINT32_MAX,
+        "fp16 only: good steps in a row before the loss scale doubles"),
     ENUM("train", "recompute", "recompute", "WHAT", recompute, recompute_names,
          "keep every activation (none), or recompute each mixer's (mixer) or each block's (block) in the backward"),
     { "train", "max_memory", "max-memory", "GIB", TMM_CONFIG_F64, AT(max_memory_gib), 0, 0, 0, 1 << 20, NULL,
@@ -475,6 +482,10 @@ tmm_status tmm_train_config_check(const tmm_train_config *c)
     if (c->task == TMM_DATA_TEXT && c->text_file_count == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the text task needs training files: --data FILE (or "
                         "\"task\": {\"files\": [...]})");
+    int e;
+    if (frexp(c->loss_scale, &e) != 0.5)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "loss_scale must be a power of two, like 65536 (got %g)",
+                        c->loss_scale);
     if (c->val_fraction >= 1)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "val_fraction must be below 1 (got %g)", c->val_fraction);
     if (c->task == TMM_DATA_TEXT && c->val_fraction == 0 && c->eval_every > 0)

@@ -42,6 +42,8 @@ typedef struct tmm_train_config {
     double target_accuracy;       /* copy, mqar: stop once held-out accuracy reaches it (0: never) */
     tmm_mixer_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
     tmm_precision precision;      /* how activations are kept for the backward */
+    double loss_scale;            /* fp16: the initial dynamic loss scale, a power of two in [1, 2^24] */
+    uint32_t loss_scale_window;   /* fp16: good steps in a row before the loss scale doubles */
     tmm_recompute recompute;      /* what the backward recomputes instead */
     double max_memory_gib;        /* refuse a run planned above this (0: the device's memory) */
     char run_dir[TMM_CONFIG_PATH_MAX];

@@ -214,6 +214,13 @@ static tmm_status finish(run *R, uint32_t slot, double *loss)
     return TMM_OK;
 }
 
+/* fp16 runs scale the loss (train/optim.h); the others keep a fixed scale of 1. */
+static bool loss_scaling(const tmm_train_config *c) { return c->precision == TMM_PRECISION_FP16; }
+
+/* The train state's words: the data position and seed, then with loss
+ * scaling its state (the scale's float bits, the good count, the overflows). */
+enum { WORD_POSITION, WORD_SEED, WORD_SCALE, WORD_GOOD, WORD_OVERFLOWS, WORDS_SCALED };
+
 static tmm_status save(run *R, uint64_t step, tmm_train_result *res)
 {
     const tmm_param_table *t = tmm_model_table(R->model);
@@ -227,9 +234,20 @@ static tmm_status save(run *R, uint64_t step, tmm_train_result *res)
         s = tmm_buffer_read(mv.buffer, mv.offset, m, floats * 4);
     if (s == TMM_OK)
         s = tmm_buffer_read(vv.buffer, vv.offset, v, floats * 4);
+    tmm_loss_scale ls = { 0 };
+    if (s == TMM_OK && loss_scaling(R->c))
+        s = tmm_optim_read_loss_scale(R->optim, &ls);
     if (s == TMM_OK) {
-        tmm_train_state st = { .step = step, .m = m, .v = v, .n_words = 2,
-                               .words = { step * R->c->accum, R->c->data_seed } };
+        tmm_train_state st = { .step = step, .m = m, .v = v, .n_words = WORD_SEED + 1,
+                               .words = { [WORD_POSITION] = step * R->c->accum, [WORD_SEED] = R->c->data_seed } };
+        if (loss_scaling(R->c)) {
+            uint32_t bits;
+            memcpy(&bits, &ls.scale, sizeof bits);
+            st.words[WORD_SCALE] = bits;
+            st.words[WORD_GOOD] = ls.good;
+            st.words[WORD_OVERFLOWS] = ls.overflows;
+            st.n_words = WORDS_SCALED;
+        }
         const bool shards = tmm_data_tokenizer_path(R->data) != NULL;
         char fp[20];
         snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_data_tokenizer_fingerprint(R->data));
@@ -284,8 +302,20 @@ static tmm_status restore(run *R, const char *path, uint64_t *step)
         s = tmm_buffer_write(mv.buffer, mv.offset, ck.state.m, bytes);
     if (s == TMM_OK)
         s = tmm_buffer_write(vv.buffer, vv.offset, ck.state.v, bytes);
-    if (s == TMM_OK && ck.state.n_words >= 1 && ck.state.words[0] != ck.step * R->c->accum)
+    if (s == TMM_OK && ck.state.n_words > WORD_POSITION && ck.state.words[WORD_POSITION] != ck.step * R->c->accum)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s was saved with another accumulation setting", ck.dir);
+    /* a checkpoint of a run without loss scaling: the scale starts afresh */
+    if (s == TMM_OK && loss_scaling(R->c) && ck.state.n_words >= WORDS_SCALED) {
+        const uint64_t *w = ck.state.words;
+        uint32_t bits = (uint32_t)w[WORD_SCALE];
+        tmm_loss_scale ls = { .good = (uint32_t)w[WORD_GOOD], .overflows = (uint32_t)w[WORD_OVERFLOWS] };
+        memcpy(&ls.scale, &bits, sizeof bits);
+        if (w[WORD_SCALE] > UINT32_MAX || w[WORD_GOOD] > UINT32_MAX || w[WORD_OVERFLOWS] > UINT32_MAX)
+            s = tmm_fail(TMM_ERR_IO, "%s: the loss scale's state in its words is malformed", ck.dir);
+        else if ((s = tmm_optim_set_loss_scale(R->optim, R->c->loss_scale_window, &ls)) != TMM_OK)
+            s = tmm_fail(TMM_ERR_IO, "%s: the loss scale's state in its words is invalid (%g)", ck.dir,
+                         (double)ls.scale);
+    }
     if (s == TMM_OK)
         s = check_tokenizer(&ck, R->data);
     *step = ck.step;
@@ -297,9 +327,15 @@ static void write_metrics(run *R, const tmm_train_progress *p)
 {
     if (!R->metrics)
         return;
-    fprintf(R->metrics, "{\"step\": %llu, \"loss\": %.6g, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens_per_s\": %.6g, "
+    char norm[32] = "null"; /* a skipped step's norm is inf or NaN, which JSON cannot write */
+    if (isfinite(p->grad_norm))
+        snprintf(norm, sizeof norm, "%.6g", p->grad_norm);
+    fprintf(R->metrics, "{\"step\": %llu, \"loss\": %.6g, \"lr\": %.6g, \"grad_norm\": %s, \"tokens_per_s\": %.6g, "
                         "\"elapsed_s\": %.3f",
-            (unsigned long long)p->step, p->loss, p->lr, p->grad_norm, p->tokens_per_s, p->elapsed_s);
+            (unsigned long long)p->step, p->loss, p->lr, norm, p->tokens_per_s, p->elapsed_s);
+    if (p->loss_scale > 0)
+        fprintf(R->metrics, ", \"loss_scale\": %.9g, \"overflow_steps\": %llu", p->loss_scale,
+                (unsigned long long)p->overflow_steps);
     if (p->eval) {
         fprintf(R->metrics, ", \"val_loss\": %.6g", p->val_loss);
         fprintf(R->metrics, ", \"%s\": %.6g", tmm_data_accuracy_key(R->c->task), p->accuracy);
@@ -399,6 +435,10 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
         tmm_train_progress p = { .step = done, .steps = c->steps, .loss = loss,
                                  .lr = tmm_lr_at(&c->schedule, s, c->steps), .grad_norm = st.grad_norm,
                                  .elapsed_s = now_s() - t0 };
+        if (loss_scaling(c)) {
+            p.loss_scale = st.loss_scale;
+            p.overflow_steps = st.overflows;
+        }
         if (eval) {
             TMM_TRY(evaluate(R->model, R->data, c->eval_batches, 0, R->pred, &R->scratch_batch, &p.val_loss,
                              &p.accuracy, NULL));
@@ -561,6 +601,12 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         s = tmm_model_create_opts(dev, &c->model, R.micro, &opts, &R.model);
     if (s == TMM_OK)
         s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
+    if (s == TMM_OK && loss_scaling(c)) {
+        const tmm_loss_scale initial = { .scale = (float)c->loss_scale };
+        s = tmm_optim_set_loss_scale(R.optim, c->loss_scale_window, &initial);
+        if (s == TMM_OK)
+            s = tmm_model_set_loss_scale(R.model, tmm_optim_loss_scale_view(R.optim));
+    }
     for (uint32_t k = 0; s == TMM_OK && k < TMM_MODEL_SLOTS; k++)
         s = tmm_recorder_create(dev, &R.step_rec[k]);
     if (s == TMM_OK && c->accum > 1) {

@@ -14,6 +14,8 @@ typedef struct tmm_train_progress {
     uint64_t step, steps;        /* optimizer steps done, of the run's total */
     double loss, lr, grad_norm;
     double tokens_per_s, elapsed_s;
+    double loss_scale;           /* fp16: the dynamic loss scale this step ran with (0: no loss scaling) */
+    uint64_t overflow_steps;     /* fp16: steps skipped so far because the scaled gradients overflowed */
     bool eval;                   /* an evaluation finished at this step */
     double val_loss, accuracy;   /* held-out: mean loss, teacher-forced argmax accuracy on scored tokens */
 } tmm_train_progress;
