@@ -435,15 +435,6 @@ static void keep_scale(const tmm_train_progress *p, void *user)
  * metrics.jsonl report the scale. Needs a model that accepts --precision fp16. */
 H_TEST(loss_scale, trainer_fp16_resume_is_bit_exact)
 {
-    tmm_model_config probe = small_model(TMM_ARCH_TMM);
-    const tmm_model_options fp16 = { .precision = TMM_PRECISION_FP16 };
-    tmm_model *pm = NULL;
-    tmm_status ps = tmm_model_create_opts(h_dev, &probe, 1, &fp16, &pm);
-    tmm_model_destroy(pm);
-    if (ps == TMM_ERR_UNSUPPORTED)
-        cr_skip_test("the model refuses --precision fp16: %s", tmm_last_error());
-    H_OK(ps);
-
     char a[64], b[64];
     temp_dir(a, sizeof a);
     temp_dir(b, sizeof b);
