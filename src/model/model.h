@@ -148,11 +148,14 @@ tmm_status tmm_model_set_encoder(tmm_model *model, bool encoder, tmm_view d_hidd
  * 1. Takes effect at the next recording. */
 tmm_status tmm_model_set_loss_scale(tmm_model *model, tmm_view scale);
 /* The final hidden state [batch * n_ctx, d] of the last forward: the LM
- * head's input (after the final norm where the architecture has one). */
+ * head's input (after the final norm where the architecture has one). With
+ * 16-bit precision and no final norm, a backward reuses its buffer: read it
+ * between the forward and the backward. */
 tmm_view tmm_model_hidden(const tmm_model *model);
 
 /* The model's mixer (src/mixer/mixer.h), and the input of layer l's mixer
- * [batch, n_ctx, d] as the last forward left it (the decoders read both). */
+ * [batch, n_ctx, d] as the last forward left it (the decoders read both; a
+ * model made with the zero options, whose layers keep their own buffers). */
 struct tmm_mixer *tmm_model_mixer(tmm_model *model);
 tmm_view tmm_model_mixer_input(const tmm_model *model, uint32_t layer);
 
