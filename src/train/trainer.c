@@ -520,17 +520,14 @@ static bool choice_total(tmm_device *dev, const tmm_train_config *c, mem_choice 
 /* The flags that turn c into o, e.g. "--precision fp16 --recompute block". */
 static void choice_flags(const tmm_train_config *c, mem_choice o, char *buf, size_t size)
 {
-    size_t n = 0;
-    buf[0] = '\0';
-    if (o.precision != c->precision)
-        n += (size_t)snprintf(buf + n, size - n, " --precision %s",
-                              tmm_config_field_by_flag("precision")->names[o.precision]);
-    if (n < size && o.recompute != c->recompute)
-        n += (size_t)snprintf(buf + n, size - n, " --recompute %s",
-                              tmm_config_field_by_flag("recompute")->names[o.recompute]);
-    if (n < size && o.accum != c->accum)
+    snprintf(buf, size, "%s%s%s%s", o.precision != c->precision ? " --precision " : "",
+             o.precision != c->precision ? tmm_config_field_by_flag("precision")->names[o.precision] : "",
+             o.recompute != c->recompute ? " --recompute " : "",
+             o.recompute != c->recompute ? tmm_config_field_by_flag("recompute")->names[o.recompute] : "");
+    size_t n = strlen(buf);
+    if (o.accum != c->accum)
         snprintf(buf + n, size - n, " --accum %u", o.accum);
-    memmove(buf, buf + (buf[0] == ' '), strlen(buf) + 1 - (buf[0] == ' '));
+    memmove(buf, buf + 1, strlen(buf)); /* drops the leading space */
 }
 
 void tmm_train_memory_advice(tmm_device *dev, const tmm_train_config *c, uint64_t limit, char *buf, size_t size)
