@@ -508,7 +508,8 @@ void tmm_device_destroy(tmm_device *d)
 
 const tmm_device_info *tmm_device_get_info(const tmm_device *device) { return &device->info; }
 
-uint32_t tmm_device_main_heap(const tmm_device_info *info)
+/* The heap tmm's device buffers come from: the largest device-local one. */
+static uint32_t main_heap(const tmm_device_info *info)
 {
     uint32_t best = 0;
     for (uint32_t i = 0; i < info->heap_count; i++)
@@ -520,7 +521,7 @@ uint32_t tmm_device_main_heap(const tmm_device_info *info)
 
 void tmm_device_memory_budget(const tmm_device *device, tmm_memory_budget *out)
 {
-    const uint32_t heap = tmm_device_main_heap(&device->info);
+    const uint32_t heap = main_heap(&device->info);
     *out = (tmm_memory_budget){ .heap = heap, .reported = device->info.memory_budget };
     if (out->reported) {
         uint64_t budget[VK_MAX_MEMORY_HEAPS], usage[VK_MAX_MEMORY_HEAPS];

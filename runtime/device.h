@@ -82,12 +82,10 @@ tmm_status tmm_cache_dir(char *out, size_t size);
 tmm_pipeline_cache_state tmm_device_pipeline_cache_state(const tmm_device *device);
 const char *tmm_device_pipeline_cache_path(const tmm_device *device);
 
-/* The heap tmm's device buffers come from: the largest device-local one. */
-uint32_t tmm_device_main_heap(const tmm_device_info *info);
-
-/* The main heap's memory as the driver sees it now. */
+/* The memory of the heap tmm's device buffers come from (the largest
+ * device-local one), as the driver sees it now. */
 typedef struct tmm_memory_budget {
-    uint32_t heap;      /* tmm_device_main_heap */
+    uint32_t heap;      /* its index */
     uint64_t budget;    /* bytes this process may allocate from it */
     uint64_t usage;     /* bytes this process has allocated from it */
     bool reported;      /* by VK_EXT_memory_budget; otherwise budget is the heap's size and usage
