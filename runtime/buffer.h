@@ -52,18 +52,27 @@ static inline tmm_view tmm_sub(tmm_buffer *buffer, uint64_t offset, uint64_t siz
     return v;
 }
 
+/* The device's own allocations: what its buffers hold (their sizes, as
+ * created), the most they held at once, and the memory blocks behind them.
+ * This is "measured" memory on every device; tmm_device_memory_budget adds
+ * the driver's view where the device reports one. */
 typedef struct tmm_memory_stats {
     uint32_t blocks;          /* VkDeviceMemory objects held */
     uint64_t block_bytes;     /* their total size */
     uint32_t buffers;         /* live buffers */
-    uint64_t used_bytes;      /* bytes sub-allocated to live buffers */
+    uint64_t used_bytes;      /* bytes of the live buffers */
+    uint64_t peak_bytes;      /* the most used_bytes has been since the device was made or the peak reset */
 } tmm_memory_stats;
 
 void tmm_device_memory_stats(const tmm_device *device, tmm_memory_stats *stats);
+/* Starts a new peak from what the buffers hold now. */
+void tmm_device_memory_reset_peak(tmm_device *device);
 
 
 /* Allocator lifetime (memory.c), used by device.c. */
 tmm_status tmm_allocator_create(tmm_device *device);
 void tmm_allocator_destroy(tmm_device *device);
+/* Bytes of the memory blocks held in one heap. */
+uint64_t tmm_allocator_heap_bytes(const tmm_device *device, uint32_t heap);
 
 #endif

@@ -205,6 +205,31 @@ static void copy_str(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src);
 }
 
+static bool device_has_extension(VkPhysicalDevice pd, const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
+    VkExtensionProperties *e = calloc(n ? n : 1, sizeof *e);
+    if (!e)
+        return false;
+    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e);
+    bool found = has_instance_extension(e, n, name);
+    free(e);
+    return found;
+}
+
+/* Each heap's budget and usage (VK_EXT_memory_budget), read now. */
+static void read_budget(VkPhysicalDevice pd, uint64_t budget[VK_MAX_MEMORY_HEAPS], uint64_t usage[VK_MAX_MEMORY_HEAPS])
+{
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT };
+    VkPhysicalDeviceMemoryProperties2 p = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+                                            .pNext = &b };
+    vkGetPhysicalDeviceMemoryProperties2(pd, &p);
+    memcpy(budget, b.heapBudget, sizeof b.heapBudget);
+    memcpy(usage, b.heapUsage, sizeof b.heapUsage);
+}
+
 static void query_info(VkPhysicalDevice pd, uint32_t index, tmm_device_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -278,9 +303,16 @@ static void query_info(VkPhysicalDevice pd, uint32_t index, tmm_device_info *inf
     VkPhysicalDeviceMemoryProperties mem;
     vkGetPhysicalDeviceMemoryProperties(pd, &mem);
     info->heap_count = mem.memoryHeapCount < TMM_MAX_HEAPS ? mem.memoryHeapCount : TMM_MAX_HEAPS;
+    uint64_t budget[VK_MAX_MEMORY_HEAPS] = { 0 }, usage[VK_MAX_MEMORY_HEAPS] = { 0 };
+    info->memory_budget = base.apiVersion >= VK_API_VERSION_1_1 &&
+                          device_has_extension(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    if (info->memory_budget)
+        read_budget(pd, budget, usage);
     for (uint32_t i = 0; i < info->heap_count; i++) {
         info->heaps[i].size = mem.memoryHeaps[i].size;
         info->heaps[i].device_local = (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+        info->heaps[i].budget = budget[i];
+        info->heaps[i].usage = usage[i];
     }
     info->memory_type_count = mem.memoryTypeCount < TMM_MAX_MEMORY_TYPES ? mem.memoryTypeCount : TMM_MAX_MEMORY_TYPES;
     bool direct = false;
@@ -352,19 +384,6 @@ tmm_status tmm_device_list(tmm_device_info **infos, uint32_t *count, uint32_t *p
     return s;
 }
 
-static bool device_has_extension(VkPhysicalDevice pd, const char *name)
-{
-    uint32_t n = 0;
-    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL);
-    VkExtensionProperties *e = calloc(n ? n : 1, sizeof *e);
-    if (!e)
-        return false;
-    vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e);
-    bool found = has_instance_extension(e, n, name);
-    free(e);
-    return found;
-}
-
 static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
 {
     int validate = opt->validate;
@@ -408,11 +427,13 @@ static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
                                     .queueFamilyIndex = d->queue_family,
                                     .queueCount = 1,
                                     .pQueuePriorities = &priority };
-    const char *exts[1];
+    const char *exts[2];
     uint32_t n_ext = 0;
     /* MoltenVK and other portability drivers require enabling this. */
     if (device_has_extension(d->physical, "VK_KHR_portability_subset"))
         exts[n_ext++] = "VK_KHR_portability_subset";
+    if (d->info.memory_budget)
+        exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &qci,
@@ -486,6 +507,32 @@ void tmm_device_destroy(tmm_device *d)
 }
 
 const tmm_device_info *tmm_device_get_info(const tmm_device *device) { return &device->info; }
+
+/* The heap tmm's device buffers come from: the largest device-local one. */
+static uint32_t main_heap(const tmm_device_info *info)
+{
+    uint32_t best = 0;
+    for (uint32_t i = 0; i < info->heap_count; i++)
+        if (info->heaps[i].device_local &&
+            (!info->heaps[best].device_local || info->heaps[i].size > info->heaps[best].size))
+            best = i;
+    return best;
+}
+
+void tmm_device_memory_budget(const tmm_device *device, tmm_memory_budget *out)
+{
+    const uint32_t heap = main_heap(&device->info);
+    *out = (tmm_memory_budget){ .heap = heap, .reported = device->info.memory_budget };
+    if (out->reported) {
+        uint64_t budget[VK_MAX_MEMORY_HEAPS], usage[VK_MAX_MEMORY_HEAPS];
+        read_budget(device->physical, budget, usage);
+        out->budget = budget[heap];
+        out->usage = usage[heap];
+    } else {
+        out->budget = device->info.heaps[heap].size;
+        out->usage = tmm_allocator_heap_bytes(device, heap);
+    }
+}
 
 uint32_t tmm_device_validation_messages(const tmm_device *device) { return device->validation_messages; }
 

@@ -82,6 +82,17 @@ tmm_status tmm_cache_dir(char *out, size_t size);
 tmm_pipeline_cache_state tmm_device_pipeline_cache_state(const tmm_device *device);
 const char *tmm_device_pipeline_cache_path(const tmm_device *device);
 
+/* The memory of the heap tmm's device buffers come from (the largest
+ * device-local one), as the driver sees it now. */
+typedef struct tmm_memory_budget {
+    uint32_t heap;      /* its index */
+    uint64_t budget;    /* bytes this process may allocate from it */
+    uint64_t usage;     /* bytes this process has allocated from it */
+    bool reported;      /* by VK_EXT_memory_budget; otherwise budget is the heap's size and usage
+                           this device's own memory blocks in it */
+} tmm_memory_budget;
+void tmm_device_memory_budget(const tmm_device *device, tmm_memory_budget *out);
+
 /* Lower the per-dispatch workgroup limits (tests use this to exercise the
  * splitting of large dispatches); values above the device limits are clamped. */
 void tmm_device_set_dispatch_limit(tmm_device *device, uint32_t x, uint32_t y, uint32_t z);

@@ -31,7 +31,7 @@ struct tmm_allocator {
     uint32_t n_blocks;
     uint64_t block_bytes;
     uint32_t buffers;
-    uint64_t used;
+    uint64_t used, peak;
 };
 
 tmm_status tmm_allocator_create(tmm_device *device)
@@ -71,6 +71,18 @@ void tmm_device_memory_stats(const tmm_device *device, tmm_memory_stats *stats)
     stats->block_bytes = a->block_bytes;
     stats->buffers = a->buffers;
     stats->used_bytes = a->used;
+    stats->peak_bytes = a->peak;
+}
+
+void tmm_device_memory_reset_peak(tmm_device *device) { device->allocator->peak = device->allocator->used; }
+
+uint64_t tmm_allocator_heap_bytes(const tmm_device *device, uint32_t heap)
+{
+    uint64_t bytes = 0;
+    for (const tmm_block *b = device->allocator->blocks; b; b = b->next)
+        if (device->memory_properties.memoryTypes[b->type].heapIndex == heap)
+            bytes += b->size;
+    return bytes;
 }
 
 /* Device buffers are mapped for the host (no staging copies) on unified memory. */
@@ -312,8 +324,11 @@ tmm_status tmm_buffer_create(tmm_device *device, uint64_t size, tmm_memory_kind 
     buf->alloc_size = req.size;
     if (buf->block->mapped && (kind == TMM_MEMORY_HOST || direct_mapping(device)))
         buf->mapped = buf->block->mapped + buf->block_offset;
-    device->allocator->buffers++;
-    device->allocator->used += size;
+    struct tmm_allocator *a = device->allocator;
+    a->buffers++;
+    a->used += size;
+    if (a->used > a->peak)
+        a->peak = a->used;
     *out = buf;
     return TMM_OK;
 }

@@ -31,6 +31,15 @@ expect_fail "eval without checkpoint" 2 "required" "$tmm" eval
 expect_fail "mqar row longer than n" 1 "raise --n-ctx" "$tmm" train --task mqar --pairs 8 --n-ctx 16
 expect_fail "mqar more pairs than keys" 1 "task.keys" "$tmm" train --task mqar --pairs 9 --keys 8
 
+# --max-memory: refused before anything is made, in one line that names the limit and what would fit
+expect_fail "--max-memory refuses" 1 "more than --max-memory 0.0001 GiB: nothing fits" \
+  "$tmm" train --max-memory 0.0001 --quiet --run-dir "$dir/maxmem"
+check "--max-memory: the refusal is one line" test "$(wc -l < "$dir/out")" -eq 1
+check "--max-memory: nothing written" test ! -e "$dir/maxmem"
+expect_fail "--max-memory: advice" 1 "fits (" \
+  "$tmm" train "${small[@]}" --batch 8 --max-memory 0.0001 --run-dir "$dir/maxmem"
+check "start-up memory summary" bash -c '"$@" | grep -q "^device memory: .* planned (precision fp32, recompute none, 4 sequences per micro-batch); the limit is --max-memory 1 GiB"' \
+  _ "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1 --eval-every 0 --max-memory 1 --run-dir "$dir/maxmem-ok"
 check "short training run" "$tmm" train "${small[@]}" --steps 30 --eval-every 10 --target-acc 0 --run-dir "$dir/a"
 check "metrics.jsonl has evals" grep -q '"copy_acc"' "$dir/a/metrics.jsonl"
 check "checkpoint saved" test -f "$dir/a/checkpoints/latest"
@@ -98,6 +107,13 @@ check "bench mixer (every row, swa and linear included)" json_check \
   'assert {x["impl"] for x in r["rows"]} == {"direct", "fft", "auto", "attention", "swa", "linear"} and r["window"] == 8, r' \
   "$tmm" bench mixer --n 64 --d 16 --heads 2 --window 8 --json --svg "$dir/mixer.svg"
 check "bench mixer plot" grep -q "<polyline" "$dir/mixer.svg"
+check "bench memory --json (every row)" json_check 'rows = [(x["precision"], x["recompute"]) for x in r["rows"]]
+assert rows == [("fp32", "none"), ("fp16", "none"), ("bf16", "none"), ("fp32", "block"), ("fp16", "mixer"), ("fp16", "block")], rows
+f = r["rows"][0]
+assert f["built"] and f["measured_peak_bytes"] == f["planned_bytes"] > 0 and f["max_batch"] > 2 and f["tokens_per_s"] > 0, f' \
+  "$tmm" bench memory --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 1 --json
+check "bench memory table (every row)" bash -c '[ "$("$@" | grep -cE "^(fp32/none|fp16/none|bf16/none|fp32/block|fp16/mixer|fp16/block) ")" -eq 6 ]' \
+  _ "$tmm" bench memory --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 0
 check "bench train" "$tmm" bench train --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 2 --json
 # the baselines (issue 14): bench train and generate per architecture, bench arch at matched parameters
 for arch in transformer swa linear hyena mamba2; do

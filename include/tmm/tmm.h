@@ -58,6 +58,9 @@ TMM_API const char *tmm_device_type_name(tmm_device_type type);
 typedef struct tmm_memory_heap {
     uint64_t size;
     bool device_local;
+    /* VK_EXT_memory_budget, read when the device was listed or opened (0
+     * without it): what this process may allocate from the heap, and uses. */
+    uint64_t budget, usage;
 } tmm_memory_heap;
 
 typedef struct tmm_memory_type {
@@ -104,6 +107,7 @@ typedef struct tmm_device_info {
     uint32_t memory_type_count;
     tmm_memory_type memory_types[TMM_MAX_MEMORY_TYPES];
     bool unified_memory;            /* device memory is host-visible: no staging copies */
+    bool memory_budget;             /* VK_EXT_memory_budget: heaps carry the driver's budget and usage */
 } tmm_device_info;
 
 /* Lists every Vulkan device. *infos is malloc'ed (free() it); *preferred is

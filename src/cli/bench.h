@@ -6,11 +6,13 @@
 
 #include <stddef.h>
 
+#include "device.h"
 #include "gen/generator.h"
 #include "train/train_config.h"
 
-/* tmm bench arch (cmd_bench_arch.c), dispatched by cmd_bench. */
+/* tmm bench arch (cmd_bench_arch.c) and memory (cmd_bench_memory.c), dispatched by cmd_bench. */
 int bench_arch(int argc, char **argv);
+int bench_memory(int argc, char **argv);
 
 /* ---- options (cmd_bench.c) ---------------------------------------------- */
 
@@ -47,13 +49,17 @@ typedef struct bench_train_result {
     int n_ops;
     bench_op_time ops[BENCH_MAX_OPS];
     double device_ms;               /* sum of ops[].ms */
+    tmm_memory_budget heap;         /* the device's main heap after the steps, the model still held */
 } bench_train_result;
 
-/* Times training steps of c->model at c->batch sequences on fixed tokens:
+/* Times training steps of c->model at c->batch sequences, with c's model
+ * options (tmm_train_model_options), on fixed tokens:
  * forward, backward, clipping and AdamW recorded once and replayed, `warmup`
  * unmeasured steps (lavapipe compiles kernels at their first dispatch), then
- * `steps` measured ones. With `profile` every op is wrapped in a timestamp
- * region (device time per op; a little overhead). c->model must be checked. */
+ * `steps` measured ones (none: the model and optimizer are only made and the
+ * step recorded, for their memory). With `profile` every op is wrapped in a
+ * timestamp region (device time per op; a little overhead). c->model must be
+ * checked. */
 tmm_status bench_train_steps(tmm_device *dev, const tmm_train_config *c, uint32_t warmup, uint32_t steps,
                              bool profile, bench_train_result *out);
 

@@ -497,6 +497,7 @@ static const struct bench {
     { "mixer", bench_mixer, "token mixing over n: Toeplitz (direct, FFT) against attention, swa, linear" },
     { "generate", bench_generate, "generation: time to first token, cached against naive decoding" },
     { "arch", bench_arch, "every architecture at matched parameters: training, memory, decoding" },
+    { "memory", bench_memory, "each precision and recomputation: planned and measured memory, max batch, speed" },
 };
 
 static void usage(FILE *f)

@@ -59,8 +59,6 @@ tmm_status bench_train_steps(tmm_device *dev, const tmm_train_config *c, uint32_
 {
     memset(out, 0, sizeof *out);
     out->timed = profile;
-    if (steps == 0)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "steps must be at least 1");
     const uint32_t B = c->batch, rows = B * c->model.n_ctx;
     uint32_t *tok = malloc((size_t)rows * sizeof *tok);
     int32_t *tgt = malloc((size_t)rows * sizeof *tgt);
@@ -70,7 +68,8 @@ tmm_status bench_train_steps(tmm_device *dev, const tmm_train_config *c, uint32_
     tmm_status s = tok && tgt ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK) {
         fill_batch(rows, c->model.vocab, tok, tgt);
-        if ((s = tmm_model_create(dev, &c->model, B, &m)) == TMM_OK &&
+        const tmm_model_options opts = tmm_train_model_options(c);
+        if ((s = tmm_model_create_opts(dev, &c->model, B, &opts, &m)) == TMM_OK &&
             (s = tmm_optim_create(dev, tmm_model_table(m), &c->optim, &o)) == TMM_OK &&
             (s = tmm_model_set_batch(m, tok, tgt)) == TMM_OK && (s = tmm_recorder_create(dev, &r)) == TMM_OK) {
             tmm_model_set_profile(m, profile);
@@ -94,7 +93,9 @@ tmm_status bench_train_steps(tmm_device *dev, const tmm_train_config *c, uint32_
         cpu += cpu_s() - c0;
         add_op_times(r, out);
     }
-    if (s == TMM_OK) {
+    if (s == TMM_OK)
+        tmm_device_memory_budget(dev, &out->heap);
+    if (s == TMM_OK && steps) {
         out->ms_per_step = wall / (double)steps * 1e3;
         out->cpu_ms_per_step = cpu / (double)steps * 1e3;
         out->tokens_per_s = (double)rows * (double)steps / wall;

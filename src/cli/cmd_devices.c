@@ -47,8 +47,17 @@ static void print_device(const tmm_device_info *d, bool picked)
         printf(" %u: ", i);
         print_size(d->heaps[i].size);
         printf("%s", d->heaps[i].device_local ? " device-local" : " host");
+        if (d->memory_budget) {
+            printf(" (budget ");
+            print_size(d->heaps[i].budget);
+            printf(", in use ");
+            print_size(d->heaps[i].usage);
+            printf(")");
+        }
         printf(i + 1 < d->heap_count ? ";" : "");
     }
+    if (!d->memory_budget)
+        printf("\n  memory budget        not reported (no VK_EXT_memory_budget): limits use the heap size");
     printf("\n  unified memory       %s\n", d->unified_memory ? "yes (no staging copies)" : "no (staged uploads)");
     printf("  maxStorageBufferRange      ");
     print_size(d->max_storage_buffer_range);

@@ -315,12 +315,16 @@ int cmd_train(int argc, char **argv)
         printf("parameters: %llu\n", (unsigned long long)tmm_model_param_count(&c.model));
         tmm_train_memory mem;
         if (tmm_train_memory_plan(dev, &c, &mem) == TMM_OK) {
-            char t[7][32];
-            printf("device memory: %s planned (parameters %s, gradients %s, AdamW moments %s, activations %s, "
-                   "workspace %s) of a %s heap\n", cli_size(mem.total, t[0], 32), cli_size(mem.model.params, t[1], 32),
-                   cli_size(mem.model.grads + mem.accumulation, t[2], 32), cli_size(mem.optimizer, t[3], 32),
-                   cli_size(mem.model.activations, t[4], 32),
-                   cli_size(mem.model.workspace + mem.model.mixer, t[5], 32), cli_size(mem.heap, t[6], 32));
+            char t[7][32], limit[64];
+            printf("device memory: %s planned (precision %s, recompute %s, %u sequences per micro-batch); the limit "
+                   "is %s\n", cli_size(mem.total, t[0], 32), tmm_config_field_by_flag("precision")->names[c.precision],
+                   tmm_config_field_by_flag("recompute")->names[c.recompute], c.batch / c.accum,
+                   tmm_train_memory_limit_text(&mem, limit, sizeof limit));
+            printf("  parameters %s, gradients %s, AdamW moments %s, activations %s, workspace %s, mixer plan %s\n",
+                   cli_size(mem.model.params, t[1], 32), cli_size(mem.model.grads + mem.accumulation, t[2], 32),
+                   cli_size(mem.optimizer, t[3], 32), cli_size(mem.model.activations, t[4], 32),
+                   cli_size(mem.model.workspace, t[5], 32),
+                   mem.model.mixer ? cli_size(mem.model.mixer, t[6], 32) : "none");
         }
         if (resume)
             printf("resuming from %s\n", resume);

@@ -156,7 +156,10 @@ uint64_t tmm_optim_memory(const tmm_param_table *t)
     uint64_t n_blocks = (t->arena_floats + (1ull << shift) - 1) >> shift;
     uint64_t n_part = partial_count(t->arena_floats);
     uint64_t scratch = max_u64(1, tmm_op_sum_scratch((uint32_t)n_part));
-    return 4 * (2 * t->arena_floats + n_blocks + n_part + scratch) + 3 * SMALL_ALIGN;
+    /* dev_small three blocks (coefficients, sum of squares, loss scaler) and host
+     * two (hyperparameters, stats); small_stride is SMALL_ALIGN unless the
+     * device's offset alignment is larger */
+    return 4 * (2 * t->arena_floats + n_blocks + n_part + scratch) + (3 + 2) * SMALL_ALIGN;
 }
 
 tmm_status tmm_optim_create(tmm_device *device, const tmm_param_table *table, const tmm_optim_config *config,

@@ -161,7 +161,8 @@ const tmm_config_field tmm_config_fields[] = {
     ENUM("train", "recompute", "recompute", "WHAT", recompute, recompute_names,
          "keep every activation (none), or recompute each mixer's (mixer) or each block's (block) in the backward"),
     { "train", "max_memory", "max-memory", "GIB", TMM_CONFIG_F64, AT(max_memory_gib), 0, 0, 0, 1 << 20, NULL,
-      "refuse, before allocating, a run planned above GIB GiB of device memory (0: the device's budget)" },
+      "refuse, before allocating, a run planned above GIB GiB of device memory, on every device type (0: the "
+      "device's budget or heap size, which a CPU device only warns about)" },
     { "train", "run_dir", "run-dir", "DIR", TMM_CONFIG_PATH, AT(run_dir), 0, 0, 0, 0, NULL,
       "where checkpoints and metrics.jsonl go" },
     { NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL },

@@ -480,63 +480,186 @@ tmm_model_options tmm_train_model_options(const tmm_train_config *c)
     return (tmm_model_options){ .impl = c->mixer_impl, .precision = c->precision, .recompute = c->recompute };
 }
 
-tmm_status tmm_train_memory_plan(tmm_device *dev, const tmm_train_config *c, tmm_train_memory *out)
+/* The plan of a run without its limit. */
+static tmm_status plan_run(tmm_device *dev, const tmm_train_config *c, tmm_train_memory *out)
 {
     memset(out, 0, sizeof *out);
     const tmm_model_options opts = tmm_train_model_options(c);
     if (c->accum == 0 || c->batch % c->accum)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "batch (%u) must be a multiple of accum (%u)", c->batch, c->accum);
     TMM_TRY(tmm_model_memory_plan(dev, &c->model, c->batch / c->accum, &opts, &out->model));
-    out->optimizer = 2 * out->model.params;
+    tmm_param_table table;
+    TMM_TRY(tmm_param_table_build(&c->model, &table));
+    out->optimizer = tmm_optim_memory(&table);
+    tmm_param_table_free(&table);
     out->accumulation = c->accum > 1 ? out->model.grads : 0;
     out->total = out->model.total + out->optimizer + out->accumulation;
-    const tmm_device_info *info = tmm_device_get_info(dev);
-    for (uint32_t i = 0; i < info->heap_count; i++)
-        if (info->heaps[i].device_local && info->heaps[i].size > out->heap)
-            out->heap = info->heaps[i].size;
     return TMM_OK;
 }
 
-static double gib(uint64_t bytes) { return (double)bytes / (double)(1ull << 30); }
+tmm_status tmm_train_memory_plan(tmm_device *dev, const tmm_train_config *c, tmm_train_memory *out)
+{
+    TMM_TRY(plan_run(dev, c, out));
+    tmm_memory_budget b;
+    tmm_device_memory_budget(dev, &b);
+    out->limit = b.budget;
+    out->limit_source = b.reported ? TMM_LIMIT_BUDGET : TMM_LIMIT_HEAP;
+    if (c->max_memory_gib > 0) {
+        out->limit = (uint64_t)llround(c->max_memory_gib * (double)(1ull << 30));
+        out->limit_source = TMM_LIMIT_MAX_MEMORY;
+    }
+    return TMM_OK;
+}
 
-/* Refuses a run that cannot fit the device's memory, saying what would. A CPU
- * device's heap size is nominal (lavapipe allocates past it from system
- * memory), so there it only warns. */
+/* "5.31 GiB", "12.3 MiB" or "104 KiB". */
+static const char *size_text(uint64_t bytes, char *buf, size_t size)
+{
+    if (bytes >= (1ull << 30))
+        snprintf(buf, size, "%.2f GiB", (double)bytes / (double)(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        snprintf(buf, size, "%.1f MiB", (double)bytes / (double)(1ull << 20));
+    else
+        snprintf(buf, size, "%.0f KiB", (double)bytes / 1024.0);
+    return buf;
+}
+
+const char *tmm_train_memory_limit_text(const tmm_train_memory *m, char *buf, size_t size)
+{
+    char t[32];
+    size_text(m->limit, t, sizeof t);
+    if (m->limit_source == TMM_LIMIT_MAX_MEMORY)
+        snprintf(buf, size, "--max-memory %.4g GiB", (double)m->limit / (double)(1ull << 30));
+    else if (m->limit_source == TMM_LIMIT_BUDGET)
+        snprintf(buf, size, "the device's budget of %s", t);
+    else
+        snprintf(buf, size, "the device's %s heap", t);
+    return buf;
+}
+
+/* One set of options the advice considers. */
+typedef struct mem_choice {
+    tmm_precision precision;
+    tmm_recompute recompute;
+    uint32_t accum;
+} mem_choice;
+
+/* The planned total of c with these options; false when it cannot be planned. */
+static bool choice_total(tmm_device *dev, const tmm_train_config *c, mem_choice o, uint64_t *total)
+{
+    tmm_train_config t = *c;
+    t.precision = o.precision;
+    t.recompute = o.recompute;
+    t.accum = o.accum;
+    tmm_train_memory m;
+    if (plan_run(dev, &t, &m) != TMM_OK)
+        return false;
+    *total = m.total;
+    return true;
+}
+
+/* The flags that turn c into o, e.g. "--precision fp16 --recompute block". */
+static void choice_flags(const tmm_train_config *c, mem_choice o, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s%s%s", o.precision != c->precision ? " --precision " : "",
+             o.precision != c->precision ? tmm_config_field_by_flag("precision")->names[o.precision] : "",
+             o.recompute != c->recompute ? " --recompute " : "",
+             o.recompute != c->recompute ? tmm_config_field_by_flag("recompute")->names[o.recompute] : "");
+    size_t n = strlen(buf);
+    if (o.accum != c->accum)
+        snprintf(buf + n, size - n, " --accum %u", o.accum);
+    memmove(buf, buf + 1, strlen(buf)); /* drops the leading space */
+}
+
+void tmm_train_memory_advice(tmm_device *dev, const tmm_train_config *c, uint64_t limit, char *buf, size_t size)
+{
+    /* the groups in the order they are offered: recomputation, precision, both */
+    enum { MAX_CHOICES = 8, GROUPS = 3 };
+    mem_choice groups[GROUPS][MAX_CHOICES];
+    int count[GROUPS] = { 0 };
+    const tmm_precision half[] = { TMM_PRECISION_FP16, TMM_PRECISION_BF16 };
+    for (int r = (int)c->recompute + 1; r < TMM_RECOMPUTE_COUNT; r++)
+        groups[0][count[0]++] = (mem_choice){ c->precision, (tmm_recompute)r, c->accum };
+    for (int i = 0; i < 2 && c->precision == TMM_PRECISION_FP32; i++) {
+        groups[1][count[1]++] = (mem_choice){ half[i], c->recompute, c->accum };
+        for (int r = (int)c->recompute + 1; r < TMM_RECOMPUTE_COUNT; r++)
+            groups[2][count[2]++] = (mem_choice){ half[i], (tmm_recompute)r, c->accum };
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    char flags[96], t[32];
+    for (int g = 0; g < GROUPS; g++)
+        for (int i = 0; i < count[g]; i++) {
+            uint64_t total;
+            if (!choice_total(dev, c, groups[g][i], &total) || total > limit)
+                continue;
+            choice_flags(c, groups[g][i], flags, sizeof flags);
+            if (n < size)
+                n += (size_t)snprintf(buf + n, size - n, "%s%s%s (%s)", n ? ", or " : "", flags, n ? "" : " fits",
+                                      size_text(total, t, sizeof t));
+            break;
+        }
+    /* the largest micro-batch below the current one that fits */
+    const uint32_t micro = c->batch / c->accum;
+    for (uint32_t m = micro - 1; m >= 1; m--) {
+        mem_choice o = { c->precision, c->recompute, c->batch / m };
+        uint64_t total;
+        if (c->batch % m || !choice_total(dev, c, o, &total) || total > limit)
+            continue;
+        choice_flags(c, o, flags, sizeof flags);
+        if (n < size)
+            n += (size_t)snprintf(buf + n, size - n, "%s%s%s (%s, %u sequences per micro-batch)", n ? ", or " : "",
+                                  flags, n ? "" : " fits", size_text(total, t, sizeof t), m);
+        break;
+    }
+    if (n)
+        return;
+    /* nothing fits: the smallest of every choice at one sequence per micro-batch */
+    mem_choice best = { c->precision, c->recompute, c->batch };
+    uint64_t best_total = UINT64_MAX, total;
+    if (choice_total(dev, c, best, &total))
+        best_total = total;
+    for (int g = 0; g < GROUPS; g++)
+        for (int i = 0; i < count[g]; i++) {
+            mem_choice o = groups[g][i];
+            o.accum = c->batch;
+            if (choice_total(dev, c, o, &total) && total < best_total)
+                best = o, best_total = total;
+        }
+    choice_flags(c, best, flags, sizeof flags);
+    if (best_total == UINT64_MAX)
+        snprintf(buf, size, "nothing fits: use a smaller model");
+    else
+        snprintf(buf, size, "nothing fits: even %s needs %s; use a smaller model", *flags ? flags : "this run",
+                 size_text(best_total, t, sizeof t));
+}
+
+/* Refuses, before anything is allocated, a run planned above its limit,
+ * saying what would fit. A CPU device's heap is nominal (lavapipe allocates
+ * past it from system memory), so there only --max-memory refuses; the
+ * device's own size only warns. */
 static tmm_status check_memory(tmm_device *dev, const tmm_train_config *c)
 {
     tmm_train_memory need;
     TMM_TRY(tmm_train_memory_plan(dev, c, &need));
-    if (need.heap == 0 || need.total <= need.heap)
+    if (need.total <= need.limit)
         return TMM_OK;
-    /* the largest micro-batch that fits: activations and workspace grow with it */
-    uint32_t fit = 0;
-    for (uint32_t micro = 1; micro <= c->batch / c->accum; micro++) {
-        if (c->batch % micro)
-            continue;
-        tmm_train_config smaller = *c;
-        smaller.accum = c->batch / micro;
-        tmm_train_memory m;
-        if (tmm_train_memory_plan(dev, &smaller, &m) == TMM_OK && m.total <= need.heap)
-            fit = micro;
-        else
-            break;
-    }
-    char advice[160];
-    if (fit)
-        snprintf(advice, sizeof advice, "--accum %u (micro-batches of %u sequences) fits", c->batch / fit, fit);
-    else
-        snprintf(advice, sizeof advice, "even one sequence per micro-batch does not: use a smaller model");
-    if (tmm_device_get_info(dev)->type == TMM_DEVICE_CPU) {
-        tmm_warn("this run plans %.2f GiB of device memory, more than the %.2f GiB heap the device reports (%s); "
-                 "a CPU device takes it from system memory", gib(need.total), gib(need.heap), advice);
+    char advice[600], limit[64], t[6][32];
+    tmm_train_memory_advice(dev, c, need.limit, advice, sizeof advice);
+    tmm_train_memory_limit_text(&need, limit, sizeof limit);
+    size_text(need.total, t[0], sizeof t[0]);
+    if (need.limit_source != TMM_LIMIT_MAX_MEMORY && tmm_device_get_info(dev)->type == TMM_DEVICE_CPU) {
+        tmm_warn("this run plans %s of device memory, more than %s; a CPU device takes it from system memory "
+                 "(%s)", t[0], limit, advice);
         return TMM_OK;
     }
-    return tmm_fail(TMM_ERR_OUT_OF_DEVICE_MEMORY, "this run needs %.2f GiB of device memory (parameters and "
-                    "gradients %.2f, AdamW moments %.2f, activations and workspace %.2f at %u sequences per "
-                    "micro-batch), more than the device's %.2f GiB: %s", gib(need.total),
-                    gib(need.model.params + need.model.grads + need.accumulation), gib(need.optimizer),
-                    gib(need.model.activations + need.model.workspace + need.model.mixer), c->batch / c->accum,
-                    gib(need.heap), advice);
+    return tmm_fail(TMM_ERR_OUT_OF_DEVICE_MEMORY, "this run needs %s of device memory (parameters %s, gradients "
+                    "%s, AdamW moments %s, activations %s, workspace %s at %u sequences per micro-batch), more than %s: %s",
+                    t[0],
+                    size_text(need.model.params, t[1], sizeof t[1]),
+                    size_text(need.model.grads + need.accumulation, t[2], sizeof t[2]),
+                    size_text(need.optimizer, t[3], sizeof t[3]), size_text(need.model.activations, t[4], sizeof t[4]),
+                    size_text(need.model.workspace + need.model.mixer, t[5], sizeof t[5]), c->batch / c->accum, limit,
+                    advice);
 }
 
 /* Creates and locks the run directory and makes sure it holds no other run;

@@ -56,17 +56,38 @@ tmm_status tmm_train_prepare(tmm_train_config *config, tmm_data **data);
 tmm_status tmm_train(tmm_device *device, tmm_train_config *config, const char *resume,
                      const tmm_train_hooks *hooks, tmm_train_result *result);
 
+/* Where a run's memory limit comes from. */
+typedef enum tmm_memory_limit_source {
+    TMM_LIMIT_MAX_MEMORY,  /* --max-memory (train.max_memory): enforced on every device */
+    TMM_LIMIT_BUDGET,      /* the device's budget (VK_EXT_memory_budget) */
+    TMM_LIMIT_HEAP,        /* the size of the device's largest device-local heap */
+} tmm_memory_limit_source;
+
 /* Device memory a run of this config needs: the model at its micro-batch
- * (tmm_model_memory_plan), the AdamW moments and, with accumulation, the
- * gradient sum. */
+ * (tmm_model_memory_plan, with the config's precision and recomputation),
+ * the optimizer (AdamW moments and its small buffers) and, with
+ * accumulation, the gradient sum; and the limit the run is held to. */
 typedef struct tmm_train_memory {
     tmm_model_memory model;
-    uint64_t optimizer;      /* AdamW m and v */
+    uint64_t optimizer;      /* AdamW m and v, and the optimizer's reduction buffers */
     uint64_t accumulation;   /* the gradient sum of accum > 1 */
     uint64_t total;
-    uint64_t heap;           /* the device's largest device-local heap */
+    uint64_t limit;          /* --max-memory, else the device's budget, else its heap */
+    tmm_memory_limit_source limit_source;
 } tmm_train_memory;
 tmm_status tmm_train_memory_plan(tmm_device *device, const tmm_train_config *config, tmm_train_memory *out);
+/* The limit in words: "--max-memory 4 GiB", "the device's budget of 3.80 GiB"
+ * or "the device's 4.00 GiB heap". Returns buf. */
+const char *tmm_train_memory_limit_text(const tmm_train_memory *memory, char *buf, size_t size);
+/* What would fit `limit` bytes, for a config whose plan does not, as one
+ * phrase with each option's planned total: the first that fits of
+ * --recompute (mixer, then block) at the same precision, of --precision
+ * (fp16, then bf16), and of both, then the largest micro-batch (--accum):
+ * "--recompute mixer fits (2.10 GiB), or --accum 4 (3.20 GiB)". Options
+ * whose plan fails (not built, or not on this device) do not fit. When
+ * nothing does, says what the smallest would need. */
+void tmm_train_memory_advice(tmm_device *device, const tmm_train_config *config, uint64_t limit, char *buf,
+                             size_t size);
 
 /* The model options of a run: its mixer implementation, precision and recomputation. */
 tmm_model_options tmm_train_model_options(const tmm_train_config *config);
