@@ -1,7 +1,7 @@
 /* tmm bench memory: one model trained with each precision and recomputation
  * side by side: the planned memory and its parts, the memory measured while
  * the model is made and trained, the largest batch that fits a limit, and
- * the speed. Rows whose options are not built say so. */
+ * the speed. */
 #include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
@@ -29,7 +29,6 @@ static const struct {
 #define N_ROWS (sizeof row_options / sizeof row_options[0])
 
 typedef struct mem_row {
-    bool built;                /* false: these options are not built (the plan was refused as unsupported) */
     tmm_train_memory plan;
     uint64_t peak;             /* measured: the most the device's buffers held above what they held before */
     int64_t heap_delta;        /* the main heap's usage with the model held, less before */
@@ -57,8 +56,8 @@ static void usage(void)
            "                   driver's (VK_EXT_memory_budget) or, without it, tmm's memory blocks\n"
            "  max batch        the largest batch whose plan fits --limit\n"
            "  tokens/s         training steps as bench train times them, and against fp32/none's\n"
-           "Options that are not built yet show as 'not built'. Defaults: the tiny-copy model and\n"
-           "batch, vocab 16 (257 for a text preset), --limit 4, --steps 2.\n\n"
+           "Defaults: the tiny-copy model and batch, vocab 16 (257 for a text preset), --limit 4,\n"
+           "--steps 2.\n\n"
            "options:\n"
            "  --preset NAME     start from a training preset (see tmm train --help)\n"
            "  --config FILE     start from a training config file (JSON, as tmm train --config)\n"
@@ -150,23 +149,14 @@ static tmm_status measure(tmm_device *dev, const tmm_train_config *base, uint32_
     c.precision = row_options[i].precision;
     c.recompute = row_options[i].recompute;
     memset(row, 0, sizeof *row);
-    tmm_status s = tmm_train_memory_plan(dev, &c, &row->plan);
-    if (s == TMM_ERR_UNSUPPORTED)
-        return TMM_OK;
-    TMM_TRY(s);
-    row->built = true;
+    TMM_TRY(tmm_train_memory_plan(dev, &c, &row->plan));
     row->max_batch = max_batch(dev, &c, limit);
     tmm_memory_stats before;
     tmm_memory_budget heap;
     tmm_device_memory_stats(dev, &before);
     tmm_device_memory_budget(dev, &heap);
     tmm_device_memory_reset_peak(dev);
-    s = bench_train_steps(dev, &c, steps ? 1 : 0, steps, false, &row->train);
-    if (s == TMM_ERR_UNSUPPORTED) { /* the plan was, the kernels are not */
-        row->built = false;
-        return TMM_OK;
-    }
-    TMM_TRY(s);
+    TMM_TRY(bench_train_steps(dev, &c, steps ? 1 : 0, steps, false, &row->train));
     tmm_memory_stats after;
     tmm_device_memory_stats(dev, &after);
     row->peak = after.peak_bytes - before.used_bytes;
@@ -197,20 +187,17 @@ static void print_json(const tmm_device *dev, const tmm_train_config *c, uint64_
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "precision", precision_name(row_options[i].precision));
         cJSON_AddStringToObject(e, "recompute", recompute_name(row_options[i].recompute));
-        cJSON_AddBoolToObject(e, "built", r->built);
-        if (r->built) {
-            const tmm_train_memory *p = &r->plan;
-            cJSON_AddNumberToObject(e, "params_grads", (double)(p->model.params + p->model.grads));
-            cJSON_AddNumberToObject(e, "optimizer", (double)p->optimizer);
-            cJSON_AddNumberToObject(e, "activations", (double)p->model.activations);
-            cJSON_AddNumberToObject(e, "workspace", (double)(p->model.workspace + p->model.mixer));
-            cJSON_AddNumberToObject(e, "planned_bytes", (double)p->total);
-            cJSON_AddNumberToObject(e, "measured_peak_bytes", (double)r->peak);
-            cJSON_AddNumberToObject(e, "heap_delta_bytes", (double)r->heap_delta);
-            cJSON_AddNumberToObject(e, "max_batch", r->max_batch);
-            if (steps)
-                cJSON_AddNumberToObject(e, "tokens_per_s", r->train.tokens_per_s);
-        }
+        const tmm_train_memory *p = &r->plan;
+        cJSON_AddNumberToObject(e, "params_grads", (double)(p->model.params + p->model.grads));
+        cJSON_AddNumberToObject(e, "optimizer", (double)p->optimizer);
+        cJSON_AddNumberToObject(e, "activations", (double)p->model.activations);
+        cJSON_AddNumberToObject(e, "workspace", (double)(p->model.workspace + p->model.mixer));
+        cJSON_AddNumberToObject(e, "planned_bytes", (double)p->total);
+        cJSON_AddNumberToObject(e, "measured_peak_bytes", (double)r->peak);
+        cJSON_AddNumberToObject(e, "heap_delta_bytes", (double)r->heap_delta);
+        cJSON_AddNumberToObject(e, "max_batch", r->max_batch);
+        if (steps)
+            cJSON_AddNumberToObject(e, "tokens_per_s", r->train.tokens_per_s);
         cJSON_AddItemToArray(arr, e);
     }
     char *text = cJSON_Print(root);
@@ -240,25 +227,21 @@ static void print_table(const tmm_device *dev, const tmm_train_config *c, uint64
     printf("%-15s %12s %11s %11s %11s %11s %6s %11s %11s %9s %10s %6s\n", "options", "params+grads", "optimizer",
            "activations", "workspace", "planned", "ratio", "measured", "heap delta", "max batch", "tokens/s",
            "ratio");
-    const mem_row *ref = rows[0].built ? &rows[0] : NULL;
+    const mem_row *ref = &rows[0];
     for (size_t i = 0; i < N_ROWS; i++) {
         const mem_row *r = &rows[i];
         char name[32];
         snprintf(name, sizeof name, "%s/%s", precision_name(row_options[i].precision),
                  recompute_name(row_options[i].recompute));
-        if (!r->built) {
-            printf("%-15s not built\n", name);
-            continue;
-        }
         const tmm_train_memory *p = &r->plan;
         printf("%-15s %12s %11s %11s %11s %11s %6.2f %11s %11s %9u", name,
                cli_size(p->model.params + p->model.grads, t[0], 32), cli_size(p->optimizer, t[1], 32),
                cli_size(p->model.activations, t[2], 32), cli_size(p->model.workspace + p->model.mixer, t[3], 32),
-               cli_size(p->total, t[4], 32), ref ? (double)p->total / (double)ref->plan.total : 1.0,
+               cli_size(p->total, t[4], 32), (double)p->total / (double)ref->plan.total,
                cli_size(r->peak, t[5], 32), signed_size(r->heap_delta, t[6], 32), r->max_batch);
         if (steps)
             printf(" %10.1f %6.2f\n", r->train.tokens_per_s,
-                   ref ? r->train.tokens_per_s / ref->train.tokens_per_s : 1.0);
+                   r->train.tokens_per_s / ref->train.tokens_per_s);
         else
             printf(" %10s %6s\n", "-", "-");
     }
