@@ -113,7 +113,7 @@ for f in r["rows"]:
     assert f["measured_peak_bytes"] == f["planned_bytes"] > 0 and f["max_batch"] > 2 and f["tokens_per_s"] > 0, f
 act = {(x["precision"], x["recompute"]): x["activations"] for x in r["rows"]}
 assert act[("fp16", "block")] < act[("fp32", "block")] < act[("fp32", "none")] and act[("fp16", "none")] < act[("fp32", "none")], act' \
-  "$tmm" bench memory --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 1 --json
+  "$tmm" bench memory --d-model 16 --n-ctx 16 --layers 3 --batch 2 --steps 1 --json
 check "bench memory table (every row)" bash -c '[ "$("$@" | grep -cE "^(fp32/none|fp16/none|bf16/none|fp32/block|fp16/mixer|fp16/block) ")" -eq 6 ]' \
   _ "$tmm" bench memory --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 0
 check "bench train" "$tmm" bench train --d-model 16 --n-ctx 16 --layers 1 --batch 2 --steps 2 --json

@@ -72,7 +72,7 @@ static void small_run(tmm_train_config *c, const char *dir)
     c->model.vocab = 16;
     c->model.d_model = 16;
     c->model.n_ctx = 16;
-    c->model.n_layers = 1;
+    c->model.n_layers = 4; /* with one layer there is nothing to keep or recompute */
     c->batch = 8;
     c->steps = 1;
     c->eval_every = 0;
