@@ -27,6 +27,20 @@ bool bench_parse_archs(const char *text, bool selected[TMM_ARCH_COUNT]);
 void bench_set_heads(tmm_model_config *c, uint32_t heads, bool heads_given);
 /* --window W: 1 .. TMM_MAX_N_CTX; false after a one-line error. */
 bool bench_parse_window(const char *text, uint32_t *out);
+/* The model flags of the benchmarks that train (bench train, bench memory),
+ * as getopt_long entries: --preset NAME, --d-model, --n-ctx, --layers,
+ * --heads, --vocab, --arch, --window (option codes 'p', 'd', 'n', 'l', 'H',
+ * 'V', BENCH_OPT_ARCH, BENCH_OPT_WINDOW). bench_model_flag applies one to c
+ * (a text preset sets vocab 257) and returns whether opt was one of them;
+ * *ok is false after a one-line error. */
+enum { BENCH_OPT_ARCH = 256, BENCH_OPT_WINDOW, BENCH_OPT_FIRST_FREE };
+#define BENCH_MODEL_OPTIONS                                                                            \
+    { "preset", required_argument, NULL, 'p' }, { "d-model", required_argument, NULL, 'd' },           \
+    { "n-ctx", required_argument, NULL, 'n' },  { "layers", required_argument, NULL, 'l' },            \
+    { "heads", required_argument, NULL, 'H' },  { "vocab", required_argument, NULL, 'V' },             \
+    { "arch", required_argument, NULL, BENCH_OPT_ARCH }, { "window", required_argument, NULL, BENCH_OPT_WINDOW }
+bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok);
+
 /* "16,64,256": up to BENCH_MAX_POINTS positive values; false after an error. */
 #define BENCH_MAX_POINTS 16
 bool bench_parse_list(const char *option, const char *text, uint32_t *out, unsigned *count);

@@ -393,6 +393,33 @@ static int bench_matmul(int argc, char **argv)
 
 /* ---- options the model benchmarks share (bench.h) ------------------------ */
 
+bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok)
+{
+    unsigned long v;
+    switch (opt) {
+    case 'p': {
+        const char *text = tmm_train_preset(arg);
+        tmm_status s = text ? tmm_train_config_apply_json(c, text, arg) : TMM_OK;
+        if (!text)
+            cli_fail("no preset '%s' (see tmm train --help)\n", arg);
+        else if (s != TMM_OK)
+            cli_error("bad preset", s);
+        else if (c->task == TMM_DATA_TEXT)
+            c->model.vocab = 257;
+        *ok = text && s == TMM_OK;
+        return true;
+    }
+    case 'd': *ok = cli_parse_uint("--d-model", arg, TMM_MAX_D_MODEL, &v), c->model.d_model = (uint32_t)v; return true;
+    case 'n': *ok = cli_parse_uint("--n-ctx", arg, TMM_MAX_N_CTX, &v), c->model.n_ctx = (uint32_t)v; return true;
+    case 'l': *ok = cli_parse_uint("--layers", arg, TMM_MAX_LAYERS, &v), c->model.n_layers = (uint32_t)v; return true;
+    case 'H': *ok = cli_parse_uint("--heads", arg, TMM_MAX_HEADS, &v), c->model.heads = (uint32_t)v; return true;
+    case 'V': *ok = cli_parse_uint("--vocab", arg, TMM_MAX_VOCAB, &v), c->model.vocab = (uint32_t)v; return true;
+    case BENCH_OPT_ARCH: *ok = bench_parse_arch(arg, &c->model.arch); return true;
+    case BENCH_OPT_WINDOW: *ok = bench_parse_window(arg, &c->model.window); return true;
+    default: return false;
+    }
+}
+
 bool bench_parse_arch(const char *text, tmm_arch *out)
 {
     for (int a = 0; tmm_arch_name((tmm_arch)a); a++)

@@ -73,20 +73,9 @@ static void usage(void)
            "  -h, --help        show this help\n");
 }
 
-/* Applies a preset or a config file on top of c; false after a one-line error. */
-static bool apply_base(tmm_train_config *c, bool preset, const char *name)
+/* Applies a config file (JSON, as tmm train --config) on top of c; false after a one-line error. */
+static bool apply_config(tmm_train_config *c, const char *name)
 {
-    if (preset) {
-        const char *text = tmm_train_preset(name);
-        if (!text) {
-            cli_fail("no preset '%s' (see tmm train --help)\n", name);
-            return false;
-        }
-        tmm_status s = tmm_train_config_apply_json(c, text, name);
-        if (s != TMM_OK)
-            cli_error("bad preset", s);
-        return s == TMM_OK;
-    }
     void *text;
     size_t size;
     tmm_status s = tmm_read_file(name, "config file", TMM_LIMIT_CONFIG, &text, &size);
@@ -252,16 +241,13 @@ static void print_table(const tmm_device *dev, const tmm_train_config *c, uint64
 
 int bench_memory(int argc, char **argv)
 {
-    enum { O_ARCH = 256, O_WINDOW, O_LIMIT, O_CONFIG };
+    enum { O_LIMIT = BENCH_OPT_FIRST_FREE, O_CONFIG };
     static const struct option longopts[] = {
-        { "preset", required_argument, NULL, 'p' },  { "config", required_argument, NULL, O_CONFIG },
-        { "d-model", required_argument, NULL, 'd' }, { "n-ctx", required_argument, NULL, 'n' },
-        { "layers", required_argument, NULL, 'l' },  { "heads", required_argument, NULL, 'H' },
-        { "batch", required_argument, NULL, 'b' },   { "vocab", required_argument, NULL, 'V' },
-        { "steps", required_argument, NULL, 's' },   { "device", required_argument, NULL, 'D' },
-        { "json", no_argument, NULL, 'j' },          { "arch", required_argument, NULL, O_ARCH },
-        { "window", required_argument, NULL, O_WINDOW }, { "limit", required_argument, NULL, O_LIMIT },
-        { "help", no_argument, NULL, 'h' },          { 0, 0, 0, 0 },
+        BENCH_MODEL_OPTIONS,
+        { "config", required_argument, NULL, O_CONFIG }, { "batch", required_argument, NULL, 'b' },
+        { "steps", required_argument, NULL, 's' },       { "device", required_argument, NULL, 'D' },
+        { "json", no_argument, NULL, 'j' },              { "limit", required_argument, NULL, O_LIMIT },
+        { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
     };
     tmm_train_config c;
     tmm_train_config_default(&c);
@@ -274,30 +260,23 @@ int bench_memory(int argc, char **argv)
     opterr = 0; /* our own messages below */
     while (ok && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'p':
         case O_CONFIG:
-            ok = apply_base(&c, opt == 'p', optarg);
+            ok = apply_config(&c, optarg);
             if (ok && c.task == TMM_DATA_TEXT)
                 c.model.vocab = 257;
             break;
-        case 'd': ok = cli_parse_uint("--d-model", optarg, TMM_MAX_D_MODEL, &v), c.model.d_model = (uint32_t)v; break;
-        case 'n': ok = cli_parse_uint("--n-ctx", optarg, TMM_MAX_N_CTX, &v), c.model.n_ctx = (uint32_t)v; break;
-        case 'l': ok = cli_parse_uint("--layers", optarg, TMM_MAX_LAYERS, &v), c.model.n_layers = (uint32_t)v; break;
-        case 'H': ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v), c.model.heads = (uint32_t)v; break;
         case 'b': ok = cli_parse_uint("--batch", optarg, MAX_BATCH, &v), c.batch = (uint32_t)v; break;
-        case 'V': ok = cli_parse_uint("--vocab", optarg, TMM_MAX_VOCAB, &v), c.model.vocab = (uint32_t)v; break;
         case 's': ok = cli_parse_uint("--steps", optarg, 1 << 20, &steps); break;
         case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case 'j': json = true; break;
-        case O_ARCH: ok = bench_parse_arch(optarg, &c.model.arch); break;
-        case O_WINDOW: ok = bench_parse_window(optarg, &c.model.window); break;
         case O_LIMIT: ok = parse_gib(optarg, &limit_gib); break;
         case 'h':
             usage();
             tmm_train_config_free(&c);
             return 0;
-        case ':':
         default:
+            if (opt != ':' && bench_model_flag(opt, optarg, &c, &ok))
+                break;
             cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench memory --help'\n",
                      argv[optind - 1]);
             ok = false;

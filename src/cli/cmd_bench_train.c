@@ -132,14 +132,10 @@ static void usage(void)
 
 int bench_train(int argc, char **argv)
 {
-    enum { O_ARCH = 256, O_WINDOW };
     static const struct option longopts[] = {
-        { "preset", required_argument, NULL, 'p' }, { "d-model", required_argument, NULL, 'd' },
-        { "n-ctx", required_argument, NULL, 'n' },  { "layers", required_argument, NULL, 'l' },
-        { "heads", required_argument, NULL, 'H' },  { "batch", required_argument, NULL, 'b' },
-        { "vocab", required_argument, NULL, 'V' },  { "steps", required_argument, NULL, 's' },
+        BENCH_MODEL_OPTIONS,
+        { "batch", required_argument, NULL, 'b' }, { "steps", required_argument, NULL, 's' },
         { "device", required_argument, NULL, 'D' }, { "json", no_argument, NULL, 'j' },
-        { "arch", required_argument, NULL, O_ARCH }, { "window", required_argument, NULL, O_WINDOW },
         { "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
     };
     tmm_train_config c;
@@ -153,39 +149,17 @@ int bench_train(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         bool ok = true;
         switch (opt) {
-        case 'p': {
-            const char *text = tmm_train_preset(optarg);
-            if (!text) {
-                cli_fail("no preset '%s' (see tmm train --help)\n", optarg);
-                tmm_train_config_free(&c);
-                return 2;
-            }
-            tmm_status s = tmm_train_config_apply_json(&c, text, optarg);
-            if (s != TMM_OK) {
-                tmm_train_config_free(&c);
-                return cli_error("bad preset", s);
-            }
-            if (c.task == TMM_DATA_TEXT)
-                c.model.vocab = 257;
-            break;
-        }
-        case 'd': ok = cli_parse_uint("--d-model", optarg, TMM_MAX_D_MODEL, &v), c.model.d_model = (uint32_t)v; break;
-        case 'n': ok = cli_parse_uint("--n-ctx", optarg, TMM_MAX_N_CTX, &v), c.model.n_ctx = (uint32_t)v; break;
-        case 'l': ok = cli_parse_uint("--layers", optarg, TMM_MAX_LAYERS, &v), c.model.n_layers = (uint32_t)v; break;
-        case 'H': ok = cli_parse_uint("--heads", optarg, TMM_MAX_HEADS, &v), c.model.heads = (uint32_t)v; break;
         case 'b': ok = cli_parse_uint("--batch", optarg, 1 << 20, &v), c.batch = (uint32_t)v; break;
-        case 'V': ok = cli_parse_uint("--vocab", optarg, TMM_MAX_VOCAB, &v), c.model.vocab = (uint32_t)v; break;
         case 's': ok = cli_parse_uint("--steps", optarg, 1 << 20, &steps); break;
         case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
         case 'j': json = true; break;
-        case O_ARCH: ok = bench_parse_arch(optarg, &c.model.arch); break;
-        case O_WINDOW: ok = bench_parse_window(optarg, &c.model.window); break;
         case 'h':
             usage();
             tmm_train_config_free(&c);
             return 0;
-        case ':':
         default:
+            if (opt != ':' && bench_model_flag(opt, optarg, &c, &ok))
+                break;
             cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench train --help'\n",
                      argv[optind - 1]);
             tmm_train_config_free(&c);
