@@ -621,7 +621,8 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
                                                                d, A(hb(m, 0))));
     for (uint32_t l = 0; l < c->n_layers; l++) {
         TMM_TRY(block_forward(m, &rec, l));
-        if (backward && m->kept && l + 1 < c->n_layers)
+        /* an encoder's backward is recorded separately (tmm_model_record_backward) */
+        if ((backward || m->encoder) && m->kept && l + 1 < c->n_layers)
             TMM_TRY(keep_layer(m, &rec, l, true));
     }
     tmm_view head_in = A(hb(m, c->n_layers));
