@@ -35,6 +35,10 @@ void cli_fail(const char *fmt, ...) TMM_PRINTF(1, 2);
 int cli_error(const char *what, tmm_status status);
 /* Parses a non-negative integer option value; prints an error and returns false if bad. */
 bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out);
+/* Applies a config file (JSON, as tmm train --config) on top of c: 0, or 1
+ * after a one-line error (cmd_train.c). */
+struct tmm_train_config;
+int cli_load_config(struct tmm_train_config *c, const char *path);
 /* Opens the device for a subcommand: index -1 means $TMM_DEVICE or the best. */
 int cli_open_device(int index, tmm_device **out);
 /* bytes as "1.5 GiB", "12.0 MiB" or "300.0 KiB" in buf; returns buf. */

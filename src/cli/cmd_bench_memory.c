@@ -12,8 +12,6 @@
 #include "bench.h"
 #include "buffer.h"
 #include "cli.h"
-#include "files.h"
-#include "io/limits.h"
 #include "train/trainer.h"
 
 #define MAX_BATCH (1u << 20) /* as train.batch */
@@ -71,22 +69,6 @@ static void usage(void)
            "  --device N        use Vulkan device N (see 'tmm devices')\n"
            "  --json            print one JSON object instead of the table\n"
            "  -h, --help        show this help\n");
-}
-
-/* Applies a config file (JSON, as tmm train --config) on top of c; false after a one-line error. */
-static bool apply_config(tmm_train_config *c, const char *name)
-{
-    void *text;
-    size_t size;
-    tmm_status s = tmm_read_file(name, "config file", TMM_LIMIT_CONFIG, &text, &size);
-    if (s == TMM_OK && strlen(text) != size)
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: holds a NUL byte; a config file is JSON text", name);
-    if (s == TMM_OK)
-        s = tmm_train_config_apply_json(c, text, name);
-    free(text);
-    if (s != TMM_OK)
-        cli_error("bad config", s);
-    return s == TMM_OK;
 }
 
 static bool parse_gib(const char *text, double *out)
@@ -261,7 +243,7 @@ int bench_memory(int argc, char **argv)
     while (ok && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (opt) {
         case O_CONFIG:
-            ok = apply_config(&c, optarg);
+            ok = cli_load_config(&c, optarg) == 0;
             if (ok && c.task == TMM_DATA_TEXT)
                 c.model.vocab = 257;
             break;

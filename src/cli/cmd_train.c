@@ -176,7 +176,7 @@ static void on_progress(const tmm_train_progress *p, void *user)
     fflush(stdout);
 }
 
-static int load_json_file(tmm_train_config *c, const char *path)
+int cli_load_config(tmm_train_config *c, const char *path)
 {
     void *text;
     size_t size;
@@ -243,7 +243,7 @@ int cmd_train(int argc, char **argv)
     }
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-        if (opt == O_CONFIG && load_json_file(&c, optarg))
+        if (opt == O_CONFIG && cli_load_config(&c, optarg))
             return 1;
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
