@@ -40,6 +40,10 @@ enum { BENCH_OPT_ARCH = 256, BENCH_OPT_WINDOW, BENCH_OPT_FIRST_FREE };
     { "heads", required_argument, NULL, 'H' },  { "vocab", required_argument, NULL, 'V' },             \
     { "arch", required_argument, NULL, BENCH_OPT_ARCH }, { "window", required_argument, NULL, BENCH_OPT_WINDOW }
 bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok);
+/* After the flags: every step runs the whole batch at once (accum 1), the
+ * model resolved and checked, device N opened. 0, or the exit code after a
+ * one-line error (c is then freed). */
+int bench_open(tmm_train_config *c, int device, tmm_device **dev);
 
 /* "16,64,256": up to BENCH_MAX_POINTS positive values; false after an error. */
 #define BENCH_MAX_POINTS 16

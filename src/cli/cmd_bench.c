@@ -420,6 +420,17 @@ bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok)
     }
 }
 
+int bench_open(tmm_train_config *c, int device, tmm_device **dev)
+{
+    c->accum = 1;
+    tmm_model_config_resolve(&c->model);
+    tmm_status s = tmm_model_config_check(&c->model);
+    int rc = s != TMM_OK ? cli_error("bad model", s) : cli_open_device(device, dev);
+    if (rc)
+        tmm_train_config_free(c);
+    return rc;
+}
+
 bool bench_parse_arch(const char *text, tmm_arch *out)
 {
     for (int a = 0; tmm_arch_name((tmm_arch)a); a++)

@@ -276,30 +276,22 @@ int bench_memory(int argc, char **argv)
         tmm_train_config_free(&c);
         return 2;
     }
-    c.accum = 1; /* every step runs the whole batch at once */
-    tmm_model_config_resolve(&c.model);
-    tmm_status s = tmm_model_config_check(&c.model);
-    if (s != TMM_OK) {
-        tmm_train_config_free(&c);
-        return cli_error("bad model", s);
-    }
     tmm_device *dev;
-    if (cli_open_device(device, &dev)) {
-        tmm_train_config_free(&c);
-        return 1;
-    }
+    int rc = bench_open(&c, device, &dev);
+    if (rc)
+        return rc;
     const uint64_t limit = (uint64_t)llround(limit_gib * (double)(1ull << 30));
     mem_row rows[N_ROWS];
     /* A first upload makes the staging buffer a device without unified
      * memory keeps, so that no row counts it. */
     tmm_buffer *warm = NULL;
     uint32_t zero = 0;
-    if ((s = tmm_buffer_create(dev, sizeof zero, TMM_MEMORY_DEVICE, &warm)) == TMM_OK)
+    tmm_status s = tmm_buffer_create(dev, sizeof zero, TMM_MEMORY_DEVICE, &warm);
+    if (s == TMM_OK)
         s = tmm_buffer_write(warm, 0, &zero, sizeof zero);
     tmm_buffer_destroy(warm);
     for (size_t i = 0; i < N_ROWS && s == TMM_OK; i++)
         s = measure(dev, &c, (uint32_t)steps, limit, (int)i, &rows[i]);
-    int rc = 0;
     if (s != TMM_OK)
         rc = cli_error("benchmark failed", s);
     else if (json)

@@ -180,25 +180,16 @@ int bench_train(int argc, char **argv)
         tmm_train_config_free(&c);
         return 2;
     }
-    c.accum = 1; /* every step runs the whole batch at once */
-    tmm_model_config_resolve(&c.model);
-    tmm_status s = tmm_model_config_check(&c.model);
-    if (s != TMM_OK) {
-        tmm_train_config_free(&c);
-        return cli_error("bad model", s);
-    }
     tmm_device *dev;
-    if (cli_open_device(device, &dev)) {
-        tmm_train_config_free(&c);
-        return 1;
-    }
+    int rc = bench_open(&c, device, &dev);
+    if (rc)
+        return rc;
     const uint32_t B = c.batch, n = c.model.n_ctx, rows = B * n;
     bench_train_result res;
     tmm_train_memory mem;
-    s = tmm_train_memory_plan(dev, &c, &mem);
+    tmm_status s = tmm_train_memory_plan(dev, &c, &mem);
     if (s == TMM_OK)
         s = bench_train_steps(dev, &c, 2, (uint32_t)steps, true, &res);
-    int rc = 0;
     if (s != TMM_OK) {
         rc = cli_error("benchmark failed", s);
     } else if (json) {
