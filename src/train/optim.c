@@ -246,7 +246,12 @@ static tmm_view scaler_view(const tmm_optim *o)
 {
     return tmm_sub(o->dev_small, 2 * o->small_stride, sizeof(tmm_loss_scale));
 }
-tmm_view tmm_optim_loss_scale_view(const tmm_optim *o) { return tmm_sub(o->dev_small, 2 * o->small_stride, 4); }
+tmm_view tmm_optim_loss_scale_view(const tmm_optim *o)
+{
+    tmm_view v = scaler_view(o);
+    v.size = sizeof(float); /* the scale, its first field */
+    return v;
+}
 
 /* The window in the host's block too, in case tmm_optim_set_step came first. */
 static void set_window(tmm_optim *o, uint32_t window)
