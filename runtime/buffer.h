@@ -23,11 +23,19 @@ struct tmm_buffer {
     uint64_t alloc_size;         /* bytes taken from the block (>= size) */
 };
 
+/* How a view's elements are stored: 32-bit floats, unless marked as 16-bit
+ * values (two per 32-bit word, the lower index in the low half), which only
+ * the ops that say so accept (tmm_op_matmul's B); offset and size stay in bytes. */
+typedef enum tmm_elem { TMM_ELEM_F32 = 0, TMM_ELEM_F16, TMM_ELEM_BF16 } tmm_elem;
+
+static inline uint64_t tmm_elem_size(tmm_elem e) { return e == TMM_ELEM_F32 ? 4 : 2; }
+
 /* A byte range of a buffer. size 0 is not allowed where a view is bound. */
 typedef struct tmm_view {
     tmm_buffer *buffer;
     uint64_t offset;
     uint64_t size;
+    tmm_elem elem;
 } tmm_view;
 
 tmm_status tmm_buffer_create(tmm_device *device, uint64_t size, tmm_memory_kind kind,
@@ -42,13 +50,13 @@ tmm_status tmm_buffer_read(const tmm_buffer *buffer, uint64_t offset, void *dst,
 
 static inline tmm_view tmm_whole(tmm_buffer *buffer)
 {
-    tmm_view v = { buffer, 0, buffer->size };
+    tmm_view v = { .buffer = buffer, .size = buffer->size };
     return v;
 }
 
 static inline tmm_view tmm_sub(tmm_buffer *buffer, uint64_t offset, uint64_t size)
 {
-    tmm_view v = { buffer, offset, size };
+    tmm_view v = { .buffer = buffer, .offset = offset, .size = size };
     return v;
 }
 

@@ -7,6 +7,9 @@
 // its binding; the host binds at most maxStorageBufferRange bytes per operand
 // (splitting the batch over dispatches when needed) and passes the element
 // offset of batch 0 inside the bound range as base_*.
+// B may hold 16-bit values (B_FORMAT): two per 32-bit word, the lower index
+// in the low half; its base, strides and ldb then count 16-bit values. They
+// are widened to fp32 (exactly) as they are loaded; the sums stay fp32.
 // All indices fit in 32 bits: each bound range is below 4 GiB.
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
@@ -14,9 +17,11 @@ layout(constant_id = 3) const bool TRANS_A = false;
 layout(constant_id = 4) const bool TRANS_B = false;
 layout(constant_id = 5) const bool HAS_BIAS = false;   // otherwise binding 2 is a dummy
 layout(constant_id = 6) const bool ACCUMULATE = false; // C += ... instead of C = ...
+layout(constant_id = 8) const uint B_FORMAT = 0u;      // B: 0 fp32, 1 fp16, 2 bf16
 
 layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
 layout(std430, binding = 1) readonly buffer B1 { float b1[]; };
+layout(std430, binding = 1) readonly buffer B16 { uint b16[]; };
 layout(std430, binding = 2) readonly buffer Bias1 { float bias1[]; };
 layout(std430, binding = 3) buffer C1 { float c1[]; };
 
@@ -26,6 +31,18 @@ layout(push_constant) uniform Push {
     uint base_a, base_b, base_c, base_bias;   // element offset of batch 0
     uint lda, ldb, ldc;                       // elements between stored rows
 } p;
+
+// From the low 16 bits of h.
+float widen16(uint h) { return B_FORMAT == 1u ? unpackHalf2x16(h).x : uintBitsToFloat(h << 16); }
+
+// Element i of B's binding.
+float load_b(uint i)
+{
+    if (B_FORMAT == 0u)
+        return b1[i];
+    uint w = b16[i >> 1];
+    return widen16((i & 1u) != 0u ? w >> 16 : w);
+}
 
 // C[row, col] of the current batch from the accumulated sum: adds the bias
 // and, when accumulating, the old value.

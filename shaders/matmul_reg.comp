@@ -8,7 +8,7 @@
 //
 // FLAGS (id 7), set by src/ops/matmul.c:
 //   bit 0, 1: A, B may be read as vec4 (base offset, batch stride and row
-//             stride all multiples of 4 floats)
+//             stride all multiples of 4 elements; a 16-bit B as uvec2)
 //   bit 2:    C may be accessed as vec4 (same condition)
 //   bit 3:    16 x 16 blocks instead of 8 x 8. On llvmpipe every load from a
 //             divergent address is a loop over the SIMD lanes, so the larger
@@ -27,7 +27,17 @@ const bool BIG = (FLAGS & 8u) != 0u;
 // vec4 views of the bindings of matmul_common.glsl
 layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(std430, binding = 1) readonly buffer B4 { vec4 b4[]; };
+layout(std430, binding = 1) readonly buffer B2 { uvec2 b2[]; };
 layout(std430, binding = 3) buffer C4 { vec4 c4[]; };
+
+// B's elements i .. i + 3 (i a multiple of 4).
+vec4 load_b4(uint i)
+{
+    if (B_FORMAT == 0u)
+        return b4[i >> 2];
+    uvec2 w = b2[i >> 2];
+    return vec4(widen16(w.x), widen16(w.x >> 16), widen16(w.y), widen16(w.y >> 16));
+}
 
 // Loops over these unroll fully once the pipeline is specialized; arrays are
 // sized for the larger block and the unused part is optimized away.
@@ -91,19 +101,19 @@ void main()
         if (TRANS_B && VB) {
             [[unroll]] for (uint j = 0; j < BN; j++)
                 [[unroll]] for (uint kq = 0; kq < KU; kq += 4) {
-                    vec4 v = b4[(cb[j] + k + kq) >> 2];
+                    vec4 v = load_b4(cb[j] + k + kq);
                     bv[kq][j] = v.x; bv[kq + 1][j] = v.y; bv[kq + 2][j] = v.z; bv[kq + 3][j] = v.w;
                 }
         } else if (!TRANS_B && VB) {
             [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint j = 0; j < BN; j += 4) {
-                    vec4 v = b4[(cb[j] + (k + kk) * LDB) >> 2];
+                    vec4 v = load_b4(cb[j] + (k + kk) * LDB);
                     bv[kk][j] = v.x; bv[kk][j + 1] = v.y; bv[kk][j + 2] = v.z; bv[kk][j + 3] = v.w;
                 }
         } else {
             [[unroll]] for (uint kk = 0; kk < KU; kk++)
                 [[unroll]] for (uint j = 0; j < BN; j++)
-                    bv[kk][j] = TRANS_B ? b1[cb[j] + k + kk] : b1[cb[j] + (k + kk) * LDB];
+                    bv[kk][j] = load_b(TRANS_B ? cb[j] + k + kk : cb[j] + (k + kk) * LDB);
         }
         // kk innermost: each accumulator is loaded and stored once per KU steps
         [[unroll]] for (uint i = 0; i < BM; i++)
@@ -117,7 +127,7 @@ void main()
         [[unroll]] for (uint i = 0; i < BM; i++)
             av[i] = TRANS_A ? a1[ra[i] + k * LDA] : a1[ra[i] + k];
         [[unroll]] for (uint j = 0; j < BN; j++)
-            bv[j] = TRANS_B ? b1[cb[j] + k] : b1[cb[j] + k * LDB];
+            bv[j] = load_b(TRANS_B ? cb[j] + k : cb[j] + k * LDB);
         [[unroll]] for (uint i = 0; i < BM; i++)
             [[unroll]] for (uint j = 0; j < BN; j++)
                 acc[i][j] = fma(av[i], bv[j], acc[i][j]);

@@ -53,7 +53,7 @@ void main()
             uint gc = col0 + col, gk = k0 + kk;
             float v = 0.0;
             if (gc < N && gk < K)
-                v = b1[bbase + (TRANS_B ? gc * p.ldb + gk : gk * p.ldb + gc)];
+                v = load_b(bbase + (TRANS_B ? gc * p.ldb + gk : gk * p.ldb + gc));
             Bs[kk][col] = v;
         }
         barrier();

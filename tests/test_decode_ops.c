@@ -100,7 +100,7 @@ static void check_linear(uint32_t rows, uint32_t in, uint32_t out, bool bias, bo
     tmm_buffer *bx = h_buffer(x, nx), *bw = h_buffer(w, nw), *bb = h_buffer(b, out), *by = h_buffer(y, ny);
     tmm_recorder *r = h_begin();
     H_OK(tmm_op_linear_rows(r, tmm_whole(bx), rows, in, out, tmm_whole(bw),
-                            bias ? tmm_whole(bb) : (tmm_view){ NULL, 0, 0 }, tmm_whole(by), accumulate));
+                            bias ? tmm_whole(bb) : (tmm_view){ 0 }, tmm_whole(by), accumulate));
     h_run(r);
     h_read(by, y, ny);
     tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };

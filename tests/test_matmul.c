@@ -17,6 +17,12 @@
  * multiply-adds with m, n >= 64); each is swept over edge shapes. A 16 x 16
  * specialization takes llvmpipe ~2 s to compile, so those tests use few
  * shapes and specializations.
+ *
+ * B may be a 16-bit view (fp16 or bf16): B's values are then rounded to the
+ * format first (the C reference, ref_f32_to_16) and the reference uses the
+ * rounded values, so the tolerance is the same; and the result must equal,
+ * bit for bit, the fp32 matmul of those values (the kernel widens each value
+ * exactly as it loads it and sums in the same order).
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,8 +38,27 @@ static const uint32_t sizes[] = { 1, 3, 17, 64, 65, 100 };
 
 typedef struct mm_opts {
     bool bias;
-    uint32_t a_offset, b_offset, c_offset; /* floats before each operand in its buffer */
+    uint32_t a_offset, b_offset, c_offset; /* elements before each operand in its buffer */
+    tmm_elem b_elem;                       /* B stored in 16 bits (fp16, bf16) */
 } mm_opts;
+
+/* x rounded to a 16-bit format and the 16-bit words of all n values of x
+ * (two per uint32, the lower index in the low half). */
+static uint32_t *round_to_16(float *x, uint64_t n, tmm_elem e)
+{
+    const tmm_precision f = e == TMM_ELEM_F16 ? TMM_PRECISION_FP16 : TMM_PRECISION_BF16;
+    uint32_t *w = calloc(n / 2 + 1, sizeof *w);
+    cr_assert(w);
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &x[i], 4);
+        uint16_t h = ref_f32_to_16(bits, f);
+        bits = ref_16_to_f32(h, f);
+        memcpy(&x[i], &bits, 4);
+        w[i / 2] |= (uint32_t)h << (16 * (i % 2));
+    }
+    return w;
+}
 
 static uint64_t span(uint32_t batch, uint64_t stride, uint64_t one)
 {
@@ -60,6 +85,7 @@ static void check(const tmm_matmul_desc *d, const mm_opts *o, uint64_t seed)
     h_rand(b, tb, seed + 1, -1, 1);
     h_rand(bias, nbias, seed + 2, -1, 1);
     h_rand(c, tc, seed + 3, -1, 1);
+    uint32_t *b16 = o->b_elem ? round_to_16(b, tb, o->b_elem) : NULL;
     memcpy(want, c, tc * sizeof *c);
     ref_matmul(d, a + o->a_offset, b + o->b_offset, o->bias ? bias : NULL, want + o->c_offset);
 
@@ -68,21 +94,40 @@ static void check(const tmm_matmul_desc *d, const mm_opts *o, uint64_t seed)
     tmm_view vb = tmm_sub(bb, o->b_offset * sizeof(float), nb * sizeof(float));
     tmm_view vc = tmm_sub(bc, o->c_offset * sizeof(float), nc * sizeof(float));
     tmm_view vbias = o->bias ? tmm_whole(bbias) : (tmm_view){ 0 };
+    tmm_buffer *bb16 = NULL;
+    float *c32 = NULL;
+    if (b16) {
+        /* the fp32 matmul of the rounded values first: the 16-bit one must equal it */
+        c32 = h_floats(tc);
+        tmm_recorder *r = h_begin();
+        H_OK(tmm_op_matmul(r, d, va, vb, vbias, vc));
+        h_run(r);
+        h_read(bc, c32, tc);
+        H_OK(tmm_buffer_write(bc, 0, c, tc * sizeof *c));
+        bb16 = h_buffer((float *)b16, tb / 2 + 1);
+        vb = (tmm_view){ .buffer = bb16, .offset = o->b_offset * 2ull, .size = nb * 2, .elem = o->b_elem };
+    }
     tmm_recorder *r = h_begin();
     H_OK(tmm_op_matmul(r, d, va, vb, vbias, vc));
     h_run(r);
     h_read(bc, c, tc);
 
     char what[128];
-    snprintf(what, sizeof what, "%s %c%c %llux%llux%llu b%u%s%s", tmm_matmul_variant_name(d->variant),
+    snprintf(what, sizeof what, "%s %c%c %llux%llux%llu b%u%s%s%s", tmm_matmul_variant_name(d->variant),
              d->trans_a ? 't' : 'n', d->trans_b ? 't' : 'n', (unsigned long long)m, (unsigned long long)n,
-             (unsigned long long)k, batch, o->bias ? " bias" : "", d->accumulate ? " acc" : "");
+             (unsigned long long)k, batch, o->bias ? " bias" : "", d->accumulate ? " acc" : "",
+             o->b_elem == TMM_ELEM_F16 ? " B fp16" : o->b_elem == TMM_ELEM_BF16 ? " B bf16" : "");
     h_compare(what, c, want, tc, 1e-5 * sqrt((double)(k ? k : 1)), 1e-5);
+    if (c32)
+        cr_assert(memcmp(c, c32, tc * sizeof *c) == 0, "%s: differs from the fp32 matmul of the same values", what);
 
     tmm_buffer_destroy(ba);
     tmm_buffer_destroy(bb);
     tmm_buffer_destroy(bbias);
     tmm_buffer_destroy(bc);
+    tmm_buffer_destroy(bb16);
+    free(b16);
+    free(c32);
     free(a);
     free(b);
     free(bias);
@@ -402,4 +447,124 @@ H_TEST(matmul, matrix_larger_than_binding)
     tmm_matmul_desc ld = { .m = 7, .n = 9, .k = 11, .lda = 13, .ldb = 12, .ldc = 10 };
     check(&ld, &(mm_opts){ 0 }, 315);
     h_dev->info = saved;
+}
+
+/* ---- B in 16 bits --------------------------------------------------------- */
+
+/* Edge shapes, B at an odd offset (its words straddle two values), for both
+ * transposes of B and, for one format each, A transposed and bias with
+ * accumulation. */
+static void shapes16(tmm_matmul_variant v, tmm_elem e)
+{
+    static const uint32_t s16[] = { 1, 3, 17, 65 };
+    uint64_t seed = 500 + 100 * e;
+    for (int tb = 0; tb < 2; tb++)
+        for (size_t i = 0; i < 4; i++)
+            for (size_t j = 0; j < 4; j++)
+                for (size_t l = 0; l < 4; l++) {
+                    tmm_matmul_desc d = { .m = s16[i], .n = s16[j], .k = s16[l], .trans_b = tb, .variant = v };
+                    check(&d, &(mm_opts){ .b_offset = (uint32_t)(i + j) % 2, .b_elem = e }, seed++);
+                }
+    tmm_matmul_desc d = { .m = 33, .n = 20, .k = 12, .trans_a = true, .accumulate = true, .variant = v };
+    check(&d, &(mm_opts){ .bias = true, .b_offset = 3, .b_elem = e }, seed++);
+}
+
+H_TEST(matmul_16bit, register_fp16) { shapes16(TMM_MATMUL_REGISTER, TMM_ELEM_F16); }
+H_TEST(matmul_16bit, register_bf16) { shapes16(TMM_MATMUL_REGISTER, TMM_ELEM_BF16); }
+H_TEST(matmul_16bit, tiled_fp16) { shapes16(TMM_MATMUL_TILED, TMM_ELEM_F16); }
+H_TEST(matmul_16bit, tiled_bf16) { shapes16(TMM_MATMUL_TILED, TMM_ELEM_BF16); }
+
+/* Values whose conversion is not a plain shift: fp16 subnormals, the largest
+ * finite values and zeros of both signs, through the scalar and the uvec2 loads. */
+H_TEST(matmul_16bit, special_values)
+{
+    const uint32_t k = 8, n = 8;
+    float a[8], b[64];
+    for (uint32_t i = 0; i < k; i++)
+        a[i] = 1.0f; /* C = the column sums of B: exact for these values */
+    for (uint32_t i = 0; i < k * n; i++)
+        b[i] = (i % 4 == 0) ? 65504.0f : (i % 4 == 1) ? ldexpf((float)(i + 1), -24) : (i % 4 == 2) ? -0.0f : -ldexpf(1, -14);
+    uint32_t *w = round_to_16(b, k * n, TMM_ELEM_F16);
+    tmm_buffer *ba = h_buffer(a, k), *bb = h_buffer((float *)w, k * n / 2), *bc = h_buffer(NULL, n);
+    for (int vec = 0; vec < 2; vec++) {
+        /* n a multiple of 4 reads B in groups of 4 (uvec2); an odd start does not */
+        tmm_matmul_desc d = { .m = 1, .n = vec ? n : n - 1, .k = vec ? k : k - 1, .variant = TMM_MATMUL_REGISTER };
+        tmm_view vb = { .buffer = bb, .offset = vec ? 0 : 2, .size = vec ? k * n * 2 : (k * n - 1) * 2,
+                        .elem = TMM_ELEM_F16 };
+        if (!vec)
+            d.ldb = n;
+        tmm_recorder *r = h_begin();
+        H_OK(tmm_op_matmul(r, &d, tmm_whole(ba), vb, (tmm_view){ 0 }, tmm_whole(bc)));
+        h_run(r);
+        float c[8];
+        h_read(bc, c, n);
+        for (uint32_t j = 0; j < d.n; j++) {
+            double want = 0;
+            for (uint32_t l = 0; l < d.k; l++)
+                want += b[(vec ? 0 : 1) + l * n + j];
+            cr_assert_eq(c[j], (float)want, "column %u (%s): %.9g, want %.9g", j, vec ? "uvec2" : "scalar", c[j],
+                         want);
+        }
+    }
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bc);
+    free(w);
+}
+
+/* Batches of B at odd strides, the 16 x 16 register blocks with uvec2 loads,
+ * and matrices larger than a binding (blocks of C and k over 16-bit B). */
+H_TEST(matmul_16bit, batched_big_and_blocked)
+{
+    for (int v = TMM_MATMUL_REGISTER; v <= TMM_MATMUL_TILED; v++) {
+        tmm_matmul_desc d = { .m = 17, .n = 33, .k = 10, .batch = 3, .trans_b = v == TMM_MATMUL_TILED,
+                              .variant = (tmm_matmul_variant)v };
+        d.stride_a = 17 * 10 + 5;
+        d.stride_b = 33 * 10 + 1;
+        d.stride_c = 17 * 33 + 3;
+        check(&d, &(mm_opts){ .bias = true, .b_offset = 1, .b_elem = TMM_ELEM_BF16 }, 601 + v);
+    }
+    tmm_matmul_desc big = { .m = 404, .n = 420, .k = 396, .trans_b = true, .variant = TMM_MATMUL_REGISTER };
+    check(&big, &(mm_opts){ .b_elem = TMM_ELEM_F16 }, 611);
+    const tmm_device_info saved = h_dev->info;
+    h_dev->info.max_storage_buffer_range = 4096;
+    h_dev->info.min_storage_buffer_offset_alignment = 256;
+    for (int v = TMM_MATMUL_REGISTER; v <= TMM_MATMUL_TILED; v++) {
+        tmm_matmul_desc nt = { .m = 100, .n = 17, .k = 37, .trans_b = true, .variant = (tmm_matmul_variant)v };
+        check(&nt, &(mm_opts){ .bias = true, .b_offset = 1, .b_elem = TMM_ELEM_F16 }, 621 + v);
+        tmm_matmul_desc nn = { .m = 9, .n = 1500, .k = 5, .accumulate = true, .variant = (tmm_matmul_variant)v };
+        check(&nn, &(mm_opts){ .b_offset = 3, .b_elem = TMM_ELEM_BF16 }, 623 + v);
+        tmm_matmul_desc tn = { .m = 13, .n = 9, .k = 3000, .trans_a = true, .variant = (tmm_matmul_variant)v };
+        check(&tn, &(mm_opts){ .b_elem = TMM_ELEM_F16 }, 625 + v);
+    }
+    h_dev->info = saved;
+}
+
+H_TEST(matmul_16bit, bad_arguments)
+{
+    const uint32_t m = 6, n = 5, k = 4;
+    tmm_buffer *ba = h_buffer(NULL, m * k), *bb = h_buffer(NULL, k * n), *bc = h_buffer(NULL, m * n);
+    tmm_view a = tmm_whole(ba), c = tmm_whole(bc), none = { 0 };
+    tmm_view b = { .buffer = bb, .size = k * n * 2, .elem = TMM_ELEM_F16 };
+    tmm_matmul_desc d = { .m = m, .n = n, .k = k };
+    H_OK(try_matmul(&d, a, b, none, c));
+    tmm_view short_b = b, odd_b = b, bad_b = b, a16 = a, c16 = c;
+    short_b.size -= 2;
+    odd_b.offset = 1;
+    bad_b.elem = (tmm_elem)7;
+    a16.elem = TMM_ELEM_BF16;
+    c16.elem = TMM_ELEM_F16;
+    cr_assert_eq(try_matmul(&d, a, short_b, none, c), TMM_ERR_INVALID_ARGUMENT, "B too small");
+    cr_assert_eq(try_matmul(&d, a, odd_b, none, c), TMM_ERR_INVALID_ARGUMENT, "B at an odd byte");
+    cr_assert_eq(try_matmul(&d, a, bad_b, none, c), TMM_ERR_INVALID_ARGUMENT, "unknown format");
+    cr_assert_eq(try_matmul(&d, a16, b, none, c), TMM_ERR_INVALID_ARGUMENT, "16-bit A");
+    cr_assert_eq(try_matmul(&d, a, b, none, c16), TMM_ERR_INVALID_ARGUMENT, "16-bit C");
+    /* every other op reads 32-bit floats and says so */
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_copy(r, b, c, 4), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "16-bit"), "%s", tmm_last_error());
+    h_run(r);
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bc);
 }

@@ -96,8 +96,8 @@ H_TEST(ops, row_and_column_sums_match_reference)
         tmm_buffer *bx = h_buffer(x, n), *br = h_buffer(NULL, rows), *bc = h_buffer(NULL, cols);
         uint64_t ns = tmm_op_sum_rows_scratch(rows, cols) + tmm_op_sum_cols_scratch(rows, cols);
         tmm_buffer *scratch = h_buffer(NULL, ns);
-        tmm_view s_rows = { scratch, 0, tmm_op_sum_rows_scratch(rows, cols) * 4 };
-        tmm_view s_cols = { scratch, s_rows.size, tmm_op_sum_cols_scratch(rows, cols) * 4 };
+        tmm_view s_rows = tmm_sub(scratch, 0, tmm_op_sum_rows_scratch(rows, cols) * 4);
+        tmm_view s_cols = tmm_sub(scratch, s_rows.size, tmm_op_sum_cols_scratch(rows, cols) * 4);
         tmm_recorder *r = h_begin();
         H_OK(tmm_op_sum_rows(r, tmm_whole(bx), rows, cols, s_rows, tmm_whole(br)));
         H_OK(tmm_op_sum_cols(r, tmm_whole(bx), rows, cols, s_cols, tmm_whole(bc)));

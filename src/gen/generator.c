@@ -66,7 +66,7 @@ struct tmm_generator {
     prefiller buckets[GEN_MAX_BUCKETS];  /* bucket k: context GEN_MIN_BUCKET << k */
 };
 
-static const tmm_view none = { NULL, 0, 0 };
+static const tmm_view none = { 0 };
 
 static tmm_view param(tmm_generator *g, int idx)
 {

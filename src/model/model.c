@@ -435,7 +435,7 @@ tmm_status tmm_model_set_batch(tmm_model *m, const uint32_t *tokens, const int32
 
 /* ---- recording ------------------------------------------------------------ */
 
-static const tmm_view none = { NULL, 0, 0 };
+static const tmm_view none = { 0 };
 
 static tmm_view P(const tmm_model *m, int idx)
 {

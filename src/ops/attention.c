@@ -275,7 +275,7 @@ tmm_status tmm_op_attention_backward(tmm_recorder *r, const tmm_attention_desc *
         return tmm_record_dispatch(r, pipe, a3, 6, &p, tmm_div_up((uint64_t)g.n * g.H, WG), g.B, 1);
     }
     /* the lse part of saved */
-    tmm_view blse = { bs.buffer, bs.offset, row_floats(&g) * sizeof(float) };
+    tmm_view blse = tmm_sub(bs.buffer, bs.offset, row_floats(&g) * sizeof(float));
     p.nrows = g.n;
     TMM_TRY(pipeline(r, &tmm_spv_attention_bwd_delta, 3, &g, &pipe));
     tmm_arg a0[] = { tmm_in(bo), tmm_in(bg), tmm_out(bx) };

@@ -184,7 +184,7 @@ tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc 
     sgeom g;
     TMM_TRY(resolve(op, dev, desc, &g));
     const uint64_t seq = (uint64_t)g.C * g.d, nscratch = g.nch > 1 ? (g.nch + g.second) * g.rec : 0;
-    nn_bind bp, bq, bo, bs = { { NULL, 0, 0 }, 0 };
+    nn_bind bp, bq, bo, bs = { { 0 }, 0 };
     TMM_TRY(bind_whole(dev, op, "pos", pos, g.B, &bp));
     TMM_TRY(bind_whole(dev, op, "q", q, (uint64_t)g.B * g.d, &bq));
     TMM_TRY(bind_whole(dev, op, "o", o, (uint64_t)g.B * g.d, &bo));

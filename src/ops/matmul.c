@@ -6,7 +6,9 @@
  * batch 0 with at most maxStorageBufferRange bytes; batches that do not fit
  * together are split over several dispatches, and a single matrix that does
  * not fit is computed in blocks of C and of k (accumulating into C), every
- * operand bound as a block of rows of its full leading dimension. */
+ * operand bound as a block of rows of its full leading dimension. B may be a
+ * 16-bit view (fp16 or bf16, tmm_elem): its values are widened as they load;
+ * A, bias and C are fp32. */
 #include "op_util.h"
 
 #include <string.h>
@@ -57,13 +59,13 @@ const char *tmm_matmul_variant_name(tmm_matmul_variant v)
     return "invalid";
 }
 
-/* One operand: the caller's view, the floats one batch spans, the stride
- * between batches (elements; 0 when not batched) and the floats the whole
- * batch spans. */
+/* One operand: the caller's view, the elements one batch spans, the stride
+ * between batches (elements; 0 when not batched), the elements the whole
+ * batch spans and the bytes of one element. */
 typedef struct operand {
     const char *name;
     tmm_view view;
-    uint64_t need1, stride, total;
+    uint64_t need1, stride, total, es;
 } operand;
 
 /* Floats no view can hold; marks a span that overflows 64-bit byte counts. */
@@ -71,7 +73,7 @@ typedef struct operand {
 
 static operand make_operand(const char *name, tmm_view v, uint64_t need1, uint64_t stride, uint32_t batch)
 {
-    operand o = { name, v, need1, batch > 1 ? stride : 0, 0 };
+    operand o = { name, v, need1, batch > 1 ? stride : 0, 0, tmm_elem_size(v.elem) };
     if (need1 && o.stride && (o.stride > TOO_MANY / (batch - 1) || (batch - 1) * o.stride > TOO_MANY - need1))
         o.total = TOO_MANY;
     else
@@ -86,10 +88,13 @@ static tmm_status check_operand(const operand *o)
     if (o->total >= TOO_MANY)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: %s would span more than 2^64 bytes (batch stride %llu)",
                         o->name, (unsigned long long)o->stride);
-    TMM_TRY(tmm_op_need("matmul", o->name, o->view, o->total));
-    if (o->view.offset % sizeof(float))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: %s starts at byte offset %llu, not a multiple of 4",
-                        o->name, (unsigned long long)o->view.offset);
+    if (!o->view.buffer || o->view.size / o->es < o->total)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: %s holds %llu elements, needs %llu", o->name,
+                        (unsigned long long)(o->view.buffer ? o->view.size / o->es : 0),
+                        (unsigned long long)o->total);
+    if (o->view.offset % o->es)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: %s starts at byte offset %llu, not a multiple of %llu",
+                        o->name, (unsigned long long)o->view.offset, (unsigned long long)o->es);
     if (o->view.offset > o->view.buffer->size || o->view.size > o->view.buffer->size - o->view.offset)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: %s overruns its buffer", o->name);
     return TMM_OK;
@@ -99,8 +104,8 @@ static bool overlaps(const operand *x, const operand *y)
 {
     if (!x->total || !y->total || x->view.buffer != y->view.buffer)
         return false;
-    uint64_t x0 = x->view.offset, x1 = x0 + x->total * sizeof(float);
-    uint64_t y0 = y->view.offset, y1 = y0 + y->total * sizeof(float);
+    uint64_t x0 = x->view.offset, x1 = x0 + x->total * x->es;
+    uint64_t y0 = y->view.offset, y1 = y0 + y->total * y->es;
     return x0 < y1 && y0 < x1;
 }
 
@@ -116,24 +121,24 @@ static tmm_view bind_range(const tmm_device *dev, const operand *o, uint64_t b0,
 static tmm_status batches_that_fit(const operand *o, uint64_t align, uint64_t max_range, uint64_t b0,
                                    uint32_t *count)
 {
-    uint64_t start = o->view.offset + b0 * o->stride * sizeof(float);
+    uint64_t start = o->view.offset + b0 * o->stride * o->es;
     uint64_t lead = start - start / align * align;
-    uint64_t one = lead + o->need1 * sizeof(float);
+    uint64_t one = (lead + o->need1 * o->es + 3) / 4 * 4;
     if (one > max_range)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: %s needs %llu bytes per batch, more than the device's "
                         "maxStorageBufferRange (%llu bytes); split the matmul", o->name,
                         (unsigned long long)one, (unsigned long long)max_range);
     if (o->stride) {
-        uint64_t more = (max_range - one) / (o->stride * sizeof(float));
+        uint64_t more = (max_range - one) / (o->stride * o->es);
         if (more + 1 < *count)
             *count = (uint32_t)(more + 1);
     }
     return TMM_OK;
 }
 
-/* Whether an operand may be accessed as vec4 in a binding: its row stride,
- * batch stride (when more than one batch is bound) and base are multiples
- * of 4 floats. */
+/* Whether an operand may be accessed as vec4 (16-bit: uvec2) in a binding:
+ * its row stride, batch stride (when more than one batch is bound) and base
+ * are multiples of 4 elements. */
 static bool vec4_ok(uint64_t row_stride, uint64_t stride, uint32_t count, uint32_t base)
 {
     return row_stride % 4 == 0 && (count == 1 || stride % 4 == 0) && base % 4 == 0;
@@ -228,11 +233,12 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
         }
         tmm_pipeline *p = pipes[flags];
         if (!p) {
-            uint32_t spec[5] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags };
+            /* ids 3-8; FLAGS (id 7) is the register variant's only */
+            uint32_t spec[6] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags, b.elem };
             if (reg)
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 5, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 6, &p));
             else
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 4, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 6, &p));
             pipes[flags] = p;
         }
         tmm_arg args[4] = { tmm_in(va), tmm_in(vb), tmm_in(vbias),
@@ -309,7 +315,7 @@ static tmm_status record_blocks(tmm_recorder *r, const tmm_matmul_desc *desc, tm
                 const geometry pg = geometry_of(&piece);
                 uint64_t a0 = desc->trans_a ? k0 * g.lda + i0 : i0 * g.lda + k0;
                 uint64_t b0 = desc->trans_b ? j0 * g.ldb + k0 : k0 * g.ldb + j0;
-                tmm_view no_bias = { NULL, 0, 0 };
+                tmm_view no_bias = { 0 };
                 tmm_view pb = bias.size && k0 == 0 ? tmm_op_sub(bias, j0, piece.n) : no_bias;
                 TMM_TRY(record_batches(r, &piece, variant, tmm_op_sub(a, a0, pg.span_a),
                                        tmm_op_sub(b, b0, pg.span_b), pb,
@@ -335,6 +341,11 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
     const bool has_bias = bias.size != 0;
     if (m == 0 || n == 0)
         return TMM_OK; /* C is empty: nothing is read or written */
+    if (a.elem != TMM_ELEM_F32 || bias.elem != TMM_ELEM_F32 || c.elem != TMM_ELEM_F32)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: %s is a 16-bit view; only b may be one",
+                        a.elem != TMM_ELEM_F32 ? "a" : bias.elem != TMM_ELEM_F32 ? "bias" : "c");
+    if ((unsigned)b.elem > TMM_ELEM_BF16)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: b's element format %d is unknown", (int)b.elem);
     const geometry g = geometry_of(desc);
     if (g.lda < (desc->trans_a ? m : k) || g.ldb < (desc->trans_b ? k : n) || g.ldc < n)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: a leading dimension (lda %u, ldb %u, ldc %u) is shorter "

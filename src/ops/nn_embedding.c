@@ -140,7 +140,7 @@ tmm_status tmm_op_embedding_backward(tmm_recorder *r, tmm_view index, tmm_view d
     tmm_device *dev = tmm_recorder_device(r);
     TMM_TRY(tmm_op_need_floats(op, "dE", dE, (uint64_t)vocab * d));
     if (!accumulate) {
-        tmm_view all = { dE.buffer, dE.offset, (uint64_t)vocab * d * 4 };
+        tmm_view all = tmm_sub(dE.buffer, dE.offset, (uint64_t)vocab * d * 4);
         TMM_TRY(tmm_record_fill_u32(r, all, 0));
     }
     if (rows == 0)
@@ -161,7 +161,7 @@ tmm_status tmm_op_embedding_backward(tmm_recorder *r, tmm_view index, tmm_view d
     TMM_TRY(nn_fit_rows(dev, op, "dE", d, &vocab_per));
 
     static const uint32_t local[3] = { NN_WG_LOOP, 1, 1 };
-    tmm_view vidx = { index.buffer, index.offset, words * 4 };
+    tmm_view vidx = tmm_sub(index.buffer, index.offset, words * 4);
     tmm_view part = tmm_op_sub(scratch, 0, smax * d);
 
     tmm_pipeline *p1, *p2;

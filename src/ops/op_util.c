@@ -16,6 +16,9 @@ tmm_status tmm_op_pipeline(tmm_recorder *r, const tmm_spirv *spirv, uint32_t n_b
 
 tmm_status tmm_op_need(const char *op, const char *name, tmm_view v, uint64_t n)
 {
+    if (v.elem != TMM_ELEM_F32)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s holds 16-bit values; this op reads 32-bit floats", op,
+                        name);
     if (!v.buffer || v.size / sizeof(float) < n)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s holds %llu floats, needs %llu", op, name,
                         (unsigned long long)(v.buffer ? v.size / sizeof(float) : 0), (unsigned long long)n);
@@ -46,7 +49,8 @@ uint64_t tmm_op_binding_floats(const tmm_device *d)
 
 tmm_view tmm_op_sub(tmm_view v, uint64_t first, uint64_t count)
 {
-    return (tmm_view){ v.buffer, v.offset + first * sizeof(float), count * sizeof(float) };
+    const uint64_t es = tmm_elem_size(v.elem);
+    return (tmm_view){ v.buffer, v.offset + first * es, count * es, v.elem };
 }
 
 tmm_status tmm_op_need_bound(const tmm_device *d, const char *op, const char *name, tmm_view v, uint64_t n)
@@ -61,10 +65,12 @@ tmm_status tmm_op_need_bound(const tmm_device *d, const char *op, const char *na
 
 tmm_view tmm_op_bind(const tmm_device *d, tmm_view v, uint64_t first, uint64_t count, uint32_t *base)
 {
-    uint64_t start = v.offset + first * sizeof(float), align = tmm_op_offset_align(d);
+    const uint64_t es = tmm_elem_size(v.elem);
+    uint64_t start = v.offset + first * es, align = tmm_op_offset_align(d);
     uint64_t at = start / align * align;
-    *base = (uint32_t)((start - at) / sizeof(float));
-    return (tmm_view){ v.buffer, at, start - at + count * sizeof(float) };
+    *base = (uint32_t)((start - at) / es);
+    /* whole 32-bit words: a shader reads 16-bit values two at a time */
+    return (tmm_view){ v.buffer, at, (start - at + count * es + 3) / 4 * 4, v.elem };
 }
 
 tmm_status tmm_op_need_floats(const char *op, const char *name, tmm_view v, uint64_t n)

@@ -12,7 +12,7 @@
 tmm_status tmm_op_pipeline(tmm_recorder *r, const tmm_spirv *spirv, uint32_t n_buffers, uint32_t push_size,
                            const uint32_t local[3], const uint32_t *extra, uint32_t n_extra, tmm_pipeline **out);
 
-/* Fails unless view holds at least n floats. */
+/* Fails unless view holds at least n floats (and is not a 16-bit view). */
 tmm_status tmm_op_need(const char *op, const char *name, tmm_view v, uint64_t n);
 
 /* tmm_op_need, and the view starts at a float boundary inside its buffer. */
@@ -41,10 +41,11 @@ uint64_t tmm_op_offset_align(const tmm_device *d);
 /* Floats one binding holds wherever they start: maxStorageBufferRange less
  * what aligning the binding's start down may add in front. */
 uint64_t tmm_op_binding_floats(const tmm_device *d);
-/* The binding of floats [first, first + count) of view v; *base is the index
- * of `first` in it. */
+/* The binding of elements [first, first + count) of view v (floats, or
+ * 16-bit values of a 16-bit view, in whole 32-bit words); *base is the
+ * index of `first` in it. */
 tmm_view tmm_op_bind(const tmm_device *d, tmm_view v, uint64_t first, uint64_t count, uint32_t *base);
-/* The floats [first, first + count) of view v as a view (no binding rules). */
+/* The elements [first, first + count) of view v as a view (no binding rules). */
 tmm_view tmm_op_sub(tmm_view v, uint64_t first, uint64_t count);
 /* tmm_op_need_floats, and the view may be bound as given (its offset is
  * aligned): for views bound whole. */
