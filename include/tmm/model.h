@@ -69,9 +69,10 @@ typedef enum tmm_mixer_impl {
     TMM_MIXER_FFT,       /* O(n log n) per channel */
 } tmm_mixer_impl;
 
-/* The number format activations are kept in between the forward and the
- * backward pass (docs/model.md "Precision and recomputation"). Arithmetic,
- * parameters, gradients and AdamW moments stay fp32. */
+/* The number format of the activations kept between the forward and the
+ * backward pass and of the weight matrices the matmuls read (a 16-bit copy
+ * of the parameters; docs/model.md "Precision and recomputation").
+ * Arithmetic, the parameters themselves, gradients and AdamW moments stay fp32. */
 typedef enum tmm_precision {
     TMM_PRECISION_FP32 = 0,
     TMM_PRECISION_FP16,    /* IEEE half: 11-bit significand, up to 65504; dynamic loss scaling */

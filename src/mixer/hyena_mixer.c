@@ -57,7 +57,6 @@
 #include <string.h>
 
 #include "mixer/mixer_select.h"
-#include "mixer/qkvo.h"
 #include "ops/decode_ops.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -165,6 +164,7 @@ static const tmm_model_config *config_of(const hy_mixer *m) { return &m->base.s.
 static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
 static tmm_view P(const hy_mixer *m, uint32_t l, int which) { return tmm_mixer_param(&m->base, l, which); }
 static tmm_view G(const hy_mixer *m, uint32_t l, int which) { return tmm_mixer_grad(&m->base, l, which); }
+static tmm_view W(const hy_mixer *m, uint32_t l, int which) { return tmm_mixer_weight(&m->base, l, which); }
 
 /* Floats [first, first + count) of a tensor view (its row block). */
 static tmm_view rows_of(tmm_view v, uint64_t first, uint64_t count) { return tmm_op_sub(v, first, count); }
@@ -399,7 +399,7 @@ static tmm_status record_filter(const hy_mixer *m, const tmm_rec *rec, uint32_t 
     const hy_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view in = A(m->z);
     for (int k = 0; k < 3; k++) {
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, in, n, k ? O : F, O, P(m, l, lin[k]), none, A(a->p[k]), false));
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, in, n, k ? O : F, O, W(m, l, lin[k]), none, A(a->p[k]), false));
         TMM_REC_OP(rec, "sine", tmm_op_sine_forward(r, A(a->p[k]), P(m, l, omega[k]), P(m, l, bias[k]), n, O,
                                                     A(a->a[k])));
         in = A(a->a[k]);
@@ -430,7 +430,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     TMM_TRY(record_filter(m, rec, l, A(a->hf)));
     for (int p = 0; p < PARTS; p++) {
         tmm_view cw, cb;
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, d, in_w(P(m, l, TMM_HY_IN_W), d, p),
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, d, in_w(W(m, l, TMM_HY_IN_W), d, p),
                                                 per_d(P(m, l, TMM_HY_IN_B), d, p), A(a->u[p]), false));
         TMM_TRY(conv_params(m, r, l, p, &cw, &cb));
         TMM_REC_OP(rec, "conv1d", tmm_op_conv1d_forward(r, A(a->u[p]), cw, cb, B, n, d, KS, false, A(a->c[p])));
@@ -438,7 +438,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     TMM_REC_OP(rec, "gate", tmm_op_gate_mul_forward(r, A(a->c[2]), A(a->c[1]), N, d, A(a->w)));
     TMM_REC_OP(rec, "toeplitz", toeplitz_fwd(m, r, A(a->w), A(a->hf), A(a->y1)));
     TMM_REC_OP(rec, "gate", tmm_op_gate_mul_forward(r, A(a->y1), A(a->c[0]), N, d, A(m->ws1)));
-    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(m->ws1), N, d, d, P(m, l, TMM_HY_OUT_W), P(m, l, TMM_HY_OUT_B), h,
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(m->ws1), N, d, d, W(m, l, TMM_HY_OUT_W), P(m, l, TMM_HY_OUT_B), h,
                                             true));
     return TMM_OK;
 }
@@ -472,7 +472,7 @@ static tmm_status filter_backward(hy_mixer *m, const tmm_rec *rec, uint32_t l)
         tmm_view in = k ? A(a->a[k - 1]) : A(m->z);
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, in, n, k ? O : F, O, G(m, l, lin[k])));
         if (k) {
-            TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, n, O, O, P(m, l, lin[k]), other, false));
+            TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, n, O, O, W(m, l, lin[k]), other, false));
             tmm_view t = da;
             da = other, other = t;
         }
@@ -507,7 +507,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     TMM_REC_OP(rec, "gate", tmm_op_gate_mul_forward(r, A(a->y1), A(a->c[0]), N, d, g));
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, g, N, d, d, G(m, l, TMM_HY_OUT_W)));
     TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, l, TMM_HY_OUT_B)));
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, P(m, l, TMM_HY_OUT_W), dg, false));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, W(m, l, TMM_HY_OUT_W), dg, false));
     TMM_REC_OP(rec, "gate bwd", tmm_op_gate_mul_backward(r, A(a->y1), A(a->c[0]), dg, N, d, dy1, dx0));
 
     /* y1 = Toeplitz(w; hfT), then the filter */
@@ -536,7 +536,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, du, x, N, d, d, in_w(G(m, l, TMM_HY_IN_W), d, p)));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, du, N, d, rec->scratch,
                                                          per_d(G(m, l, TMM_HY_IN_B), d, p)));
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, in_w(P(m, l, TMM_HY_IN_W), d, p), *dx, p > 0));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, in_w(W(m, l, TMM_HY_IN_W), d, p), *dx, p > 0));
     }
     return TMM_OK;
 }

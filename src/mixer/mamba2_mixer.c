@@ -45,7 +45,7 @@
 
 #include <stdlib.h>
 
-#include "mixer/qkvo.h"
+#include "ops/op_util.h"
 #include "ops/decode_ops.h"
 #include "ops/llama_ops.h"
 #include "ops/nn_ops.h"
@@ -146,12 +146,13 @@ typedef struct in_blocks {
 static in_blocks blocks_of(const m2_mixer *m, tmm_view w)
 {
     const uint64_t d = m->dm.d, di = m->dm.di, conv = m->dm.conv;
-    return (in_blocks){ tmm_sub(w.buffer, w.offset, di * d * 4), tmm_sub(w.buffer, w.offset + di * d * 4, conv * d * 4),
-                        tmm_sub(w.buffer, w.offset + (di + conv) * d * 4, (uint64_t)m->dm.heads * d * 4) };
+    return (in_blocks){ tmm_op_sub(w, 0, di * d), tmm_op_sub(w, di * d, conv * d),
+                        tmm_op_sub(w, (di + conv) * d, (uint64_t)m->dm.heads * d) };
 }
 
 static tmm_view P(const m2_mixer *m, uint32_t l, int which) { return tmm_mixer_param(&m->base, l, which); }
 static tmm_view G(const m2_mixer *m, uint32_t l, int which) { return tmm_mixer_grad(&m->base, l, which); }
+static tmm_view W(const m2_mixer *m, uint32_t l, int which) { return tmm_mixer_weight(&m->base, l, which); }
 
 static void destroy(tmm_mixer *base)
 {
@@ -248,7 +249,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     const tmm_ssd_desc sd = desc_of(m, B, n);
     tmm_recorder *r = rec->r;
     m2_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
-    const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W));
+    const in_blocks w = blocks_of(m, W(m, l, TMM_M2_IN_W));
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.di, w.z, none, A(a->z), false));
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.conv, w.xbc, none, A(a->xbc), false));
     TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, rows, dm.d, dm.heads, w.dtr, none, A(a->dtr), false));
@@ -263,7 +264,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     TMM_REC_OP(rec, "rmsnorm", tmm_op_rmsnorm_forward(r, A(a->g), P(m, l, TMM_M2_NORM_W), rows, dm.di,
                                                       (float)TMM_MAMBA2_NORM_EPS, rec->scratch, A(a->yn),
                                                       A(a->rstd)));
-    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->yn), rows, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), none, h, true));
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->yn), rows, dm.di, dm.d, W(m, l, TMM_M2_OUT_W), none, h, true));
     return TMM_OK;
 }
 
@@ -282,7 +283,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 
     /* h += yn Woutᵀ */
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->yn), rows, dm.di, dm.d, G(m, l, TMM_M2_OUT_W)));
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, rows, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), wdi, false));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, rows, dm.di, dm.d, W(m, l, TMM_M2_OUT_W), wdi, false));
     /* yn = RMSNorm(g) ⊙ gn, g = y ⊙ silu(z) */
     TMM_REC_OP(rec, "rmsnorm bwd", tmm_op_rmsnorm_backward(r, A(a->g), P(m, l, TMM_M2_NORM_W), A(a->rstd), wdi, rows,
                                                            dm.di, false, rec->scratch, wdi, G(m, l, TMM_M2_NORM_W)));
@@ -301,7 +302,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
                                                          wx, B, n, dm.conv, KC, false, false, rec->scratch, wa,
                                                          G(m, l, TMM_M2_CONV_W), G(m, l, TMM_M2_CONV_B)));
     /* the in-projection's three blocks */
-    const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W)), dw = blocks_of(m, G(m, l, TMM_M2_IN_W));
+    const in_blocks w = blocks_of(m, W(m, l, TMM_M2_IN_W)), dw = blocks_of(m, G(m, l, TMM_M2_IN_W));
     const tmm_view grads[3] = { wz, wa, wt }, ws[3] = { w.z, w.xbc, w.dtr }, dws[3] = { dw.z, dw.xbc, dw.dtr };
     const uint32_t outs[3] = { dm.di, dm.conv, dm.heads };
     *dx = tmp[0];

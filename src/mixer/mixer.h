@@ -75,10 +75,21 @@ typedef struct tmm_mixer_setup {
     uint32_t batch;
     tmm_mixer_impl impl;            /* how Toeplitz layers are computed (others ignore it) */
     tmm_buffer *params, *grads;     /* the arenas (NULL in a dry run) */
+    tmm_buffer *weights16;          /* the 16-bit copy of params that the frame packs at the start of every
+                                       forward (--precision fp16/bf16), or NULL: what tmm_mixer_weight gives */
+    tmm_elem weights16_elem;
     uint32_t act_sets;              /* sets of per-layer activations (tmm_alloc_act): n_layers, or 1 when
                                        the frame recomputes or restores them before each layer's backward;
                                        layer l uses set tmm_mixer_set(m, l). Decoding needs n_layers. */
 } tmm_mixer_setup;
+
+/* Tensor p of an arena: fp32, or its 16-bit copy (elem F16 or BF16), in
+ * which value i of the arena is 16-bit value i. */
+static inline tmm_view tmm_param_view(tmm_buffer *arena, const tmm_param *p, tmm_elem elem)
+{
+    const uint64_t es = tmm_elem_size(elem);
+    return (tmm_view){ .buffer = arena, .offset = p->offset * es, .size = p->numel * es, .elem = elem };
+}
 
 /* The part every mixer begins with. */
 struct tmm_mixer {
@@ -86,6 +97,14 @@ struct tmm_mixer {
     tmm_mixer_setup s;
     uint32_t rows;
 };
+
+/* A mixer tensor of layer l (mix[which]); its gradient (an empty view for a
+ * frozen tensor: its gradient stays 0); and a weight matrix as the training
+ * matmuls read it (their B): the 16-bit copy under --precision fp16/bf16,
+ * else the fp32 tensor. */
+tmm_view tmm_mixer_param(const tmm_mixer *m, uint32_t l, int which);
+tmm_view tmm_mixer_grad(const tmm_mixer *m, uint32_t l, int which);
+tmm_view tmm_mixer_weight(const tmm_mixer *m, uint32_t l, int which);
 
 /* The activation set of layer l. */
 static inline uint32_t tmm_mixer_set(const tmm_mixer *m, uint32_t layer) { return layer % m->s.act_sets; }

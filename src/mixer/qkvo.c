@@ -6,20 +6,6 @@
 
 static const tmm_view none = { 0 };
 
-tmm_view tmm_mixer_param(const tmm_mixer *m, uint32_t l, int which)
-{
-    const tmm_param_table *t = m->s.table;
-    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
-    return tmm_sub(m->s.params, p->offset * 4, p->numel * 4);
-}
-
-tmm_view tmm_mixer_grad(const tmm_mixer *m, uint32_t l, int which)
-{
-    const tmm_param_table *t = m->s.table;
-    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
-    return p->trainable ? tmm_sub(m->s.grads, p->offset * 4, p->numel * 4) : none;
-}
-
 void tmm_qkvo_declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l, int *idx)
 {
     const uint32_t d = c->d_model;
@@ -37,7 +23,7 @@ static tmm_status project(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, in
     const uint32_t d = m->s.table->config.d_model;
     if (step)
         return tmm_op_linear_rows(rec->r, x, m->s.batch, d, d, tmm_mixer_param(m, l, which), none, y, accumulate);
-    TMM_REC_OP(rec, "matmul", tmm_op_linear(rec->r, x, m->rows, d, d, tmm_mixer_param(m, l, which), none, y,
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(rec->r, x, m->rows, d, d, tmm_mixer_weight(m, l, which), none, y,
                                             accumulate));
     return TMM_OK;
 }
@@ -62,7 +48,7 @@ tmm_status tmm_qkvo_in_backward(const tmm_mixer *m, const tmm_rec *rec, uint32_t
     const int which[3] = { QKVO_Q, QKVO_K, QKVO_V };
     const tmm_view grads[3] = { dq, dk, dv };
     for (int i = 0; i < 3; i++) {
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, grads[i], N, d, d, tmm_mixer_param(m, l, which[i]), dx,
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, grads[i], N, d, d, tmm_mixer_weight(m, l, which[i]), dx,
                                                        i > 0));
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(rec->r, grads[i], x, N, d, d, tmm_mixer_grad(m, l, which[i])));
     }
@@ -73,7 +59,7 @@ tmm_status tmm_qkvo_out_backward(const tmm_mixer *m, const tmm_rec *rec, uint32_
                                  tmm_view dout)
 {
     const uint32_t N = m->rows, d = m->s.table->config.d_model;
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, dh, N, d, d, tmm_mixer_param(m, l, QKVO_O), dout, false));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, dh, N, d, d, tmm_mixer_weight(m, l, QKVO_O), dout, false));
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(rec->r, dh, o, N, d, d, tmm_mixer_grad(m, l, QKVO_O)));
     return TMM_OK;
 }

@@ -9,9 +9,6 @@
 
 enum { QKVO_Q, QKVO_K, QKVO_V, QKVO_O };
 
-/* A mixer tensor of layer l (mix[which]), and its gradient. */
-tmm_view tmm_mixer_param(const tmm_mixer *m, uint32_t l, int which);
-tmm_view tmm_mixer_grad(const tmm_mixer *m, uint32_t l, int which);
 
 void tmm_qkvo_declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l, int *idx);
 /* q, k, v [rows, d] from x [rows, d]: the training shapes (rows = the mixer's

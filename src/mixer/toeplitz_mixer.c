@@ -179,20 +179,9 @@ static uint64_t scratch_floats(const tmm_mixer *base)
                                             config_of(m)->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0);
 }
 
-static tmm_view P(const tz_mixer *m, uint32_t l, int which)
-{
-    const tmm_param_table *t = m->base.s.table;
-    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
-    return tmm_sub(m->base.s.params, p->offset * 4, p->numel * 4);
-}
-
-/* The gradient of a tensor; none for frozen ones (their gradient stays 0). */
-static tmm_view G(const tz_mixer *m, uint32_t l, int which)
-{
-    const tmm_param_table *t = m->base.s.table;
-    const tmm_param *p = &t->params[t->blocks[l].mix[which]];
-    return p->trainable ? tmm_sub(m->base.s.grads, p->offset * 4, p->numel * 4) : none;
-}
+static tmm_view P(const tz_mixer *m, uint32_t l, int which) { return tmm_mixer_param(&m->base, l, which); }
+static tmm_view G(const tz_mixer *m, uint32_t l, int which) { return tmm_mixer_grad(&m->base, l, which); }
+static tmm_view W(const tz_mixer *m, uint32_t l, int which) { return tmm_mixer_weight(&m->base, l, which); }
 
 static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
 
@@ -223,7 +212,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     tz_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view u = x;
     if (c->heads) {
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, u, N, d, d, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(a->v),
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, u, N, d, d, W(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(a->v),
                                                 false));
         u = A(a->v);
     }
@@ -235,7 +224,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
         mix = A(a->y2);
     }
     if (c->heads)
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, mix, N, d, d, P(m, l, TMM_TZ_OUT_W), P(m, l, TMM_TZ_OUT_B), h,
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, mix, N, d, d, W(m, l, TMM_TZ_OUT_W), P(m, l, TMM_TZ_OUT_B), h,
                                                 true));
     else
         TMM_REC_OP(rec, "residual", tmm_op_axpy(r, 1.0f, mix, h, (uint64_t)N * d));
@@ -253,7 +242,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     tmm_view mix = A(c->expanded ? a->y2 : a->y1);
     tmm_view dmix = dh;
     if (c->heads) {
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, P(m, l, TMM_TZ_OUT_W), tmp[0], false));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, W(m, l, TMM_TZ_OUT_W), tmp[0], false));
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, mix, N, d, d, G(m, l, TMM_TZ_OUT_W)));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, l, TMM_TZ_OUT_B)));
         dmix = tmp[0];
@@ -275,7 +264,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     *dx = du;
     if (c->heads) {
         *dx = du.buffer == tmp[0].buffer ? tmp[1] : tmp[0];
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, P(m, l, TMM_TZ_IN_W), *dx, false));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, W(m, l, TMM_TZ_IN_W), *dx, false));
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, du, x, N, d, d, G(m, l, TMM_TZ_IN_W)));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, du, N, d, rec->scratch, G(m, l, TMM_TZ_IN_B)));
     }

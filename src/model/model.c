@@ -55,6 +55,8 @@ struct tmm_model {
     tmm_allocation alloc;  /* alloc.dry: only count the bytes each buffer would take */
 
     tmm_buffer *params, *grads;
+    tmm_buffer *weights16; /* 16-bit precision: the parameters in 16 bits, packed at the start of every
+                              forward, which the matmuls read (tmm_mixer_weight) */
     layer_acts *layers;    /* frame_sets sets: layer l uses set l % frame_sets */
     uint32_t frame_sets;
     /* The residual stream at block boundaries: block l reads hb(l) and writes
@@ -123,6 +125,10 @@ tmm_status tmm_alloc_act(const tmm_allocation *a, uint32_t set, tmm_buffer **out
 
 static tmm_buffer *hb(const tmm_model *m, uint32_t i) { return m->hbuf[i % m->n_hbuf]; }
 static bool half_precision(const tmm_model *m) { return m->opts.precision != TMM_PRECISION_FP32; }
+static tmm_elem elem_of(tmm_precision p)
+{
+    return p == TMM_PRECISION_FP16 ? TMM_ELEM_F16 : p == TMM_PRECISION_BF16 ? TMM_ELEM_BF16 : TMM_ELEM_F32;
+}
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
@@ -155,11 +161,15 @@ static tmm_status allocate(tmm_model *m)
     const tmm_model_config *c = &m->table.config;
     const tmm_allocation *al = &m->alloc;
     const uint64_t N = m->rows, d = c->d_model, e = mlp_width(m), V = c->vocab;
+    const uint64_t words16 = half_precision(m) ? tmm_pack16_words(m->table.arena_floats) * 4 : 0;
     if (al->dry) {
-        al->dry->params = al->dry->grads = m->table.arena_floats * 4;
+        al->dry->params = m->table.arena_floats * 4 + words16;
+        al->dry->grads = m->table.arena_floats * 4;
     } else {
         TMM_TRY(tmm_buffer_create(m->device, m->table.arena_floats * 4, TMM_MEMORY_DEVICE, &m->params));
         TMM_TRY(tmm_buffer_create(m->device, m->table.arena_floats * 4, TMM_MEMORY_DEVICE, &m->grads));
+        if (words16)
+            TMM_TRY(tmm_buffer_create(m->device, words16, TMM_MEMORY_DEVICE, &m->weights16));
     }
     const uint64_t D = d, ONE = 1, E = e, EA = m->arch->mlp == TMM_MLP_SWIGLU ? 2 * e : e;
     const bool ALL = true, LN = m->arch->norm == TMM_NORM_LAYER, TWO = n_halves(m) == 2, LN2 = LN && TWO;
@@ -258,7 +268,8 @@ static tmm_status build(tmm_model *m, const tmm_model_config *config, const tmm_
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     TMM_TRY(allocate(m));
     tmm_mixer_setup ms = { .alloc = &m->alloc, .table = &m->table, .batch = m->batch, .impl = opts->impl,
-                           .params = m->params, .grads = m->grads,
+                           .params = m->params, .grads = m->grads, .weights16 = m->weights16,
+                           .weights16_elem = elem_of(opts->precision),
                            .act_sets = fp32 && opts->recompute == TMM_RECOMPUTE_NONE ? L : 1 };
     m->alloc.acts = &m->mixer_acts;
     tmm_status s = m->arch->mixer->create(&ms, &m->mixer);
@@ -292,7 +303,7 @@ static void release(tmm_model *m)
         tmm_buffer_destroy(m->kept[i]);
     free(m->hbuf), free(m->kept);
     free(m->frame_acts.e), free(m->mixer_acts.e), free(m->keep.e);
-    tmm_buffer *all[] = { m->params, m->grads, m->hf, m->fmean, m->frstd, m->logits, m->row_loss,
+    tmm_buffer *all[] = { m->params, m->grads, m->weights16, m->hf, m->fmean, m->frstd, m->logits, m->row_loss,
                           m->dh, m->g1, m->g2, m->ge, m->scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
@@ -439,18 +450,18 @@ static const tmm_view none = { 0 };
 
 static tmm_view P(const tmm_model *m, int idx)
 {
-    if (idx < 0)
-        return none;
-    const tmm_param *p = &m->table.params[idx];
-    return tmm_sub(m->params, p->offset * 4, p->numel * 4);
+    return idx < 0 ? none : tmm_param_view(m->params, &m->table.params[idx], TMM_ELEM_F32);
 }
 
 static tmm_view G(const tmm_model *m, int idx)
 {
-    if (idx < 0)
-        return none;
-    const tmm_param *p = &m->table.params[idx];
-    return tmm_sub(m->grads, p->offset * 4, p->numel * 4);
+    return idx < 0 ? none : tmm_param_view(m->grads, &m->table.params[idx], TMM_ELEM_F32);
+}
+
+/* A weight matrix as the matmuls read it (their B): see tmm_mixer_weight. */
+static tmm_view W(const tmm_model *m, int idx)
+{
+    return m->weights16 ? tmm_param_view(m->weights16, &m->table.params[idx], elem_of(m->opts.precision)) : P(m, idx);
 }
 
 static tmm_view A(tmm_buffer *b) { return tmm_whole(b); }
@@ -497,16 +508,16 @@ static tmm_status mlp_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l
     const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
     tmm_recorder *r = rec->r;
     if (m->arch->mlp == TMM_MLP_SWIGLU) {
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, 2 * e, P(m, bp->mlp_in_w), none, A(a->mlp_a), false));
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, 2 * e, W(m, bp->mlp_in_w), none, A(a->mlp_a), false));
         TMM_REC_OP(rec, "swiglu", tmm_op_swiglu_forward(r, A(a->mlp_a), N, e, A(a->mlp_z)));
     } else {
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, e, P(m, bp->mlp_in_w), none, A(a->mlp_a), false));
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, e, W(m, bp->mlp_in_w), none, A(a->mlp_a), false));
         if (m->arch->mlp == TMM_MLP_GELU)
             TMM_REC_OP(rec, "gelu", tmm_op_gelu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
         else
             TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
     }
-    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->mlp_z), N, e, d, P(m, bp->mlp_out_w), P(m, bp->mlp_out_b), h,
+    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->mlp_z), N, e, d, W(m, bp->mlp_out_w), P(m, bp->mlp_out_b), h,
                                             true));
     return TMM_OK;
 }
@@ -522,7 +533,7 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     const uint32_t ea = swiglu ? 2 * e : e;
     tmm_recorder *r = rec->r;
     tmm_view ge = A(m->ge);
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, P(m, bp->mlp_out_w), ge, false));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, W(m, bp->mlp_out_w), ge, false));
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->mlp_z), N, e, d, G(m, bp->mlp_out_w)));
     if (bp->mlp_out_b >= 0)
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, bp->mlp_out_b)));
@@ -539,7 +550,7 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
                                                               rec->scratch, ge, G(m, bp->mlp_in_b)));
     }
     *dx = A(m->g1);
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, N, d, ea, P(m, bp->mlp_in_w), *dx, false));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, N, d, ea, W(m, bp->mlp_in_w), *dx, false));
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, x, N, d, ea, G(m, bp->mlp_in_w)));
     return TMM_OK;
 }
@@ -614,6 +625,9 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
     const tmm_rec rec = { r, m->profile, A(m->scratch) };
 
+    if (m->weights16)
+        TMM_REC_OP(&rec, "weights16", tmm_op_pack16(r, A(m->params), m->table.arena_floats, m->opts.precision,
+                                                    A(m->weights16)));
     if (m->input.buffer)
         TMM_REC_OP(&rec, "input", tmm_op_copy(r, m->input, A(hb(m, 0)), N * d));
     else
@@ -633,7 +647,7 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
     }
     if (m->encoder)
         return TMM_OK; /* no LM head: tmm_model_hidden is the output */
-    TMM_REC_OP(&rec, "matmul", tmm_op_linear(r, head_in, N, d, V, P(m, m->table.head), none, A(m->logits), false));
+    TMM_REC_OP(&rec, "matmul", tmm_op_linear(r, head_in, N, d, V, W(m, m->table.head), none, A(m->logits), false));
     const uint32_t k = m->slot;
     /* with backward the same kernel also writes dlogits over the logits */
     TMM_REC_OP(&rec, backward ? "xent fwd+bwd" : "xent",
@@ -663,12 +677,12 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
         /* the logits now hold dL/dlogits */
         const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head)));
-        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh, false));
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, W(m, m->table.head), dh, false));
         TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh));
     } else {
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(hb(m, c->n_layers)), N, d, V,
                                                         G(m, m->table.head)));
-        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, P(m, m->table.head), dh, false));
+        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, W(m, m->table.head), dh, false));
     }
     for (uint32_t l = c->n_layers; l-- > 0;) {
         const bool last = l + 1 == c->n_layers; /* its activations are still in the set */

@@ -25,7 +25,7 @@ typedef struct tmm_model tmm_model;
 #define TMM_MODEL_SLOTS 2
 
 typedef struct tmm_model_memory {
-    uint64_t params;       /* bytes of the parameter arena */
+    uint64_t params;       /* bytes of the parameter arena (and its 16-bit copy in 16-bit precision) */
     uint64_t grads;        /* bytes of the gradient arena */
     uint64_t activations;  /* bytes kept from the forward for the backward */
     uint64_t workspace;    /* gradient temporaries, logits, batch inputs and op scratch */
@@ -34,11 +34,12 @@ typedef struct tmm_model_memory {
 } tmm_model_memory;
 
 /* How a model is computed and what it keeps (none of it changes the
- * parameters' layout or the function computed, up to the rounding of what
- * precision keeps). Zero: AUTO, fp32, no recomputation. */
+ * parameters' layout or the function computed, up to the rounding of the
+ * weights and activations that precision stores in 16 bits). Zero: AUTO,
+ * fp32, no recomputation. */
 typedef struct tmm_model_options {
     tmm_mixer_impl impl;        /* how the Toeplitz layers are computed */
-    tmm_precision precision;    /* the format of the activations kept for the backward */
+    tmm_precision precision;    /* the format of the kept activations and of the weights the matmuls read */
     tmm_recompute recompute;    /* what the backward recomputes instead of keeping */
 } tmm_model_options;
 

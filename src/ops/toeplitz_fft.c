@@ -363,7 +363,7 @@ tmm_status tmm_toeplitz_fft_record_forward(tmm_recorder *r, tmm_toeplitz_fft *p,
     for (int i = 0; i < 4; i++)
         TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
     TMM_TRY(tmm_op_no_overlap(op, &s[3], s, 4));
-    tmm_view bw, bb;
+    tmm_view bw = { 0 }, bb = { 0 };
     uint32_t base_w, base_b;
     TMM_TRY(bind(r, op, "w", w, 0, p->gk * p->n, &bw, &base_w));
     TMM_TRY(bind(r, op, "beta", beta, 0, (uint64_t)p->G * p->n, &bb, &base_b));

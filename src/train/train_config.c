@@ -151,8 +151,8 @@ const tmm_config_field tmm_config_fields[] = {
     ENUM("train", "mixer_impl", "mixer-impl", "IMPL", mixer_impl, mixer_names,
          "Toeplitz layers: direct, FFT, or auto (FFT from the device's measured crossover)"),
     ENUM("train", "precision", "precision", "P", precision, precision_names,
-         "activations kept for the backward in fp32, fp16 (with dynamic loss scaling) or bf16; "
-         "arithmetic, weights and optimizer state stay fp32"),
+         "fp32, fp16 (with dynamic loss scaling) or bf16: the activations kept for the backward and the "
+         "weight matrices the matmuls read; arithmetic, master weights, gradients and optimizer state stay fp32"),
     F64("train", "loss_scale", "loss-scale", loss_scale, 1, 16777216,
         "fp16 only: the initial loss scale, a power of two; halved at each overflow (that step is skipped), "
         "doubled after loss_scale_window good steps, within [2^-24, 2^24]"),
