@@ -206,6 +206,18 @@ int tmm_ifeval_rule_parse(const char *id, const cJSON *kw, tmm_ifeval_rule *r, c
 }
 
 /* ---- helpers ---- */
+/* pcre2_match with a bound on backtracking (a keyword is a pattern from the
+ * task file): past it the match fails, as no match */
+static int bounded_match(const pcre2_code *re, const char *subject, size_t len, size_t at, pcre2_match_data *md)
+{
+    pcre2_match_context *mc = pcre2_match_context_create(NULL);
+    if (mc)
+        pcre2_set_match_limit(mc, 100000);
+    int m = pcre2_match(re, (PCRE2_SPTR)subject, len, at, 0, md, mc);
+    pcre2_match_context_free(mc);
+    return m;
+}
+
 static int count_matches(const char *pattern, const char *subject, uint32_t options, int64_t *count)
 {
     int err;
@@ -218,9 +230,9 @@ static int count_matches(const char *pattern, const char *subject, uint32_t opti
     size_t len = strlen(subject), at = 0;
     *count = 0;
     while (md && at <= len) {
-        int m = pcre2_match(re, (PCRE2_SPTR)subject, len, at, 0, md, NULL);
+        int m = bounded_match(re, subject, len, at, md);
         if (m < 0) {
-            rc = m == PCRE2_ERROR_NOMATCH ? 0 : -1;
+            rc = m == PCRE2_ERROR_NOMATCH || m == PCRE2_ERROR_MATCHLIMIT ? 0 : -1;
             break;
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
@@ -250,7 +262,7 @@ static int64_t nonblank_matches(const char *pattern, const char *subject, const 
     pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
     size_t len = strlen(subject), at = 0;
     int64_t n = 0;
-    while (md && at <= len && pcre2_match(re, (PCRE2_SPTR)subject, len, at, 0, md, NULL) >= 0) {
+    while (md && at <= len && bounded_match(re, subject, len, at, md) >= 0) {
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
         bool something = false;
         for (size_t i = ov[0]; i < ov[1] && !something; i++)
@@ -366,7 +378,7 @@ static bool paragraphs_ok(const char *value, int64_t want)
     int64_t pieces = 0, count = 0;
     bool empty_inner = false, last_empty = false;
     while (ok) {
-        int m = pcre2_match(re, (PCRE2_SPTR)value, len, at, 0, md, NULL);
+        int m = bounded_match(re, value, len, at, md);
         size_t end = m >= 0 ? pcre2_get_ovector_pointer(md)[0] : len;
         bool blank = true;
         for (size_t i = at; i < end && blank; i++)
