@@ -59,6 +59,20 @@ check "bench_eval.sh: one table over two checkpoints" bash -c '"$1" --tmm "$2" -
   grep -q "^| arc_easy | acc " "$6/table" && grep -q "^| squad | f1 " "$6/table" && [ "$(grep -c "^|" "$6/table")" -eq 6 ]' \
   _ "$src/tools/bench_eval.sh" "$tmm" "$data" "$dir/run" "$dir/run-tf" "$dir"
 
+# a model on prepared shards reads its run's tokenizer.json (byte-level BPE)
+mkdir -p "$dir/bpe"
+for i in $(seq 12); do
+  printf 'document %d: the quick brown fox jumps over the lazy dog %d times. Answer: yes\n' "$i" "$i" > "$dir/bpe/doc$i.txt"
+done
+check "a BPE model" bash -c '"$1" tokenizer train --vocab 300 --data "$2/bpe" --out "$2/tok.json" --quiet &&
+  "$1" prepare --tokenizer "$2/tok.json" --data "$2/bpe" --out "$2/sh" --val-fraction 0.3 --quiet &&
+  "$1" train --d-model 16 --n-ctx 64 --layers 1 --batch 4 --quiet --data "$2/sh" --steps 2 --eval-every 0 \
+    --run-dir "$2/run-bpe"' _ "$tmm" "$dir"
+check "eval --task with a BPE tokenizer" bash -c '"$@" | grep -q "tokenizer bpe" && "$@" | grep -q "^acc_norm"' _ \
+  "$tmm" eval --checkpoint "$dir/run-bpe" --task arc_easy --data "$data/arc_easy.jsonl" --quiet --shots 1
+check "QA with a BPE tokenizer" "$tmm" eval --checkpoint "$dir/run-bpe" --task squad_v2 --data "$data/squad_v2.jsonl" \
+  --quiet --max-gen 4
+
 # bad input: one line, exit 1 (bad files) or 2 (bad options)
 printf '{"endings": ["a", "b"], "label": 0}\n' > "$dir/noctx.jsonl"
 expect_fail "a missing field is named" 1 "noctx.jsonl:1: hellaswag item: missing field \"ctx\"" \

@@ -310,13 +310,14 @@ static void metric(tmm_eval_report *r, const char *name, const double *x, uint32
     r->metrics[r->n_metrics++] = (tmm_eval_metric){ name, tmm_eval_mean(x, n), tmm_eval_stderr(x, n) };
 }
 
-static tmm_status run_choice(tmm_generator *g, const tmm_eval_set *set, const char *prefix, const uint32_t *idx,
+static tmm_status run_choice(tmm_generator *g, const tmm_eval_set *set, const char *prefix, uint32_t *idx,
                              uint32_t n_items, const tmm_eval_options *o, tmm_eval_report *r)
 {
     const tmm_generator_info *info = tmm_generator_get_info(g);
     uint32_t total = 0;
     for (uint32_t k = 0; k < n_items; k++)
         total += set->items[idx[k]].n_choices;
+    const uint32_t total_alloc = total;
     request *req = calloc(total ? total : 1, sizeof *req);
     uint32_t *owner = calloc(total ? total : 1, sizeof *owner);
     double *ll = calloc(total ? total : 1, sizeof *ll), *acc = calloc(n_items + 1, sizeof *acc),
@@ -324,24 +325,41 @@ static tmm_status run_choice(tmm_generator *g, const tmm_eval_set *set, const ch
     uint32_t *gold = calloc(n_items + 1, sizeof *gold), *pred = calloc(n_items + 1, sizeof *pred);
     float *row = malloc((size_t)info->config.vocab * sizeof *row);
     tmm_status s = req && owner && ll && acc && accn && gold && pred && row ? TMM_OK : oom();
-    for (uint32_t k = 0, q = 0; s == TMM_OK && k < n_items; k++) {
+    uint32_t kept = 0, q = 0; /* items whose every choice adds a token to the context */
+    for (uint32_t k = 0; s == TMM_OK && k < n_items; k++) {
         const tmm_eval_item *it = &set->items[idx[k]];
         char *ctx = concat3(prefix, it->context, "");
-        for (uint32_t c = 0; s == TMM_OK && c < it->n_choices; c++, q++) {
+        bool empty = false;
+        for (uint32_t c = 0; s == TMM_OK && c < it->n_choices; c++) {
             char *cont = concat3(" ", it->choices[c], "");
-            s = ctx && cont ? encode_pair(g, ctx, cont, &req[q]) : oom();
-            owner[q] = k;
+            s = ctx && cont ? encode_pair(g, ctx, cont, &req[q + c]) : oom();
+            owner[q + c] = kept;
+            empty |= s == TMM_OK && req[q + c].scored == 0;
             free(cont);
         }
         free(ctx);
+        if (s == TMM_OK && empty) {
+            for (uint32_t c = 0; c < it->n_choices; c++)
+                free(req[q + c].tokens), req[q + c] = (request){ 0 };
+            s = add_reason(r, "a choice adds no token to the context");
+            r->scored--;
+        } else if (s == TMM_OK) {
+            idx[kept++] = idx[k];
+            q += it->n_choices;
+        }
     }
-    for (uint32_t q = 0; s == TMM_OK && q < total; q += info->batch) {
-        uint32_t n = total - q < info->batch ? total - q : info->batch;
-        s = loglik_chunk(g, req + q, n, ll + q, row);
+    total = q;
+    n_items = kept;
+    if (s == TMM_OK && n_items == 0)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no item can be scored: %s", r->reasons[r->n_reasons - 1].reason);
+    for (uint32_t at = 0; s == TMM_OK && at < total; at += info->batch) {
+        uint32_t n = total - at < info->batch ? total - at : info->batch;
+        s = loglik_chunk(g, req + at, n, ll + at, row);
         if (s == TMM_OK && o->on_progress)
-            o->on_progress(q + n == total ? n_items : owner[q + n], n_items, o->user);
+            o->on_progress(at + n == total ? n_items : owner[at + n], n_items, o->user);
     }
-    for (uint32_t k = 0, q = 0; s == TMM_OK && k < n_items; k++) {
+    q = 0;
+    for (uint32_t k = 0; s == TMM_OK && k < n_items; k++) {
         const tmm_eval_item *it = &set->items[idx[k]];
         uint32_t best = 0, best_norm = 0;
         bool cut = false;
@@ -375,7 +393,7 @@ static tmm_status run_choice(tmm_generator *g, const tmm_eval_set *set, const ch
         if (strcmp(name, "cola") == 0)
             r->metrics[r->n_metrics++] = (tmm_eval_metric){ "mcc", tmm_eval_mcc(gold, pred, n_items), NAN };
     }
-    requests_free(req, total);
+    requests_free(req, total_alloc);
     free(owner), free(ll), free(acc), free(accn), free(gold), free(pred), free(row);
     return s;
 }
