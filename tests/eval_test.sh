@@ -52,6 +52,12 @@ check "longbench: contexts cut from the left are counted" bash -c \
   --data "$data/longbench.jsonl" --quiet --max-gen 4
 check "--limit 1 scores one item" bash -c '"$@" | grep -q "1 scored"' _ "$tmm" eval --checkpoint "$dir/run" \
   --task arc_easy --data "$data/arc_easy.jsonl" --limit 1 --quiet
+check "--samples: one valid JSON line per scored item" bash -c '"$@" > /dev/null && python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1], encoding=\"utf-8\")]
+assert [r[\"line\"] for r in rows] == [1, 2, 3] and all(\"generated\" in r and \"answers\" in r for r in rows), rows
+" "'"$dir"'/samples.jsonl"' _ "$tmm" eval --checkpoint "$dir/run" --task squad_v2 --data "$data/squad_v2.jsonl" \
+  --quiet --max-gen 8 --samples "$dir/samples.jsonl"
 check "same result twice" bash -c 'diff <("$@") <("$@")' _ "$tmm" eval --checkpoint "$dir/run" --task squad \
   --data "$data/squad.jsonl" --quiet --max-gen 4
 check "bench_eval.sh: one table over two checkpoints" bash -c '"$1" --tmm "$2" --limit 2 --max-gen 4 \

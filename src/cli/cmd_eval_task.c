@@ -8,8 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "eval/eval.h"
+#include "files.h"
 #include "gen/generator.h"
 #include "train/checkpoint.h"
 
@@ -38,6 +41,8 @@ static void usage(void)
            "  --max-gen N          tokens generated per answer (default 32 for QA, 256 for ifeval, at most\n"
            "                       half the context)\n"
            "  --json               the report as JSON on stdout\n"
+           "  --samples FILE       every scored item as a JSON line: its line in --data, the gold, and\n"
+           "                       the choices' log-likelihoods or the generated text\n"
            "  --quiet              no progress on stderr\n"
            "  --device N           Vulkan device (see tmm devices)\n");
 }
@@ -80,9 +85,87 @@ static void print_report(const tmm_eval_report *r, const char *checkpoint, const
     }
 }
 
+/* text as valid UTF-8: every byte that does not start a well-formed sequence becomes U+FFFD */
+static char *valid_utf8(const char *text)
+{
+    size_t n = strlen(text);
+    char *out = malloc(3 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        int len = *p < 0x80 ? 1 : (*p >> 5) == 6 && *p >= 0xC2 ? 2 : (*p >> 4) == 14 ? 3
+                  : (*p >> 3) == 30 && *p <= 0xF4 ? 4 : 0;
+        for (int k = 1; k < len; k++)
+            if ((p[k] & 0xC0) != 0x80)
+                len = 0;
+        if (len == 3 && ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0)))
+            len = 0; /* overlong, surrogate */
+        if (len == 4 && ((p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90)))
+            len = 0;
+        if (len) {
+            memcpy(o, p, (size_t)len), o += len, p += len;
+        } else {
+            memcpy(o, "\xEF\xBF\xBD", 3), o += 3, p++;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* --samples: one JSON object per scored item (lm-eval's --log_samples) */
+static tmm_status write_samples(const char *path, const tmm_eval_set *set, const tmm_eval_report *r)
+{
+    char *all = NULL;
+    size_t n = 0, cap = 0;
+    tmm_status s = TMM_OK;
+    for (uint32_t i = 0; s == TMM_OK && i < set->count; i++) {
+        const tmm_eval_item *it = &set->items[i];
+        if (!r->loglik[i] && !r->generated[i])
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        if (o) {
+            cJSON_AddNumberToObject(o, "line", it->line);
+            if (r->loglik[i]) {
+                cJSON_AddNumberToObject(o, "gold", it->gold);
+                cJSON_AddItemToObject(o, "loglik", cJSON_CreateDoubleArray(r->loglik[i], (int)it->n_choices));
+            } else {
+                char *text = valid_utf8(r->generated[i]);
+                cJSON_AddStringToObject(o, "generated", text ? text : "");
+                free(text);
+                if (r->kind == TMM_EVAL_QA) {
+                    cJSON *a = cJSON_AddArrayToObject(o, "answers");
+                    for (uint32_t k = 0; a && k < it->n_answers; k++)
+                        cJSON_AddItemToArray(a, cJSON_CreateString(it->answers[k]));
+                }
+            }
+        }
+        char *line = o ? cJSON_PrintUnformatted(o) : NULL;
+        cJSON_Delete(o);
+        size_t len = line ? strlen(line) : 0;
+        if (line && n + len + 2 > cap) {
+            size_t nc = (n + len + 2) * 2;
+            char *t = realloc(all, nc);
+            if (t)
+                all = t, cap = nc;
+        }
+        if (!line || n + len + 2 > cap)
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        else {
+            memcpy(all + n, line, len);
+            n += len;
+            all[n++] = '\n';
+        }
+        free(line);
+    }
+    if (s == TMM_OK)
+        s = tmm_write_file_atomic(path, all ? all : "", n);
+    free(all);
+    return s;
+}
+
 int cmd_eval_task(int argc, char **argv)
 {
-    enum { O_TASK = 256, O_DATA, O_FEWSHOT, O_SHOTS, O_LIMIT, O_BATCH, O_MAX_GEN, O_JSON, O_QUIET };
+    enum { O_TASK = 256, O_DATA, O_FEWSHOT, O_SHOTS, O_LIMIT, O_BATCH, O_MAX_GEN, O_JSON, O_QUIET, O_SAMPLES };
     static const struct option longopts[] = {
         { "checkpoint", required_argument, NULL, 'c' }, { "task", required_argument, NULL, O_TASK },
         { "data", required_argument, NULL, O_DATA },     { "fewshot-data", required_argument, NULL, O_FEWSHOT },
@@ -90,9 +173,10 @@ int cmd_eval_task(int argc, char **argv)
         { "batch", required_argument, NULL, O_BATCH },   { "max-gen", required_argument, NULL, O_MAX_GEN },
         { "json", no_argument, NULL, O_JSON },           { "quiet", no_argument, NULL, O_QUIET },
         { "device", required_argument, NULL, 'd' },      { "help", no_argument, NULL, 'h' },
+        { "samples", required_argument, NULL, O_SAMPLES },
         { 0, 0, 0, 0 }
     };
-    const char *checkpoint = NULL, *task_name = NULL, *data = NULL, *fewshot_path = NULL;
+    const char *checkpoint = NULL, *task_name = NULL, *data = NULL, *fewshot_path = NULL, *samples = NULL;
     unsigned long v, batch = 8;
     tmm_eval_options o = { 0 };
     bool json = false, quiet = false;
@@ -125,6 +209,7 @@ int cmd_eval_task(int argc, char **argv)
             o.max_gen = (uint32_t)v;
             break;
         case O_JSON: json = true; break;
+        case O_SAMPLES: samples = optarg; break;
         case O_QUIET: quiet = true; break;
         case 'd': if (!cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v)) return 2; device = (int)v; break;
         case 'h': usage(); return 0;
@@ -178,6 +263,8 @@ int cmd_eval_task(int argc, char **argv)
         rc = cli_error("cannot load the checkpoint", s);
     } else if ((s = tmm_eval_run(g, &set, fewshot_path ? &fewshot : NULL, &o, &r)) != TMM_OK) {
         rc = cli_error("evaluation failed", s);
+    } else if (samples && (s = write_samples(samples, &set, &r)) != TMM_OK) {
+        rc = cli_error("cannot write --samples", s);
     } else if (json) {
         char *text = tmm_eval_report_json(&r, checkpoint, data, tmm_generator_get_info(g));
         if (text)
