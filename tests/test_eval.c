@@ -318,11 +318,21 @@ Test(eval, ifeval_rules)
     follows("combination:repeat_prompt", "{\"prompt_to_repeat\": \"Say hi\"}", "say HI. hi!", true, true);
     follows("combination:two_responses", "{}", "one\n******\ntwo", true, true);
     follows("combination:two_responses", "{}", "one\n******\none", false, false);
+    static const char nth[] = "{\"num_paragraphs\": 3, \"nth_paragraph\": 2, \"first_word\": \"Then\"}";
+    follows("length_constraints:nth_paragraph_first_word", nth, "One.\n\n\"then, more\n\nEnd", true, true);
+    follows("length_constraints:nth_paragraph_first_word", nth, "One.\n\nThenceforth\n\nEnd", false, false);
+    follows("length_constraints:nth_paragraph_first_word", nth, "One.\n\nthen", false, false); /* 2 paragraphs */
+    follows("length_constraints:nth_paragraph_first_word",
+            "{\"num_paragraphs\": 1, \"nth_paragraph\": 5, \"first_word\": \"a\"}", "a", false, false);
     /* kwargs keys of other rules and nulls are ignored, as the HF export has them all */
     follows("punctuation:no_comma", "{\"num_words\": null, \"relation\": null}", "ok", true, true);
     tmm_ifeval_rule r;
     char msg[128];
     cr_assert_eq(tmm_ifeval_rule_parse("language:response_language", NULL, &r, msg, sizeof msg), 1);
+    tmm_ifeval_rule_free(&r);
+    cJSON *bad_nth = cJSON_Parse("{\"num_paragraphs\": 1, \"nth_paragraph\": 0, \"first_word\": \"a\"}");
+    cr_assert_eq(tmm_ifeval_rule_parse("length_constraints:nth_paragraph_first_word", bad_nth, &r, msg, sizeof msg), -1);
+    cJSON_Delete(bad_nth);
     tmm_ifeval_rule_free(&r);
 }
 

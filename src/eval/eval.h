@@ -33,6 +33,7 @@ typedef struct tmm_ifeval_rule {
     char **words;          /* keywords:existence and keywords:forbidden_words */
     uint32_t n_words;
     int64_t number;        /* the count the rule compares with */
+    int64_t nth;           /* nth_paragraph_first_word: which paragraph (from 1) */
     bool at_least;         /* relation "at least" (else "less than") */
 } tmm_ifeval_rule;
 

@@ -13,7 +13,7 @@
 enum {
     R_LOWERCASE, R_CAPITAL, R_CAPITAL_FREQ, R_REPEAT_PROMPT, R_TWO_RESPONSES, R_PLACEHOLDERS, R_POSTSCRIPT,
     R_CONSTRAINED, R_JSON, R_SECTIONS, R_BULLETS, R_HIGHLIGHTS, R_TITLE, R_EXISTENCE, R_FORBIDDEN, R_FREQUENCY,
-    R_LETTER_FREQ, R_PARAGRAPHS, R_SENTENCES, R_WORDS, R_NO_COMMA, R_END, R_QUOTATION, R_COUNT
+    R_LETTER_FREQ, R_PARAGRAPHS, R_SENTENCES, R_WORDS, R_NO_COMMA, R_END, R_QUOTATION, R_NTH_FIRST, R_COUNT
 };
 
 static const char *const names[R_COUNT + 1] = {
@@ -24,7 +24,8 @@ static const char *const names[R_COUNT + 1] = {
     "detectable_format:number_highlighted_sections", "detectable_format:title", "keywords:existence",
     "keywords:forbidden_words", "keywords:frequency", "keywords:letter_frequency",
     "length_constraints:number_paragraphs", "length_constraints:number_sentences",
-    "length_constraints:number_words", "punctuation:no_comma", "startend:end_checker", "startend:quotation", NULL
+    "length_constraints:number_words", "punctuation:no_comma", "startend:end_checker", "startend:quotation",
+    "length_constraints:nth_paragraph_first_word", NULL
 };
 
 const char *const *tmm_ifeval_rule_names(void) { return names; }
@@ -201,6 +202,17 @@ int tmm_ifeval_rule_parse(const char *id, const cJSON *kw, tmm_ifeval_rule *r, c
         return need_int(kw, "num_words", &r->number, msg, size) ||
                        need_relation(kw, "relation", &r->at_least, msg, size) ? -1 : 0;
     case R_END: return need_text(kw, "end_phrase", &r->text, msg, size);
+    case R_NTH_FIRST:
+        if (need_int(kw, "num_paragraphs", &r->number, msg, size) || need_int(kw, "nth_paragraph", &r->nth, msg, size) ||
+            need_text(kw, "first_word", &r->text, msg, size))
+            return -1;
+        if (r->nth < 1) {
+            snprintf(msg, size, "kwargs \"nth_paragraph\" must be at least 1");
+            return -1;
+        }
+        for (char *p = r->text; *p; p++)
+            *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+        return 0;
     default: return 0;
     }
 }
@@ -434,6 +446,43 @@ static bool two_responses(const char *value)
     return ok;
 }
 
+/* re.split(r"\n\n", value): N non-blank paragraphs, and the nth's first word
+ * (quotes stripped from its front, cut at . , ? ! ' ") is the given one */
+static bool nth_first_word(const tmm_ifeval_rule *r, const char *value)
+{
+    int64_t count = 0, index = 0;
+    const char *nth = NULL, *nth_end = NULL;
+    for (const char *p = value;; index++) {
+        const char *q = strstr(p, "\n\n"), *e = q ? q : p + strlen(p);
+        bool blank = true;
+        for (const char *c = p; c < e && blank; c++)
+            blank = ws(*c);
+        count += !blank;
+        if (index == r->nth - 1)
+            nth = p, nth_end = e;
+        if (!q)
+            break;
+        p = q + 2;
+    }
+    if (!nth)
+        return false; /* the reference fails with an IndexError */
+    while (nth < nth_end && ws(*nth))
+        nth++;
+    if (nth == nth_end)
+        return false;
+    const char *w = nth;
+    while (w < nth_end && *w == '\'')
+        w++;
+    while (w < nth_end && *w == '"')
+        w++;
+    char first[256];
+    size_t n = 0;
+    for (; w < nth_end && !ws(*w) && !strchr(".,?!'\"", *w) && n + 1 < sizeof first; w++)
+        first[n++] = upper_c(*w) ? (char)(*w + 32) : *w;
+    first[n] = '\0';
+    return count == r->number && strcmp(first, r->text) == 0;
+}
+
 static bool check(const tmm_ifeval_rule *r, const char *value)
 {
     switch (r->kind) {
@@ -524,6 +573,7 @@ static bool check(const tmm_ifeval_rule *r, const char *value)
         free(v), free(p), free(lv), free(lp);
         return ok;
     }
+    case R_NTH_FIRST: return nth_first_word(r, value);
     case R_QUOTATION: {
         char *v = strip(value, strlen(value));
         size_t n = v ? strlen(v) : 0;
