@@ -285,4 +285,13 @@ expect_fail "a missing corpus file" 1 "no such file" \
   "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/nothing.txt" --out "$tk/x.json"
 check "... and no tokenizer was written" test ! -e "$tk/x.json"
 
+# tmm eval --task: task files (issue 22); tests/eval_test.sh has the rest
+printf '{"sentence": "a"}\n' > "$dir/nolabel.jsonl"
+expect_fail "a task item without its label" 1 "nolabel.jsonl:1: sst2 item: missing field \"label\"" \
+  "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/nolabel.jsonl"
+printf '{"prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["(("]}]}\n' > "$dir/re.jsonl"
+expect_fail "an IFEval keyword that is no regular expression" 1 "not a valid regular expression" \
+  "$tmm" eval --checkpoint "$dir/none" --task ifeval --data "$dir/re.jsonl"
+expect_fail "a device as a task file" 1 "task file" "$tmm" eval --checkpoint "$dir/none" --task sst2 --data /dev/zero
+
 finish

@@ -12,6 +12,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+/* tmm eval --task (cmd_eval_task.c), dispatched by cmd_eval. */
+int cmd_eval_task(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);

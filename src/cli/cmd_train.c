@@ -380,6 +380,9 @@ int cmd_eval(int argc, char **argv)
                                               { "allow-nonfinite", no_argument, NULL, 'n' },
                                               { "help", no_argument, NULL, 'h' },
                                               { 0, 0, 0, 0 } };
+    for (int i = 1; i < argc; i++) /* a benchmark task: src/cli/cmd_eval_task.c */
+        if (strcmp(argv[i], "--task") == 0 || strncmp(argv[i], "--task=", 7) == 0)
+            return cmd_eval_task(argc, argv);
     const char *path = NULL;
     unsigned long v, batches = 0;
     unsigned flags = 0;
@@ -399,7 +402,8 @@ int cmd_eval(int argc, char **argv)
         case 'n': flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
         case 'd': if (!cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v)) return 2; device = (int)v; break;
         case 'h':
-            printf("usage: tmm eval --checkpoint DIR [--batches N] [--device N] [--allow-nonfinite]\n\n"
+            printf("usage: tmm eval --checkpoint DIR [--batches N] [--device N] [--allow-nonfinite]\n"
+                   "       tmm eval --checkpoint DIR --task NAME --data FILE [...]   (benchmarks: tmm eval --task help)\n\n"
                    "Evaluates a checkpoint (a run directory, a checkpoint directory or a model file) on\n"
                    "its task's held-out data: validation loss and perplexity, and for the copy task the\n"
                    "teacher-forced copy accuracy (mqar: the accuracy on the queried values).\n\n"

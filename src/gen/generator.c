@@ -415,6 +415,37 @@ tmm_status tmm_generator_prefill(tmm_generator *g, const uint32_t *const *prompt
     return TMM_OK;
 }
 
+tmm_status tmm_gen_forward(tmm_generator *g, const uint32_t *const *seqs, const uint32_t *lengths,
+                           tmm_model **model, uint32_t *row_len)
+{
+    const uint32_t B = g->info.batch, n = g->info.config.n_ctx;
+    uint32_t longest = 0;
+    for (uint32_t b = 0; b < B; b++) {
+        if (lengths[b] == 0 || lengths[b] > n)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "sequence %u has %u tokens; it needs 1 to %u (the model's "
+                            "context)", b, lengths[b], n);
+        longest = lengths[b] > longest ? lengths[b] : longest;
+    }
+    int k = 0;
+    while ((GEN_MIN_BUCKET << k) < longest)
+        k++;
+    prefiller *p = &g->main;
+    g->prefilled = false; /* the decoder's state is not this forward's */
+    if ((GEN_MIN_BUCKET << k) < n)
+        TMM_TRY(bucket_model(g, k, &p));
+    tmm_model *m = p->model;
+    const uint32_t len = tmm_model_table(m)->config.n_ctx;
+    for (uint32_t b = 0; b < B; b++) {
+        memset(g->prompt_tokens + (size_t)b * len, 0, (size_t)len * sizeof *g->prompt_tokens);
+        memcpy(g->prompt_tokens + (size_t)b * len, seqs[b], lengths[b] * sizeof *g->prompt_tokens);
+    }
+    TMM_TRY(tmm_model_set_batch(m, g->prompt_tokens, g->ignore));
+    TMM_TRY(tmm_model_run(m, false));
+    *model = m;
+    *row_len = len;
+    return TMM_OK;
+}
+
 tmm_status tmm_generator_step(tmm_generator *g, const uint32_t *tokens, float *logits)
 {
     const uint32_t B = g->info.batch, n = g->info.config.n_ctx, V = g->info.config.vocab;

@@ -38,6 +38,16 @@ size_t tmm_gen_detokenize_text(const tmm_tokenizer *tok, uint32_t token, char *b
 tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
                         unsigned load_flags, tmm_generator **out);
 
+/* One forward pass of sequence b = seqs[b][0 .. lengths[b]) for every b <
+ * batch (1 <= lengths[b] <= n_ctx), through the shortest prefill model that
+ * holds the longest (the same function as the full model: causal, cropped
+ * weights); for scoring (tmm eval --task). The logits of sequence b's
+ * position t are then row b * *row_len + t of *model's
+ * (tmm_model_logits_rows), until the next call. The decoder's state is not
+ * kept: prefill again before stepping. */
+tmm_status tmm_gen_forward(tmm_generator *gen, const uint32_t *const *seqs, const uint32_t *lengths,
+                           tmm_model **model, uint32_t *row_len);
+
 /* A generator from weights in memory (a host arena of the table's layout)
  * instead of a checkpoint: tmm bench generate's random models. */
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,

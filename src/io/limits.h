@@ -13,5 +13,6 @@
 #define TMM_LIMIT_CACHE (1ull << 30)         /* pipeline cache and mixer calibration files */
 #define TMM_LIMIT_MANIFEST (64ull << 20)     /* a prepared directory's manifest.json */
 #define TMM_LIMIT_RESULTS (256ull << 20)    /* tmm experiment: a run's curve.jsonl, result.json, settings.json */
+#define TMM_LIMIT_TASK (4ull << 30)          /* tmm eval --task: one JSONL task file */
 
 #endif
