@@ -1,6 +1,7 @@
 /* IFEval's instruction checks, each written from the reference
  * implementation's check_following (instructions.py); the regular
  * expressions are the reference's, run by PCRE2 on bytes. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "eval/ifeval.h"
 
@@ -39,15 +40,6 @@ void tmm_ifeval_rule_free(tmm_ifeval_rule *r)
     r->text = NULL, r->words = NULL, r->n_words = 0;
 }
 
-static char *dup(const char *s)
-{
-    size_t n = strlen(s);
-    char *d = malloc(n + 1);
-    if (d)
-        memcpy(d, s, n + 1);
-    return d;
-}
-
 /* kwargs[key]: absent or null is an error for a rule that needs it */
 static int need(const cJSON *kw, const char *key, const cJSON **v, char *msg, size_t size)
 {
@@ -82,7 +74,7 @@ static int need_text(const cJSON *kw, const char *key, char **out, char *msg, si
         snprintf(msg, size, "kwargs \"%s\" must be a string", key);
         return -1;
     }
-    if (!(*out = dup(v->valuestring))) {
+    if (!(*out = strdup(v->valuestring))) {
         snprintf(msg, size, "out of host memory");
         return -1;
     }
@@ -120,7 +112,7 @@ static int need_words(const cJSON *kw, const char *key, tmm_ifeval_rule *r, char
         return -1;
     }
     cJSON_ArrayForEach(e, v) {
-        if (!cJSON_IsString(e) || !(r->words[r->n_words] = dup(e->valuestring))) {
+        if (!cJSON_IsString(e) || !(r->words[r->n_words] = strdup(e->valuestring))) {
             snprintf(msg, size, "kwargs \"%s\" must hold strings", key);
             return -1;
         }
@@ -309,7 +301,7 @@ static char *strip(const char *s, size_t n)
 
 static char *lowered(const char *s)
 {
-    char *d = dup(s);
+    char *d = strdup(s);
     for (char *p = d; p && *p; p++)
         *p = (char)(upper_c(*p) ? *p + 32 : *p);
     return d;
@@ -616,10 +608,10 @@ bool tmm_ifeval_follows_loose(const tmm_ifeval_rule *r, const char *response)
     const char *first_nl = strchr(response, '\n'), *last_nl = strrchr(response, '\n');
     size_t n = strlen(response);
     char *v[8] = { 0 };
-    v[0] = dup(response);
-    v[2] = first_nl ? strip(first_nl + 1, n - (size_t)(first_nl + 1 - response)) : dup("");  /* remove first */
-    v[3] = last_nl ? strip(response, (size_t)(last_nl - response)) : dup("");                  /* remove last */
-    v[4] = first_nl && last_nl != first_nl ? strip(first_nl + 1, (size_t)(last_nl - first_nl - 1)) : dup("");
+    v[0] = strdup(response);
+    v[2] = first_nl ? strip(first_nl + 1, n - (size_t)(first_nl + 1 - response)) : strdup("");  /* remove first */
+    v[3] = last_nl ? strip(response, (size_t)(last_nl - response)) : strdup("");                  /* remove last */
+    v[4] = first_nl && last_nl != first_nl ? strip(first_nl + 1, (size_t)(last_nl - first_nl - 1)) : strdup("");
     v[1] = v[0] ? without_stars(v[0]) : NULL;
     for (int i = 0; i < 3; i++)
         v[5 + i] = v[2 + i] ? without_stars(v[2 + i]) : NULL;

@@ -2,6 +2,7 @@
  * Face exports (docs/eval.md "Task files"). Every field is checked; an item
  * that is valid but cannot be scored (an unlabelled test split, an IFEval
  * instruction tmm does not check) is kept with the reason. */
+#define _POSIX_C_SOURCE 200809L /* strdup */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,15 +60,6 @@ static const char *type_name(const cJSON *v)
     return "an object";
 }
 
-static char *dup(const char *s)
-{
-    size_t n = strlen(s);
-    char *d = malloc(n + 1);
-    if (d)
-        memcpy(d, s, n + 1);
-    return d;
-}
-
 static tmm_status oom(void) { return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory"); }
 
 /* obj[key] as a string (NULL and TMM_OK when optional and absent) */
@@ -108,7 +100,7 @@ static tmm_status get_strings(const where *w, const cJSON *obj, const char *key,
     cJSON_ArrayForEach(e, v) {
         if (!cJSON_IsString(e))
             return bad(w, "entry %u of \"%s\" is %s; it must be a string", *count, key, type_name(e));
-        if (!(s[*count] = dup(e->valuestring)))
+        if (!(s[*count] = strdup(e->valuestring)))
             return oom();
         (*count)++;
     }
@@ -144,7 +136,7 @@ static tmm_status get_label(const where *w, const cJSON *obj, const char *key, l
 static tmm_status set_skip(tmm_eval_item *it, const char *reason)
 {
     free(it->skip);
-    return (it->skip = dup(reason)) ? TMM_OK : oom();
+    return (it->skip = strdup(reason)) ? TMM_OK : oom();
 }
 
 /* ---- text building ---- */
@@ -264,7 +256,7 @@ static tmm_status read_hellaswag(const where *w, const cJSON *obj, const void *a
         TMM_TRY(s);
     } else { /* llm.c's hellaswag.py: ctx and the endings as they are */
         TMM_TRY(get_string(w, obj, "ctx", true, &ctx));
-        if (!(it->context = dup(ctx)))
+        if (!(it->context = strdup(ctx)))
             return oom();
     }
     if (gold < 0)
@@ -325,7 +317,7 @@ static tmm_status read_glue(const where *w, const cJSON *obj, const void *arg, t
     if (!(it->choices = calloc(n, sizeof *it->choices)))
         return oom();
     for (it->n_choices = 0; it->n_choices < n; it->n_choices++)
-        if (!(it->choices[it->n_choices] = dup(g->choices[it->n_choices])))
+        if (!(it->choices[it->n_choices] = strdup(g->choices[it->n_choices])))
             return oom();
     sbuf b = { 0 };
     for (const char *p = g->prompt; *p;) {
@@ -398,7 +390,7 @@ static tmm_status read_ifeval(const where *w, const cJSON *obj, const void *arg,
     (void)arg;
     const char *prompt;
     TMM_TRY(get_string(w, obj, "prompt", true, &prompt));
-    if (!(it->context = dup(prompt)))
+    if (!(it->context = strdup(prompt)))
         return oom();
     char **ids = NULL;
     uint32_t n = 0;

@@ -378,14 +378,15 @@ uint32_t tmm_generator_position(const tmm_generator *g, uint32_t b)
     return g->prefilled && b < g->info.batch ? g->pos[b] : 0;
 }
 
-tmm_status tmm_generator_prefill(tmm_generator *g, const uint32_t *const *prompts, const uint32_t *lengths,
-                                 float *logits)
+/* The forward pass of the sequences through the shortest prefill model that
+ * holds the longest (*out); the decoder's state is then not theirs. */
+static tmm_status forward(tmm_generator *g, const uint32_t *const *seqs, const uint32_t *lengths, prefiller **out)
 {
-    const uint32_t B = g->info.batch, n = g->info.config.n_ctx, V = g->info.config.vocab;
+    const uint32_t B = g->info.batch, n = g->info.config.n_ctx;
     uint32_t longest = 0;
     for (uint32_t b = 0; b < B; b++) {
         if (lengths[b] == 0 || lengths[b] > n)
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "prompt %u has %u tokens; it needs 1 to %u (the model's "
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "sequence %u has %u tokens; it needs 1 to %u (the model's "
                             "context)", b, lengths[b], n);
         longest = lengths[b] > longest ? lengths[b] : longest;
     }
@@ -400,15 +401,26 @@ tmm_status tmm_generator_prefill(tmm_generator *g, const uint32_t *const *prompt
     const uint32_t len = tmm_model_table(m)->config.n_ctx;
     for (uint32_t b = 0; b < B; b++) {
         memset(g->prompt_tokens + (size_t)b * len, 0, (size_t)len * sizeof *g->prompt_tokens);
-        memcpy(g->prompt_tokens + (size_t)b * len, prompts[b], lengths[b] * sizeof *g->prompt_tokens);
+        memcpy(g->prompt_tokens + (size_t)b * len, seqs[b], lengths[b] * sizeof *g->prompt_tokens);
     }
     TMM_TRY(tmm_model_set_batch(m, g->prompt_tokens, g->ignore));
     TMM_TRY(tmm_model_run(m, false));
+    *out = p;
+    return TMM_OK;
+}
+
+tmm_status tmm_generator_prefill(tmm_generator *g, const uint32_t *const *prompts, const uint32_t *lengths,
+                                 float *logits)
+{
+    const uint32_t B = g->info.batch, V = g->info.config.vocab;
+    prefiller *p;
+    TMM_TRY(forward(g, prompts, lengths, &p));
+    const uint32_t len = tmm_model_table(p->model)->config.n_ctx;
     TMM_TRY(tmm_buffer_write(g->lengths, 0, lengths, (uint64_t)B * 4));
     TMM_TRY(tmm_recorder_run(p->prefill));
     for (uint32_t b = 0; b < B; b++) {
         if (logits)
-            TMM_TRY(tmm_model_logits_rows(m, (uint64_t)b * len + lengths[b] - 1, 1, logits + (size_t)b * V));
+            TMM_TRY(tmm_model_logits_rows(p->model, (uint64_t)b * len + lengths[b] - 1, 1, logits + (size_t)b * V));
         g->pos[b] = lengths[b];
     }
     g->prefilled = true;
@@ -418,31 +430,10 @@ tmm_status tmm_generator_prefill(tmm_generator *g, const uint32_t *const *prompt
 tmm_status tmm_gen_forward(tmm_generator *g, const uint32_t *const *seqs, const uint32_t *lengths,
                            tmm_model **model, uint32_t *row_len)
 {
-    const uint32_t B = g->info.batch, n = g->info.config.n_ctx;
-    uint32_t longest = 0;
-    for (uint32_t b = 0; b < B; b++) {
-        if (lengths[b] == 0 || lengths[b] > n)
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "sequence %u has %u tokens; it needs 1 to %u (the model's "
-                            "context)", b, lengths[b], n);
-        longest = lengths[b] > longest ? lengths[b] : longest;
-    }
-    int k = 0;
-    while ((GEN_MIN_BUCKET << k) < longest)
-        k++;
-    prefiller *p = &g->main;
-    g->prefilled = false; /* the decoder's state is not this forward's */
-    if ((GEN_MIN_BUCKET << k) < n)
-        TMM_TRY(bucket_model(g, k, &p));
-    tmm_model *m = p->model;
-    const uint32_t len = tmm_model_table(m)->config.n_ctx;
-    for (uint32_t b = 0; b < B; b++) {
-        memset(g->prompt_tokens + (size_t)b * len, 0, (size_t)len * sizeof *g->prompt_tokens);
-        memcpy(g->prompt_tokens + (size_t)b * len, seqs[b], lengths[b] * sizeof *g->prompt_tokens);
-    }
-    TMM_TRY(tmm_model_set_batch(m, g->prompt_tokens, g->ignore));
-    TMM_TRY(tmm_model_run(m, false));
-    *model = m;
-    *row_len = len;
+    prefiller *p;
+    TMM_TRY(forward(g, seqs, lengths, &p));
+    *model = p->model;
+    *row_len = tmm_model_table(p->model)->config.n_ctx;
     return TMM_OK;
 }
 
