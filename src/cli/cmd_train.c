@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_dist.h"
 #include "files.h"
 #include "io/limits.h"
 #include "train/checkpoint.h"
@@ -31,7 +32,7 @@ static const struct option command_options[] = {
     { "list-config", no_argument, NULL, O_LIST_CONFIG },
 };
 #define N_COMMAND_OPTIONS (sizeof command_options / sizeof command_options[0])
-#define MAX_OPTIONS 64
+#define MAX_OPTIONS 96
 
 /* The getopt table: the command's options, then one per config field with a
  * flag (val O_FIELD + its row), then the terminator. */
@@ -136,7 +137,15 @@ static void usage(FILE *f)
             "  --quiet                no progress output\n"
             "  --stop-after N         stop (and save) after N steps of this invocation's run\n\n"
             "A run directory is used by one process at a time. Ctrl-C, SIGTERM and SIGHUP save a\n"
-            "checkpoint and exit; resume with --resume DIR.\n");
+            "checkpoint and exit; resume with --resume DIR.\n\n"
+            "several GPUs (data parallel, %s): mpirun -np N %s train [options]\n"
+            "runs one process per device (device: the rank's local rank among the devices of the preferred\n"
+            "type, unless --device or TMM_DEVICE is given). --batch is the global batch, split evenly\n"
+            "(a multiple of N x --accum): the same losses as one process with that batch, up to float\n"
+            "rounding. Rank 0 writes the run directory; a checkpoint resumes with any such N. A rank that\n"
+            "dies or does not answer for --dist-timeout seconds stops them all. See README, \"Training on\n"
+            "several GPUs\".\n", cli_dist_built() ? "this build has MPI" : "this build has no MPI: rebuild with it",
+            cli_program);
 }
 
 typedef struct progress_ui {
@@ -187,6 +196,30 @@ int cli_load_config(tmm_train_config *c, const char *path)
         s = tmm_train_config_apply_json(c, text, path);
     free(text);
     return s == TMM_OK ? 0 : cli_error("bad config", s);
+}
+
+/* Several ranks without --device or TMM_DEVICE: the local rank's device among
+ * those of the preferred device's type (so a machine's GPUs are shared out
+ * and a CPU device is not picked beside them). */
+static int rank_device(const tmm_dist *d, int device)
+{
+    int env = -1;
+    if (device >= 0 || tmm_dist_size(d) == 1 || tmm_env_device_index(&env) != TMM_OK || env >= 0)
+        return device;
+    tmm_device_info *infos = NULL;
+    uint32_t count = 0, preferred = 0, same = 0;
+    if (tmm_device_list(&infos, &count, &preferred) != TMM_OK || count == 0) {
+        free(infos);
+        return device; /* opening the device says what is wrong */
+    }
+    for (uint32_t i = 0; i < count; i++)
+        same += infos[i].type == infos[preferred].type;
+    uint32_t want = (uint32_t)d->local_rank % same, k = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (infos[i].type == infos[preferred].type && k++ == want)
+            device = (int)i;
+    free(infos);
+    return device;
 }
 
 static int bad_option(tmm_status s)
@@ -285,19 +318,40 @@ int cmd_train(int argc, char **argv)
         }
     }
 
+    /* under mpirun: one rank of several (every rank runs this same command) */
+    tmm_dist *dist;
+    int rc = cli_dist_open(&dist);
+    if (rc) {
+        tmm_train_config_free(&c);
+        return rc;
+    }
+    static char command[64];
+    if (tmm_dist_size(dist) > 1) {
+        snprintf(command, sizeof command, "train (rank %d of %d)", tmm_dist_rank(dist), tmm_dist_size(dist));
+        cli_command = command; /* names each rank's error lines */
+        quiet |= !tmm_dist_leader(dist);
+    }
     tmm_data *data;
     tmm_status s = tmm_train_prepare(&c, &data);
     if (s != TMM_OK) {
         tmm_train_config_free(&c);
-        return cli_error("bad training setup", s);
+        rc = cli_error("bad training setup", s);
+        tmm_dist_abort(dist, rc);
+        cli_dist_close(dist);
+        return rc;
     }
     tmm_device *dev;
-    if (cli_open_device(device, &dev)) {
+    if ((rc = cli_open_device(rank_device(dist, device), &dev)) != 0) {
         tmm_data_destroy(data);
         tmm_train_config_free(&c);
-        return 1;
+        tmm_dist_abort(dist, rc);
+        cli_dist_close(dist);
+        return rc;
     }
     char *json = tmm_train_config_to_json(&c);
+    if (tmm_dist_size(dist) > 1)
+        fprintf(stderr, "tmm train: rank %d of %d (local rank %d) on %s\n", tmm_dist_rank(dist),
+                tmm_dist_size(dist), dist->local_rank, tmm_device_get_info(dev)->name);
     if (!quiet) {
         printf("tmm train on %s\n", tmm_device_get_info(dev)->name);
         printf("data: %s\n", tmm_data_describe(data));
@@ -328,6 +382,9 @@ int cmd_train(int argc, char **argv)
         }
         if (resume)
             printf("resuming from %s\n", resume);
+        if (tmm_dist_size(dist) > 1)
+            printf("data parallel: %d ranks, %u sequences each per step (global batch %u)\n", tmm_dist_size(dist),
+                   c.batch / (uint32_t)tmm_dist_size(dist), c.batch);
     }
     free(json);
 
@@ -339,13 +396,16 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
     progress_ui ui = { isatty(STDOUT_FILENO), quiet, c.task };
     tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &interrupted,
-                              .stop_after = stop_after, .replace_run = force, .data = data };
+                              .stop_after = stop_after, .replace_run = force, .data = data, .dist = dist };
     tmm_train_result res;
     s = tmm_train(dev, &c, resume, &hooks, &res);
     tmm_data_destroy(data);
-    int rc = 0;
     if (s != TMM_OK) {
         rc = cli_error("training failed", s);
+        /* the other ranks may be waiting for this one: end them all now */
+        tmm_dist_abort(dist, rc);
+    } else if (!tmm_dist_leader(dist)) {
+        rc = res.interrupted ? 128 + (int)(interrupted ? interrupted : SIGTERM) : 0; /* another rank's signal */
     } else {
         if (ui.tty && !quiet)
             printf("\n");
@@ -365,10 +425,12 @@ int cmd_train(int argc, char **argv)
                    "copying fails)\n", cli_program, c.run_dir, cli_program);
         else
             printf("next: %s eval --checkpoint %s\n", cli_program, c.run_dir);
-        rc = res.interrupted ? 128 + (int)interrupted : 0; /* 130 for Ctrl-C, 143 for SIGTERM */
+        /* 130 for Ctrl-C, 143 for SIGTERM (also when another rank got the signal) */
+        rc = res.interrupted ? 128 + (int)(interrupted ? interrupted : SIGTERM) : 0;
     }
     tmm_device_destroy(dev);
     tmm_train_config_free(&c);
+    cli_dist_close(dist);
     return rc;
 }
 
