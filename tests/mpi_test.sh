@@ -6,11 +6,13 @@
 #     loss, val_loss and accuracy within 2e-5 relative (metrics.jsonl keeps 6
 #     significant digits), every weight within 1e-5 after 8 steps; both
 #     measured much smaller (README);
+#   - the same with 2 micro-batches per rank (--accum 2);
 #   - only rank 0 writes (one metrics line per step, not two);
 #   - resume: 2 ranks stopped at step 4 and resumed with 2 ranks end with the
 #     same weights, bit for bit, as 8 steps in one go; resumed with 1 process
 #     (the rank count may change when the global batch splits), within the bound;
 #   - a global batch that does not split over the ranks is refused;
+#   - tmm bench train under mpirun reports each rank's and the total tokens/s;
 #   - a rank killed (SIGKILL) or hung (SIGSTOP, --dist-timeout 3) makes the
 #     job exit non-zero within 60 s with a message naming it, and the last
 #     checkpoint loads (tmm eval).
@@ -80,6 +82,12 @@ check "2 ranks: one metrics line per step (rank 0 alone writes)" test "$(wc -l <
 check "2 ranks: rank 0 prints the split" grep -q "data parallel: 2 ranks, 2 sequences each per step" two.log
 check "2 ranks: each rank names its device" grep -q "rank 1 of 2 (local rank 1)" two.log
 
+check "2 ranks x 2 micro-batches, global batch 4" "${mpi[@]}" "$tmm" train "${args[@]}" --accum 2 --run-dir two-accum --quiet
+# (an evaluation runs in batches of the micro-batch: compare with one process at --accum 2)
+check "one process, batch 4 in 2 micro-batches" "$tmm" train "${args[@]}" --accum 2 --run-dir one-accum --quiet
+check "2 ranks x 2 micro-batches: losses of 1 process" compare one-accum two-accum
+check "2 ranks x 2 micro-batches: weights of 1 process" weights one-accum two-accum 1e-5
+
 check "2 ranks, stopped at step 4" "${mpi[@]}" "$tmm" train "${args[@]}" --run-dir half --stop-after 4 --quiet
 cp -r half half1
 check "2 ranks, resumed by 2 ranks" "${mpi[@]}" "$tmm" train --resume half --quiet
@@ -90,6 +98,10 @@ check "2 ranks resumed by 1: the weights of 2 ranks" weights two half1 1e-5
 
 expect_fail "a batch that does not split over 2 ranks" 1 "multiple of 2" \
   "${mpi[@]}" "$tmm" train "${args[@]}" --batch 3 --run-dir odd --quiet
+
+"${mpi[@]}" "$tmm" bench train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 2 > bench.log 2>&1
+check "bench train under mpirun: per-rank and total tokens/s" grep -q "rank 1: .* tokens/s, allreduce .* of its step time" bench.log
+check "bench train under mpirun: the total" grep -q "total: .* tokens/s" bench.log
 
 # faults: a long run saving every 2 steps; wait for a checkpoint, then kill or stop rank 1
 long=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1000000 --save-every 2 --eval-every 0 --log-every 0

@@ -12,6 +12,11 @@
 int cli_dist_open(tmm_dist **out);
 /* Leaves MPI (collective: every rank calls it after its last collective). NULL is fine. */
 void cli_dist_close(tmm_dist *d);
+/* The device index a rank opens: `device` when given (>= 0), TMM_DEVICE when
+ * set, or with several ranks the local rank's device among those of the
+ * preferred device's type (modulo their count: a machine's GPUs are shared
+ * out, and a CPU device is not picked beside them); -1: the default. */
+int cli_dist_device(const tmm_dist *d, int device);
 /* Whether this build has MPI. */
 bool cli_dist_built(void);
 

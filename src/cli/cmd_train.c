@@ -198,30 +198,6 @@ int cli_load_config(tmm_train_config *c, const char *path)
     return s == TMM_OK ? 0 : cli_error("bad config", s);
 }
 
-/* Several ranks without --device or TMM_DEVICE: the local rank's device among
- * those of the preferred device's type (so a machine's GPUs are shared out
- * and a CPU device is not picked beside them). */
-static int rank_device(const tmm_dist *d, int device)
-{
-    int env = -1;
-    if (device >= 0 || tmm_dist_size(d) == 1 || tmm_env_device_index(&env) != TMM_OK || env >= 0)
-        return device;
-    tmm_device_info *infos = NULL;
-    uint32_t count = 0, preferred = 0, same = 0;
-    if (tmm_device_list(&infos, &count, &preferred) != TMM_OK || count == 0) {
-        free(infos);
-        return device; /* opening the device says what is wrong */
-    }
-    for (uint32_t i = 0; i < count; i++)
-        same += infos[i].type == infos[preferred].type;
-    uint32_t want = (uint32_t)d->local_rank % same, k = 0;
-    for (uint32_t i = 0; i < count; i++)
-        if (infos[i].type == infos[preferred].type && k++ == want)
-            device = (int)i;
-    free(infos);
-    return device;
-}
-
 static int bad_option(tmm_status s)
 {
     cli_fail("%s\n", *tmm_last_error() ? tmm_last_error() : tmm_status_name(s));
@@ -341,7 +317,7 @@ int cmd_train(int argc, char **argv)
         return rc;
     }
     tmm_device *dev;
-    if ((rc = cli_open_device(rank_device(dist, device), &dev)) != 0) {
+    if ((rc = cli_open_device(cli_dist_device(dist, device), &dev)) != 0) {
         tmm_data_destroy(data);
         tmm_train_config_free(&c);
         tmm_dist_abort(dist, rc);

@@ -36,6 +36,30 @@ static long launcher_size(void)
     return 0;
 }
 
+/* Several ranks without --device or TMM_DEVICE: the local rank's device among
+ * those of the preferred device's type (so a machine's GPUs are shared out
+ * and a CPU device is not picked beside them). */
+int cli_dist_device(const tmm_dist *d, int device)
+{
+    int env = -1;
+    if (device >= 0 || tmm_dist_size(d) == 1 || tmm_env_device_index(&env) != TMM_OK || env >= 0)
+        return device;
+    tmm_device_info *infos = NULL;
+    uint32_t count = 0, preferred = 0, same = 0;
+    if (tmm_device_list(&infos, &count, &preferred) != TMM_OK || count == 0) {
+        free(infos);
+        return device; /* opening the device says what is wrong */
+    }
+    for (uint32_t i = 0; i < count; i++)
+        same += infos[i].type == infos[preferred].type;
+    uint32_t want = (uint32_t)d->local_rank % same, k = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (infos[i].type == infos[preferred].type && k++ == want)
+            device = (int)i;
+    free(infos);
+    return device;
+}
+
 #ifdef TMM_HAVE_MPI
 #include <mpi.h>
 
