@@ -13,6 +13,7 @@
 #     (the rank count may change when the global batch splits), within the bound;
 #   - a global batch that does not split over the ranks is refused;
 #   - tmm bench train under mpirun reports each rank's and the total tokens/s;
+#   - SIGTERM to mpirun stops every rank after one step, rank 0 saves, it resumes;
 #   - a rank killed (SIGKILL) or hung (SIGSTOP, --dist-timeout 3) makes the
 #     job exit non-zero within 60 s with a message naming it, and the last
 #     checkpoint loads (tmm eval).
@@ -134,6 +135,16 @@ fault() { # NAME SIGNAL WORDS EXTRA...: exits non-zero within 60 s, says WORDS, 
 }
 fault killed KILL "exited on signal 9"
 fault hung STOP "did not answer within 3 s" --dist-timeout 3
+
+# SIGTERM to mpirun: every rank stops after the same step and rank 0 saves it
+"${mpi[@]}" "$tmm" train "${long[@]}" --run-dir stopped > stopped.log 2>&1 &
+job=$!
+t=0
+while [ ! -e stopped/checkpoints/latest ] && kill -0 $job 2>/dev/null && [ $t -lt 600 ]; do sleep 0.1; t=$((t + 1)); done
+kill -TERM $job
+wait $job
+check "SIGTERM to mpirun: rank 0 saves where all stopped" grep -q "interrupted after" stopped.log
+check "SIGTERM to mpirun: that checkpoint resumes" "${mpi[@]}" "$tmm" train --resume stopped --stop-after 2 --quiet
 
 grep -h "largest" "$dir/all.log" # the measured differences
 cat two.log >> "$dir/all.log"

@@ -427,8 +427,9 @@ static void free_run(run *R)
     tmm_lock_release(R->lock);
 }
 
-/* Bytes of one bucket of the gradients' sum across ranks: buckets are in
- * flight together, so the reduction of one proceeds while the next is sent. */
+/* Floats in one bucket (16 MiB) of the gradients' sum across ranks: buckets
+ * are in flight together, so the reduction of one proceeds while the next is
+ * sent. */
 #define GRAD_BUCKET_FLOATS (4u << 20)
 
 /* One optimizer step with gradient accumulation or several ranks:
