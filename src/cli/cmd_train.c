@@ -344,11 +344,13 @@ int cmd_train(int argc, char **argv)
         printf("config:\n%s\n", json ? json : "");
         printf("parameters: %llu\n", (unsigned long long)tmm_model_param_count(&c.model));
         tmm_train_memory mem;
-        if (tmm_train_memory_plan(dev, &c, &mem) == TMM_OK) {
+        tmm_train_config mine = c; /* several ranks: each plans its part of the batch */
+        mine.batch = c.batch / (uint32_t)tmm_dist_size(dist);
+        if (mine.batch % c.accum == 0 && tmm_train_memory_plan(dev, &mine, &mem) == TMM_OK) {
             char t[7][32], limit[64];
             printf("device memory: %s planned (precision %s, recompute %s, %u sequences per micro-batch); the limit "
                    "is %s\n", cli_size(mem.total, t[0], 32), tmm_config_field_by_flag("precision")->names[c.precision],
-                   tmm_config_field_by_flag("recompute")->names[c.recompute], c.batch / c.accum,
+                   tmm_config_field_by_flag("recompute")->names[c.recompute], mine.batch / c.accum,
                    tmm_train_memory_limit_text(&mem, limit, sizeof limit));
             printf("  parameters %s, gradients %s, AdamW moments %s, activations %s, workspace %s, mixer plan %s\n",
                    cli_size(mem.model.params, t[1], 32), cli_size(mem.model.grads + mem.accumulation, t[2], 32),
