@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
-#                           LAPACKE, and lavapipe (a Vulkan device that runs on the CPU)
+#                           LAPACKE, Open MPI (data-parallel training under mpirun), and lavapipe
+#                           (a Vulkan device that runs on the CPU)
 #   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer,
 #                           PyTorch (python3-torch, for the parity test), strace (for the
 #                           dependency audit, tools/check_deps.sh), clang with its
-#                           libFuzzer runtime (tools/fuzz.sh), and Node.js with npm (the
-#                           tokenizer parity test)
+#                           libFuzzer runtime (tools/fuzz.sh), Node.js with npm (the
+#                           tokenizer parity test), and openmpi-bin (mpirun, for the 2-rank test)
 #   tools/setup.sh --list [--test]   print the packages, one per line, and install nothing
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
@@ -17,11 +18,13 @@ set -euo pipefail
 # glslang-tools: glslang-dev's CMake package names /usr/bin/glslangValidator and
 # fails without it, though glslang-dev does not depend on it.
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
-            libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev)
+            libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev libopenmpi-dev)
 run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
 # clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
 # nodejs and npm run the tokenizer parity test (tests/tokenizer_parity_test.sh)
-test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld nodejs npm)
+# openmpi-bin: mpirun for the data-parallel test (tests/mpi_test.sh)
+test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld nodejs npm
+           openmpi-bin)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0
@@ -29,7 +32,7 @@ for arg in "$@"; do
   case "$arg" in
     --test) want+=("${test_pkgs[@]}") ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test, --list or nothing)" >&2; exit 2 ;;
   esac
 done

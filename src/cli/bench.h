@@ -68,6 +68,7 @@ typedef struct bench_train_result {
     bench_op_time ops[BENCH_MAX_OPS];
     double device_ms;               /* sum of ops[].ms */
     tmm_memory_budget heap;         /* the device's main heap after the steps, the model still held */
+    double comm_ms_per_step;        /* several ranks: wall time of the gradients' sum across ranks */
 } bench_train_result;
 
 /* Times training steps of c->model at c->batch sequences, with c's model
@@ -80,6 +81,13 @@ typedef struct bench_train_result {
  * checked. */
 tmm_status bench_train_steps(tmm_device *dev, const tmm_train_config *c, uint32_t warmup, uint32_t steps,
                              bool profile, bench_train_result *out);
+/* The same as one of several ranks (dist; NULL: one process): c->batch is
+ * the global batch, this rank steps batch / ranks sequences, and between the
+ * backward and the optimizer the gradients go through a host-visible staging
+ * buffer and are summed across ranks, as tmm train does (train/trainer.h). */
+struct tmm_dist;
+tmm_status bench_train_steps_dist(tmm_device *dev, const tmm_train_config *c, struct tmm_dist *dist, uint32_t warmup,
+                                  uint32_t steps, bool profile, bench_train_result *out);
 
 /* ---- decoding (cmd_bench_generate.c) ------------------------------------ */
 

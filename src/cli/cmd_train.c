@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_dist.h"
 #include "files.h"
 #include "io/limits.h"
 #include "train/checkpoint.h"
@@ -31,7 +32,7 @@ static const struct option command_options[] = {
     { "list-config", no_argument, NULL, O_LIST_CONFIG },
 };
 #define N_COMMAND_OPTIONS (sizeof command_options / sizeof command_options[0])
-#define MAX_OPTIONS 64
+#define MAX_OPTIONS 96
 
 /* The getopt table: the command's options, then one per config field with a
  * flag (val O_FIELD + its row), then the terminator. */
@@ -136,7 +137,15 @@ static void usage(FILE *f)
             "  --quiet                no progress output\n"
             "  --stop-after N         stop (and save) after N steps of this invocation's run\n\n"
             "A run directory is used by one process at a time. Ctrl-C, SIGTERM and SIGHUP save a\n"
-            "checkpoint and exit; resume with --resume DIR.\n");
+            "checkpoint and exit; resume with --resume DIR.\n\n"
+            "several GPUs (data parallel, %s): mpirun -np N %s train [options]\n"
+            "runs one process per device (device: the rank's local rank among the devices of the preferred\n"
+            "type, unless --device or TMM_DEVICE is given). --batch is the global batch, split evenly\n"
+            "(a multiple of N x --accum): the same losses as one process with that batch, up to float\n"
+            "rounding. Rank 0 writes the run directory; a checkpoint resumes with any such N. A rank that\n"
+            "dies or does not answer for --dist-timeout seconds stops them all. See README, \"Training on\n"
+            "several GPUs\".\n", cli_dist_built() ? "this build has MPI" : "this build has no MPI: rebuild with it",
+            cli_program);
 }
 
 typedef struct progress_ui {
@@ -285,19 +294,40 @@ int cmd_train(int argc, char **argv)
         }
     }
 
+    /* under mpirun: one rank of several (every rank runs this same command) */
+    tmm_dist *dist;
+    int rc = cli_dist_open(&dist);
+    if (rc) {
+        tmm_train_config_free(&c);
+        return rc;
+    }
+    static char command[64];
+    if (tmm_dist_size(dist) > 1) {
+        snprintf(command, sizeof command, "train (rank %d of %d)", tmm_dist_rank(dist), tmm_dist_size(dist));
+        cli_command = command; /* names each rank's error lines */
+        quiet |= !tmm_dist_leader(dist);
+    }
     tmm_data *data;
     tmm_status s = tmm_train_prepare(&c, &data);
     if (s != TMM_OK) {
         tmm_train_config_free(&c);
-        return cli_error("bad training setup", s);
+        rc = cli_error("bad training setup", s);
+        tmm_dist_abort(dist, rc);
+        cli_dist_close(dist);
+        return rc;
     }
     tmm_device *dev;
-    if (cli_open_device(device, &dev)) {
+    if ((rc = cli_open_device(cli_dist_device(dist, device), &dev)) != 0) {
         tmm_data_destroy(data);
         tmm_train_config_free(&c);
-        return 1;
+        tmm_dist_abort(dist, rc);
+        cli_dist_close(dist);
+        return rc;
     }
     char *json = tmm_train_config_to_json(&c);
+    if (tmm_dist_size(dist) > 1)
+        fprintf(stderr, "tmm train: rank %d of %d (local rank %d) on %s\n", tmm_dist_rank(dist),
+                tmm_dist_size(dist), dist->local_rank, tmm_device_get_info(dev)->name);
     if (!quiet) {
         printf("tmm train on %s\n", tmm_device_get_info(dev)->name);
         printf("data: %s\n", tmm_data_describe(data));
@@ -314,11 +344,13 @@ int cmd_train(int argc, char **argv)
         printf("config:\n%s\n", json ? json : "");
         printf("parameters: %llu\n", (unsigned long long)tmm_model_param_count(&c.model));
         tmm_train_memory mem;
-        if (tmm_train_memory_plan(dev, &c, &mem) == TMM_OK) {
+        tmm_train_config mine = c; /* several ranks: each plans its part of the batch */
+        mine.batch = c.batch / (uint32_t)tmm_dist_size(dist);
+        if (mine.batch % c.accum == 0 && tmm_train_memory_plan(dev, &mine, &mem) == TMM_OK) {
             char t[7][32], limit[64];
             printf("device memory: %s planned (precision %s, recompute %s, %u sequences per micro-batch); the limit "
                    "is %s\n", cli_size(mem.total, t[0], 32), tmm_config_field_by_flag("precision")->names[c.precision],
-                   tmm_config_field_by_flag("recompute")->names[c.recompute], c.batch / c.accum,
+                   tmm_config_field_by_flag("recompute")->names[c.recompute], mine.batch / c.accum,
                    tmm_train_memory_limit_text(&mem, limit, sizeof limit));
             printf("  parameters %s, gradients %s, AdamW moments %s, activations %s, workspace %s, mixer plan %s\n",
                    cli_size(mem.model.params, t[1], 32), cli_size(mem.model.grads + mem.accumulation, t[2], 32),
@@ -328,6 +360,9 @@ int cmd_train(int argc, char **argv)
         }
         if (resume)
             printf("resuming from %s\n", resume);
+        if (tmm_dist_size(dist) > 1)
+            printf("data parallel: %d ranks, %u sequences each per step (global batch %u)\n", tmm_dist_size(dist),
+                   c.batch / (uint32_t)tmm_dist_size(dist), c.batch);
     }
     free(json);
 
@@ -339,13 +374,16 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGHUP, &sa, NULL);
     progress_ui ui = { isatty(STDOUT_FILENO), quiet, c.task };
     tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &interrupted,
-                              .stop_after = stop_after, .replace_run = force, .data = data };
+                              .stop_after = stop_after, .replace_run = force, .data = data, .dist = dist };
     tmm_train_result res;
     s = tmm_train(dev, &c, resume, &hooks, &res);
     tmm_data_destroy(data);
-    int rc = 0;
     if (s != TMM_OK) {
         rc = cli_error("training failed", s);
+        /* the other ranks may be waiting for this one: end them all now */
+        tmm_dist_abort(dist, rc);
+    } else if (!tmm_dist_leader(dist)) {
+        rc = res.interrupted ? 128 + (int)(interrupted ? interrupted : SIGTERM) : 0; /* another rank's signal */
     } else {
         if (ui.tty && !quiet)
             printf("\n");
@@ -365,10 +403,12 @@ int cmd_train(int argc, char **argv)
                    "copying fails)\n", cli_program, c.run_dir, cli_program);
         else
             printf("next: %s eval --checkpoint %s\n", cli_program, c.run_dir);
-        rc = res.interrupted ? 128 + (int)interrupted : 0; /* 130 for Ctrl-C, 143 for SIGTERM */
+        /* 130 for Ctrl-C, 143 for SIGTERM (also when another rank got the signal) */
+        rc = res.interrupted ? 128 + (int)(interrupted ? interrupted : SIGTERM) : 0;
     }
     tmm_device_destroy(dev);
     tmm_train_config_free(&c);
+    cli_dist_close(dist);
     return rc;
 }
 

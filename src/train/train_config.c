@@ -44,6 +44,8 @@ void tmm_train_config_default(tmm_train_config *c)
     c->target_accuracy = 0.99;
     c->loss_scale = 65536;
     c->loss_scale_window = 1000;
+    c->check_every = 100;
+    c->dist_timeout = 300;
     snprintf(c->run_dir, sizeof c->run_dir, "runs/latest");
 }
 
@@ -163,6 +165,12 @@ const tmm_config_field tmm_config_fields[] = {
     { "train", "max_memory", "max-memory", "GIB", TMM_CONFIG_F64, AT(max_memory_gib), 0, 0, 0, 1 << 20, NULL,
       "refuse, before allocating, a run planned above GIB GiB of device memory, on every device type (0: the "
       "device's budget or heap size, which a CPU device only warns about)" },
+    U32("train", "check_every", "check-every", check_every, 0, UINT32_MAX,
+        "several ranks (mpirun): steps between comparisons of the weights' checksum across ranks, which "
+        "stops the run if they differ (0: only at the start)"),
+    F64("train", "dist_timeout", "dist-timeout", dist_timeout, 1, 86400,
+        "several ranks (mpirun): seconds a rank waits for the others in an exchange before it stops them "
+        "all (a rank died or hangs)"),
     { "train", "run_dir", "run-dir", "DIR", TMM_CONFIG_PATH, AT(run_dir), 0, 0, 0, 0, NULL,
       "where checkpoints and metrics.jsonl go" },
     { NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL },

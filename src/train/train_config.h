@@ -46,6 +46,8 @@ typedef struct tmm_train_config {
     uint32_t loss_scale_window;   /* fp16: good steps in a row before the loss scale doubles */
     tmm_recompute recompute;      /* what the backward recomputes instead */
     double max_memory_gib;        /* refuse a run planned above this (0: the device's memory) */
+    uint32_t check_every;         /* several ranks: steps between cross-rank weight checksums (0: never) */
+    double dist_timeout;          /* several ranks: seconds to wait for the others in an exchange */
     char run_dir[TMM_CONFIG_PATH_MAX];
 } tmm_train_config;
 

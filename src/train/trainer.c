@@ -15,6 +15,7 @@
 #include "text/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
+#include "train/dist.h"
 #include "train/optim.h"
 
 static double now_s(void)
@@ -73,38 +74,59 @@ typedef struct batch_buf {
     int32_t *targets;
 } batch_buf;
 
+static tmm_status evaluate_batch(tmm_model *m, const tmm_data *data, uint64_t index, uint64_t row_limit,
+                                 uint32_t *pred, batch_buf *b, double *loss_sum, uint64_t *scored, uint64_t *correct);
+
 /* The mean loss and accuracy over `batches` held-out batches; rows from
  * row_limit on (counting from the first batch's first row) are not scored
- * (0: no limit), so one pass over a split scores each of its rows once. */
+ * (0: no limit), so one pass over a split scores each of its rows once.
+ * With several ranks (dist), a batch is the ranks' model batches together:
+ * rank r evaluates its part, and the sums are added across ranks. */
 static tmm_status evaluate(tmm_model *m, const tmm_data *data, uint32_t batches, uint64_t row_limit, uint32_t *pred,
-                           batch_buf *b, double *loss, double *accuracy, uint64_t *scored_out)
+                           batch_buf *b, tmm_dist *dist, double *loss, double *accuracy, uint64_t *scored_out)
 {
-    const uint32_t B = tmm_model_batch(m), n = tmm_model_table(m)->config.n_ctx;
+    const uint64_t ranks = (uint64_t)tmm_dist_size(dist), rank = (uint64_t)tmm_dist_rank(dist);
     double loss_sum = 0;
     uint64_t scored = 0, correct = 0;
-    for (uint32_t i = 0; i < batches; i++) {
-        TMM_TRY(tmm_data_batch(data, TMM_SPLIT_VAL, i, B, n, b->tokens, b->targets));
-        for (uint64_t r = 0; row_limit && r < B; r++)
-            if ((uint64_t)i * B + r >= row_limit)
-                for (uint32_t t = 0; t < n; t++)
-                    b->targets[r * n + t] = TMM_TARGET_IGNORE;
-        TMM_TRY(tmm_model_set_batch(m, b->tokens, b->targets));
-        TMM_TRY(tmm_model_run(m, false));
-        float l;
-        TMM_TRY(tmm_model_loss(m, &l));
-        TMM_TRY(tmm_model_argmax(m, pred));
-        uint32_t here = tmm_model_scored(m);
-        loss_sum += (double)l * here; /* the model's loss is the mean over this batch's scored targets */
-        scored += here;
-        for (uint32_t r = 0; r < B * n; r++)
-            correct += b->targets[r] >= 0 && pred[r] == (uint32_t)b->targets[r];
-    }
+    tmm_status s = TMM_OK;
+    for (uint32_t i = 0; s == TMM_OK && i < batches; i++)
+        s = evaluate_batch(m, data, i * ranks + rank, row_limit, pred, b, &loss_sum, &scored, &correct);
+    double sums[3] = { loss_sum, (double)scored, (double)correct }; /* counts: exact below 2^53 */
+    s = tmm_dist_agree(dist, s, "evaluate");
+    if (s == TMM_OK)
+        s = tmm_dist_sum_f64(dist, sums, 3, "the evaluation's sums");
+    if (s != TMM_OK)
+        return s;
+    loss_sum = sums[0], scored = (uint64_t)sums[1], correct = (uint64_t)sums[2];
     if (scored == 0)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the held-out batches hold no scored token to evaluate on");
     *loss = loss_sum / (double)scored;
     *accuracy = (double)correct / (double)scored;
     if (scored_out)
         *scored_out = scored;
+    return TMM_OK;
+}
+
+/* Adds held-out batch `index` (of the model's batch size) to the sums. */
+static tmm_status evaluate_batch(tmm_model *m, const tmm_data *data, uint64_t i, uint64_t row_limit, uint32_t *pred,
+                                 batch_buf *b, double *loss_sum, uint64_t *scored, uint64_t *correct)
+{
+    const uint32_t B = tmm_model_batch(m), n = tmm_model_table(m)->config.n_ctx;
+    TMM_TRY(tmm_data_batch(data, TMM_SPLIT_VAL, i, B, n, b->tokens, b->targets));
+    for (uint64_t r = 0; row_limit && r < B; r++)
+        if (i * B + r >= row_limit)
+            for (uint32_t t = 0; t < n; t++)
+                b->targets[r * n + t] = TMM_TARGET_IGNORE;
+    TMM_TRY(tmm_model_set_batch(m, b->tokens, b->targets));
+    TMM_TRY(tmm_model_run(m, false));
+    float l;
+    TMM_TRY(tmm_model_loss(m, &l));
+    TMM_TRY(tmm_model_argmax(m, pred));
+    uint32_t here = tmm_model_scored(m);
+    *loss_sum += (double)l * here; /* the model's loss is the mean over this batch's scored targets */
+    *scored += here;
+    for (uint32_t r = 0; r < B * n; r++)
+        *correct += b->targets[r] >= 0 && pred[r] == (uint32_t)b->targets[r];
     return TMM_OK;
 }
 
@@ -116,12 +138,18 @@ typedef struct run {
     tmm_data *data;
     tmm_model *model;
     tmm_optim *optim;
-    /* one recording per model slot: [fwd, bwd, (optimizer | axpy into acc)] */
+    /* one recording per model slot: [fwd, bwd, (optimizer | axpy into acc | nothing)] */
     tmm_recorder *step_rec[TMM_MODEL_SLOTS];
     uint32_t recorded_scored[TMM_MODEL_SLOTS];
     bool recorded[TMM_MODEL_SLOTS];
-    tmm_recorder *opt_rec;    /* accumulation: [optimizer on acc, zero acc] */
+    tmm_recorder *opt_rec;    /* accumulation or several ranks: [(staging -> grads), optimizer, (zero acc)] */
     tmm_buffer *acc;          /* accumulated gradients (accum > 1) */
+    /* several ranks: the gradients (grads or acc) go through a host-visible
+     * staging buffer (send_rec copies them there) to be summed across ranks */
+    tmm_dist *dist;
+    uint32_t rank, ranks;
+    tmm_buffer *staging;
+    tmm_recorder *send_rec;
     uint32_t micro, n;
     batch_buf host[TMM_MODEL_SLOTS], scratch_batch;
     uint32_t *pred;
@@ -140,23 +168,54 @@ static tmm_status record_step(run *R, uint32_t slot)
     tmm_recorder *r = R->step_rec[slot];
     TMM_TRY(tmm_recorder_begin(r));
     TMM_TRY(tmm_model_record(R->model, r, true));
-    if (R->c->accum == 1) {
+    if (R->c->accum == 1 && R->ranks == 1) {
         TMM_TRY(tmm_optim_record(R->optim, r, params, grads));
-    } else {
+    } else if (R->c->accum > 1) {
         /* each micro-batch's gradient is already divided by the step's scored count: they add up */
         TMM_TRY(tmm_op_axpy(r, 1.0f, grads, tmm_whole(R->acc), (uint32_t)t->arena_floats));
-        if (!R->opt_rec) {
-            TMM_TRY(tmm_recorder_create(R->dev, &R->opt_rec));
-            TMM_TRY(tmm_recorder_begin(R->opt_rec));
-            TMM_TRY(tmm_optim_record(R->optim, R->opt_rec, params, tmm_whole(R->acc)));
-            TMM_TRY(tmm_op_fill(R->opt_rec, tmm_whole(R->acc), (uint32_t)t->arena_floats, 0.0f));
-            TMM_TRY(tmm_recorder_end(R->opt_rec));
-        }
     }
     TMM_TRY(tmm_recorder_end(r));
     R->recorded[slot] = true;
     R->recorded_scored[slot] = tmm_model_loss_denominator(R->model);
     return TMM_OK;
+}
+
+/* The gradients the optimizer reads: the model's, or their sum over micro-batches. */
+static tmm_view grad_source(run *R)
+{
+    const uint64_t bytes = tmm_model_table(R->model)->arena_floats * 4;
+    return tmm_sub(R->c->accum > 1 ? R->acc : tmm_model_grad_buffer(R->model), 0, bytes);
+}
+
+/* Records the update of a step whose gradients are accumulated or summed
+ * across ranks: opt_rec = [(staging -> gradients), optimizer, (zero acc)],
+ * and with several ranks send_rec = [gradients -> staging]. */
+static tmm_status record_update(run *R)
+{
+    const tmm_param_table *t = tmm_model_table(R->model);
+    tmm_view params = tmm_whole(tmm_model_param_buffer(R->model)), g = grad_source(R);
+    TMM_TRY(tmm_recorder_create(R->dev, &R->opt_rec));
+    TMM_TRY(tmm_recorder_begin(R->opt_rec));
+    if (R->staging)
+        TMM_TRY(tmm_record_copy(R->opt_rec, tmm_sub(R->staging, 0, g.size), g));
+    TMM_TRY(tmm_optim_record(R->optim, R->opt_rec, params, g));
+    if (R->c->accum > 1)
+        TMM_TRY(tmm_op_fill(R->opt_rec, tmm_whole(R->acc), (uint32_t)t->arena_floats, 0.0f));
+    TMM_TRY(tmm_recorder_end(R->opt_rec));
+    if (!R->staging)
+        return TMM_OK;
+    TMM_TRY(tmm_recorder_create(R->dev, &R->send_rec));
+    TMM_TRY(tmm_recorder_begin(R->send_rec));
+    TMM_TRY(tmm_record_copy(R->send_rec, g, tmm_sub(R->staging, 0, g.size)));
+    return tmm_recorder_end(R->send_rec);
+}
+
+/* The data's index of micro-batch i (of R->micro rows) of step s on this
+ * rank: the ranks' parts of a step follow each other, so N ranks read the
+ * rows of one process's step, in its order. */
+static uint64_t micro_index(const run *R, uint64_t s, uint32_t i)
+{
+    return ((s * R->ranks) + R->rank) * R->c->accum + i;
 }
 
 /* Generates micro-batch `index` and uploads it into a slot (recording that
@@ -176,14 +235,17 @@ static tmm_status prepare(run *R, uint64_t index, uint32_t slot, uint32_t denomi
     return TMM_OK;
 }
 
-/* The scored targets of optimizer step s over all its micro-batches: the
- * denominator of the step's loss (the spec's mean over the whole batch). */
+/* The scored targets of optimizer step s over all its micro-batches (of
+ * every rank: each generates the others' rows to count them, which costs CPU
+ * time but no exchange): the denominator of the step's loss (the spec's mean
+ * over the whole batch). */
 static tmm_status step_scored(run *R, uint64_t s, uint32_t *total)
 {
     batch_buf *b = &R->scratch_batch;
     uint64_t sum = 0;
-    for (uint32_t i = 0; i < R->c->accum; i++) {
-        TMM_TRY(tmm_data_batch(R->data, TMM_SPLIT_TRAIN, s * R->c->accum + i, R->micro, R->n, b->tokens,
+    const uint64_t micros = (uint64_t)R->c->accum * R->ranks;
+    for (uint64_t i = 0; i < micros; i++) {
+        TMM_TRY(tmm_data_batch(R->data, TMM_SPLIT_TRAIN, s * micros + i, R->micro, R->n, b->tokens,
                                b->targets));
         for (size_t k = 0; k < (size_t)R->micro * R->n; k++)
             sum += b->targets[k] >= 0;
@@ -197,7 +259,7 @@ static tmm_status step_scored(run *R, uint64_t s, uint32_t *total)
 
 static tmm_status submit(run *R, uint64_t step, uint32_t slot)
 {
-    if (R->c->accum == 1) /* with accumulation the optimizer runs in opt_rec */
+    if (!R->opt_rec) /* with accumulation or several ranks the optimizer runs in opt_rec */
         TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(step + 1), tmm_lr_at(&R->c->schedule, step, R->c->steps)));
     return tmm_recorder_submit(R->step_rec[slot]);
 }
@@ -360,13 +422,22 @@ static void free_run(run *R)
     free(R->config_json);
     if (R->metrics)
         fclose(R->metrics);
+    tmm_recorder_destroy(R->send_rec);
+    tmm_buffer_destroy(R->staging);
     tmm_lock_release(R->lock);
 }
 
-/* One optimizer step with gradient accumulation: micro-batches one after the
- * other, then the optimizer (no overlap with the host). Each micro-batch's
- * loss and gradient are its per-target sums over the step's scored count, so
- * they add up to the same step as one batch of the whole size. */
+/* Floats in one bucket (16 MiB) of the gradients' sum across ranks: buckets
+ * are in flight together, so the reduction of one proceeds while the next is
+ * sent. */
+#define GRAD_BUCKET_FLOATS (4u << 20)
+
+/* One optimizer step with gradient accumulation or several ranks:
+ * micro-batches one after the other, then (several ranks) the gradients'
+ * sum across ranks, then the optimizer (no overlap with the host). Each
+ * micro-batch's loss and gradient are its per-target sums over the step's
+ * scored count (of all ranks), so they add up to the same step as one batch
+ * of the whole size. *loss: this rank's part of the step's loss. */
 static tmm_status accumulated_step(run *R, uint64_t s, double *loss)
 {
     uint32_t total = 1;
@@ -374,13 +445,41 @@ static tmm_status accumulated_step(run *R, uint64_t s, double *loss)
     *loss = 0;
     for (uint32_t i = 0; i < R->c->accum; i++) {
         double l;
-        TMM_TRY(prepare(R, s * R->c->accum + i, 0, total));
+        TMM_TRY(prepare(R, micro_index(R, s, i), 0, total));
         TMM_TRY(submit(R, s, 0));
         TMM_TRY(finish(R, 0, &l));
         *loss += l;
     }
+    if (R->staging) {
+        TMM_TRY(tmm_recorder_run(R->send_rec));
+        TMM_TRY(tmm_dist_sum_f32(R->dist, tmm_buffer_mapped(R->staging), tmm_model_table(R->model)->arena_floats,
+                                 GRAD_BUCKET_FLOATS, "the gradients"));
+    }
     TMM_TRY(tmm_optim_set_step(R->optim, (uint32_t)(s + 1), tmm_lr_at(&R->c->schedule, s, R->c->steps)));
     return tmm_recorder_run(R->opt_rec);
+}
+
+/* Several ranks: stops the run when the weights differ between ranks. */
+static tmm_status check_same_weights(run *R, uint64_t step)
+{
+    if (R->ranks == 1)
+        return TMM_OK;
+    const uint64_t floats = tmm_model_table(R->model)->arena_floats;
+    float *params = malloc(floats * 4);
+    tmm_status s = params ? tmm_model_read_params(R->model, params)
+                          : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    uint64_t sum = s == TMM_OK ? tmm_dist_checksum(params, floats * 4) : 0;
+    free(params);
+    bool same = true;
+    s = tmm_dist_agree(R->dist, s, "read its weights");
+    if (s == TMM_OK)
+        s = tmm_dist_same_u64(R->dist, sum, &same);
+    if (s == TMM_OK && !same)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the weights differ between ranks %s step %llu (rank %u's checksum "
+                     "is %016llx): the ranks no longer train one model (a device or driver that computes "
+                     "differently, or memory errors); stopping", step ? "after" : "at the start, at",
+                     (unsigned long long)step, R->rank, (unsigned long long)sum);
+    return s;
 }
 
 static bool is_boundary(const tmm_train_config *c, const tmm_train_hooks *hooks, uint64_t done)
@@ -396,7 +495,7 @@ static bool is_boundary(const tmm_train_config *c, const tmm_train_hooks *hooks,
 static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hooks, tmm_train_result *res)
 {
     tmm_train_config *c = R->c;
-    const bool overlap = c->accum == 1;
+    const bool overlap = !R->opt_rec;
     const double t0 = now_s();
     double last_log = t0;
     uint64_t tokens_since = 0;
@@ -420,6 +519,14 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
         } else {
             TMM_TRY(accumulated_step(R, s, &loss));
         }
+        /* several ranks: the step's loss is the sum of the ranks' parts, and
+         * one rank's stop request (a signal) stops them all after this step */
+        double shared[2] = { loss, hooks && hooks->stop && *hooks->stop };
+        TMM_TRY(tmm_dist_sum_f64(R->dist, shared, 2, "the loss"));
+        loss = shared[0];
+        const bool stop_asked = shared[1] > 0;
+        if (c->check_every && (done % c->check_every == 0 || done == c->steps))
+            TMM_TRY(check_same_weights(R, done));
         tokens_since += (uint64_t)c->batch * R->n;
         tmm_optim_stats st = tmm_optim_get_stats(R->optim);
         res->step = done;
@@ -440,8 +547,8 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
             p.overflow_steps = st.overflows;
         }
         if (eval) {
-            TMM_TRY(evaluate(R->model, R->data, c->eval_batches, 0, R->pred, &R->scratch_batch, &p.val_loss,
-                             &p.accuracy, NULL));
+            TMM_TRY(evaluate(R->model, R->data, c->eval_batches, 0, R->pred, &R->scratch_batch, R->dist,
+                             &p.val_loss, &p.accuracy, NULL));
             p.eval = true;
             res->val_loss = p.val_loss;
             res->accuracy = p.accuracy;
@@ -458,16 +565,18 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
         bool target = eval && tmm_data_task_generated(c->task) && c->target_accuracy > 0 && p.accuracy >= c->target_accuracy;
         /* a stop request that arrives while the next step is in flight is
          * honoured after that step, so a checkpoint never races an update */
-        bool stop = !in_flight && ((hooks && hooks->stop && *hooks->stop) ||
-                                   (hooks && hooks->stop_after && done >= hooks->stop_after));
-        if (target || stop || done == c->steps || (c->save_every && done % c->save_every == 0))
-            TMM_TRY(save(R, done, res));
+        bool stop = !in_flight && (stop_asked || (hooks && hooks->stop_after && done >= hooks->stop_after));
+        if (target || stop || done == c->steps || (c->save_every && done % c->save_every == 0)) {
+            /* rank 0 writes; the others hear whether it could */
+            tmm_status saved = R->rank == 0 ? save(R, done, res) : TMM_OK;
+            TMM_TRY(tmm_dist_agree(R->dist, saved, "write the checkpoint"));
+        }
         if (target) {
             res->reached_target = true;
             break;
         }
         if (stop) {
-            res->interrupted = hooks->stop && *hooks->stop;
+            res->interrupted = stop_asked;
             break;
         }
     }
@@ -699,12 +808,23 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
 {
     memset(res, 0, sizeof *res);
     res->accuracy = -1;
-    run R = { .dev = dev, .c = c, .data = hooks ? hooks->data : NULL };
+    run R = { .dev = dev, .c = c, .data = hooks ? hooks->data : NULL, .dist = hooks ? hooks->dist : NULL };
+    R.rank = (uint32_t)tmm_dist_rank(R.dist);
+    R.ranks = (uint32_t)tmm_dist_size(R.dist);
+    if (R.ranks > 1)
+        R.dist->timeout_s = c->dist_timeout;
     tmm_status s = R.data ? tmm_train_config_check(c) : tmm_train_prepare(c, &R.data);
     if (s != TMM_OK)
         return s;
     R.owns_data = !(hooks && hooks->data);
-    R.micro = c->batch / c->accum;
+    if (c->batch % (R.ranks * c->accum)) {
+        if (R.owns_data)
+            tmm_data_destroy(R.data);
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the batch of %u sequences does not split into %u ranks x %u "
+                        "micro-batches: use a batch that is a multiple of %u (--batch is the global batch)",
+                        c->batch, R.ranks, c->accum, R.ranks * c->accum);
+    }
+    R.micro = c->batch / (R.ranks * c->accum);
     R.n = c->model.n_ctx;
     const size_t rows = (size_t)R.micro * R.n;
     bool allocated = true;
@@ -717,8 +837,11 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
     R.config_json = tmm_train_config_to_json(c);
     if (!allocated || !R.scratch_batch.tokens || !R.scratch_batch.targets || !R.pred || !R.config_json)
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK)
-        s = check_memory(dev, c);
+    if (s == TMM_OK) {
+        tmm_train_config mine = *c; /* this rank's part of the batch */
+        mine.batch = c->batch / R.ranks;
+        s = check_memory(dev, &mine);
+    }
     const tmm_model_options opts = tmm_train_model_options(c);
     if (s == TMM_OK)
         s = tmm_model_create_opts(dev, &c->model, R.micro, &opts, &R.model);
@@ -741,21 +864,38 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
             free(zero);
         }
     }
+    if (s == TMM_OK && R.ranks > 1)
+        s = tmm_buffer_create(dev, tmm_model_table(R.model)->arena_floats * 4, TMM_MEMORY_HOST, &R.staging);
+    if (s == TMM_OK && (c->accum > 1 || R.ranks > 1))
+        s = record_update(&R);
     /* Record the first step now, before anything is written: every op checks
      * its shapes and bindings against the device, so a configuration that
      * cannot run is refused here. */
-    if (s == TMM_OK && c->accum == 1)
+    if (s == TMM_OK && !R.opt_rec)
         s = prepare(&R, 0, 0, 0);
     uint32_t total0 = 1;
-    if (s == TMM_OK && c->accum > 1 && (s = step_scored(&R, 0, &total0)) == TMM_OK)
-        s = prepare(&R, 0, 0, total0);
+    if (s == TMM_OK && R.opt_rec && (s = step_scored(&R, 0, &total0)) == TMM_OK)
+        s = prepare(&R, micro_index(&R, 0, 0), 0, total0);
     uint64_t start = 0;
     bool continuing = false;
-    if (s == TMM_OK)
+    /* several ranks: all of them must be ready (rank 0 alone owns the run directory) */
+    s = tmm_dist_agree(R.dist, s, "set up its device and model");
+    if (s == TMM_OK && R.rank == 0)
         s = open_run_dir(&R, resume, hooks && hooks->replace_run, &continuing);
+    s = tmm_dist_agree(R.dist, s, "take the run directory");
     if (s == TMM_OK && resume)
         s = restore(&R, resume, &start);
-    if (s == TMM_OK) {
+    s = tmm_dist_agree(R.dist, s, "load the checkpoint");
+    if (s == TMM_OK && R.ranks > 1) {
+        bool same = true;
+        s = tmm_dist_same_u64(R.dist, tmm_dist_checksum(R.config_json, strlen(R.config_json)), &same);
+        if (s == TMM_OK && !same)
+            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the ranks were given different training configs: give every "
+                         "rank the same options");
+    }
+    if (s == TMM_OK)
+        s = check_same_weights(&R, start);
+    if (s == TMM_OK && R.rank == 0) {
         char path[1200];
         snprintf(path, sizeof path, "%s/config.json", c->run_dir);
         s = tmm_write_file_atomic(path, R.config_json, strlen(R.config_json));
@@ -765,6 +905,7 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         if (s == TMM_OK && !(R.metrics = fopen(path, continuing ? "a" : "w")))
             s = tmm_fail(TMM_ERR_IO, "cannot write %s", path);
     }
+    s = tmm_dist_agree(R.dist, s, "write the run's config and metrics");
     if (s == TMM_OK && start >= c->steps)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the checkpoint is at step %llu, the run has %llu steps: nothing to "
                      "do (raise --steps to train further)", (unsigned long long)start, (unsigned long long)c->steps);
@@ -829,7 +970,7 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
             batches = one_pass ? (uint32_t)((out->split_rows + B - 1) / B) : c.eval_batches;
         out->batches = batches;
         out->rows = one_pass ? out->split_rows : (uint64_t)batches * B;
-        s = evaluate(m, data, batches, one_pass ? out->split_rows : 0, pred, &b, &out->loss, &out->accuracy,
+        s = evaluate(m, data, batches, one_pass ? out->split_rows : 0, pred, &b, NULL, &out->loss, &out->accuracy,
                      &out->tokens);
     }
     out->perplexity = exp(out->loss);

@@ -28,6 +28,8 @@ typedef struct tmm_train_hooks {
     bool replace_run;             /* the run directory may hold another run: remove it first */
     struct tmm_data *data;        /* the config's data, already prepared (tmm_train_prepare), or NULL;
                                      the caller keeps it */
+    struct tmm_dist *dist;        /* the group of ranks training together (train/dist.h, mpirun), or NULL:
+                                     one process. See tmm_train. */
 } tmm_train_hooks;
 
 typedef struct tmm_train_result {
@@ -52,7 +54,24 @@ tmm_status tmm_train_prepare(tmm_train_config *config, tmm_data **data);
  * The run directory is locked for the whole run (another process gets an
  * error naming this one). It must not hold another run: one is refused unless
  * hooks->replace_run, and continuing the run whose checkpoint is resumed
- * appends to its metrics. */
+ * appends to its metrics.
+ *
+ * Data parallel (hooks->dist with N ranks, each calling tmm_train with the
+ * same config on its own device): config->batch is the global batch. Rank r
+ * trains on rows r*batch/N .. (r+1)*batch/N - 1 of each step's batch (in
+ * accum micro-batches of batch/(N*accum) rows), so the ranks together read
+ * exactly the rows of a one-process run; batch must be a multiple of
+ * N * accum. Each rank's loss and gradients are divided by the scored
+ * targets of the whole global batch; after the backward the gradients are
+ * copied to a host-visible staging buffer, summed across ranks
+ * (tmm_dist_sum_f32, in buckets), copied back, and every rank runs the same
+ * clipped AdamW step. The result equals the one-process run up to the
+ * rounding of sums taken in another order. Evaluations split their batches
+ * across ranks the same way. Only rank 0 touches the run directory (lock,
+ * config, metrics, checkpoints); the others only read a checkpoint to
+ * resume. Every check_every steps the weights' checksums are compared; a
+ * difference stops the run. A checkpoint resumes with any rank count N for
+ * which batch is a multiple of N * accum (batch and accum unchanged). */
 tmm_status tmm_train(tmm_device *device, tmm_train_config *config, const char *resume,
                      const tmm_train_hooks *hooks, tmm_train_result *result);
 
