@@ -242,7 +242,7 @@ static tmm_status read_hellaswag(const where *w, const cJSON *obj, const void *a
         sbuf b = { 0 };
         size_t at = strlen(label) + 2 + strlen(ca) + 1;
         sb_str(&b, label), sb_str(&b, ": "), sb_str(&b, ca), sb_str(&b, " "), sb_str(&b, cb);
-        char *raw;
+        char *raw = NULL;
         TMM_TRY(sb_take(&b, &raw));
         capitalize(raw + at);
         tmm_status s = hellaswag_preprocess(raw, &it->context);
