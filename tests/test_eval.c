@@ -140,6 +140,34 @@ Test(eval, squad_metrics)
     cr_assert_float_eq(tmm_eval_binary_f1(gold, pred, 5), 2.0 * 2 / (2 * 2 + 1 + 1), 1e-12);
     cr_assert_float_eq(tmm_eval_mcc(gold, pred, 5), (2.0 * 1 - 1 * 1) / sqrt(3.0 * 3 * 2 * 2), 1e-12);
     cr_assert_eq(tmm_utf8_length("héllo"), 5);
+    /* the bootstrap standard error: against an independent bootstrap here (another generator, 4000
+     * resamples; two estimates of one quantity, within 15%), 0 for a metric every resample keeps,
+     * NaN below two items */
+    enum { NB = 400, ITERS = 4000 };
+    uint32_t bg[NB], bp[NB], rg[NB], rp[NB];
+    srand(7);
+    for (int i = 0; i < NB; i++)
+        bg[i] = (uint32_t)(rand() % 2), bp[i] = rand() % 4 ? bg[i] : 1 - bg[i]; /* about 75% right */
+    double metrics_want[2];
+    double (*fns[2])(const uint32_t *, const uint32_t *, uint32_t) = { tmm_eval_binary_f1, tmm_eval_mcc };
+    for (int f = 0; f < 2; f++) {
+        double sum = 0, sum2 = 0;
+        for (int it = 0; it < ITERS; it++) {
+            for (int i = 0; i < NB; i++) {
+                int j = rand() % NB;
+                rg[i] = bg[j], rp[i] = bp[j];
+            }
+            double v = fns[f](rg, rp, NB);
+            sum += v, sum2 += v * v;
+        }
+        metrics_want[f] = sqrt((sum2 - sum * sum / ITERS) / (ITERS - 1));
+        double got = tmm_eval_bootstrap_stderr(fns[f], bg, bp, NB, TMM_EVAL_BOOTSTRAP_ITERS);
+        cr_assert(fabs(got - metrics_want[f]) <= 0.15 * metrics_want[f], "bootstrap stderr %g, independent %g", got,
+                  metrics_want[f]);
+        cr_assert_eq(tmm_eval_bootstrap_stderr(fns[f], bg, bp, NB, TMM_EVAL_BOOTSTRAP_ITERS), got, "not repeatable");
+    }
+    cr_assert_float_eq(tmm_eval_bootstrap_stderr(tmm_eval_binary_f1, bg, bg, NB, 100), 0, 1e-12);
+    cr_assert(isnan(tmm_eval_bootstrap_stderr(tmm_eval_mcc, bg, bp, 1, 100)));
 }
 
 /* ---- readers ---- */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/rng.h"
+
 static bool is_punct(unsigned char c) { return c < 128 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c) && c; }
 static bool is_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 /* a character of Python's \w: ASCII letters, digits and _, and (any byte of) a non-ASCII character */
@@ -183,6 +185,27 @@ double tmm_eval_mcc(const uint32_t *gold, const uint32_t *pred, uint32_t n)
     double tp = c[1][1], tn = c[0][0], fp = c[0][1], fn = c[1][0];
     double d = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn);
     return d == 0 ? 0 : (tp * tn - fp * fn) / sqrt(d);
+}
+
+double tmm_eval_bootstrap_stderr(double (*metric)(const uint32_t *, const uint32_t *, uint32_t),
+                                 const uint32_t *gold, const uint32_t *pred, uint32_t n, uint32_t iters)
+{
+    if (n < 2 || iters < 2)
+        return NAN;
+    uint32_t *g = malloc((size_t)n * sizeof *g), *p = malloc((size_t)n * sizeof *p);
+    double sum = 0, sum2 = 0;
+    for (uint32_t it = 0; g && p && it < iters; it++) {
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t j = (uint32_t)(tmm_rng_bits(0x626f6f74 + it, i) % n); /* "boot" */
+            g[i] = gold[j], p[i] = pred[j];
+        }
+        double v = metric(g, p, n);
+        sum += v, sum2 += v * v;
+    }
+    double var = (sum2 - sum * sum / iters) / (iters - 1);
+    double se = g && p ? sqrt(var > 0 ? var : 0) : NAN;
+    free(g), free(p);
+    return se;
 }
 
 uint32_t tmm_utf8_length(const char *text)

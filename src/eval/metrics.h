@@ -26,6 +26,13 @@ double tmm_eval_stderr(const double *x, uint32_t n);
  * sklearn's f1_score and matthews_corrcoef; 0 where undefined). */
 double tmm_eval_binary_f1(const uint32_t *gold, const uint32_t *pred, uint32_t n);
 double tmm_eval_mcc(const uint32_t *gold, const uint32_t *pred, uint32_t n);
+/* lm-eval's bootstrap standard error of such a metric: the sample standard
+ * deviation (n - 1) of the metric over `iters` resamples of the n items with
+ * replacement, drawn from a fixed seed (a rerun gives the same value). NaN
+ * for n < 2 or iters < 2, or out of memory. */
+#define TMM_EVAL_BOOTSTRAP_ITERS 1000
+double tmm_eval_bootstrap_stderr(double (*metric)(const uint32_t *, const uint32_t *, uint32_t),
+                                 const uint32_t *gold, const uint32_t *pred, uint32_t n, uint32_t iters);
 /* Unicode code points in a UTF-8 string (Python's len): the length lm-eval's
  * acc_norm divides by. */
 uint32_t tmm_utf8_length(const char *text);

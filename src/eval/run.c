@@ -389,9 +389,13 @@ static tmm_status run_choice(tmm_generator *g, const tmm_eval_set *set, const ch
         metric(r, "acc_norm", accn, n_items);
         const char *name = tmm_eval_task_name(set->task);
         if (strcmp(name, "mrpc") == 0 || strcmp(name, "qqp") == 0)
-            r->metrics[r->n_metrics++] = (tmm_eval_metric){ "f1", tmm_eval_binary_f1(gold, pred, n_items), NAN };
+            r->metrics[r->n_metrics++] = (tmm_eval_metric){
+                "f1", tmm_eval_binary_f1(gold, pred, n_items),
+                tmm_eval_bootstrap_stderr(tmm_eval_binary_f1, gold, pred, n_items, TMM_EVAL_BOOTSTRAP_ITERS) };
         if (strcmp(name, "cola") == 0)
-            r->metrics[r->n_metrics++] = (tmm_eval_metric){ "mcc", tmm_eval_mcc(gold, pred, n_items), NAN };
+            r->metrics[r->n_metrics++] = (tmm_eval_metric){
+                "mcc", tmm_eval_mcc(gold, pred, n_items),
+                tmm_eval_bootstrap_stderr(tmm_eval_mcc, gold, pred, n_items, TMM_EVAL_BOOTSTRAP_ITERS) };
     }
     requests_free(req, total_alloc);
     free(owner), free(ll), free(acc), free(accn), free(gold), free(pred), free(row);
