@@ -8,6 +8,7 @@
 #include "eval/eval.h"
 #include "eval/ifeval.h"
 #include "eval/metrics.h"
+#include "eval/strbuf.h"
 #include "gen/generator.h"
 
 static tmm_status oom(void) { return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory"); }
@@ -155,26 +156,6 @@ tmm_status tmm_eval_loglik(tmm_generator *g, const char *const *contexts, const 
 }
 
 /* ---- generation ---- */
-typedef struct text {
-    char *s;
-    size_t n, cap;
-} text;
-
-static bool text_add(text *t, const char *s, size_t n)
-{
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = (t->n + n + 1) * 2;
-        char *p = realloc(t->s, cap);
-        if (!p)
-            return false;
-        t->s = p, t->cap = cap;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = '\0';
-    return true;
-}
-
 /* Greedy continuations of up to batch prompts, max_gen tokens at most,
  * ending at the EOT token and (stop_newline) before the first newline.
  * Prompts are cut from the left so that the answer fits in n_ctx. */
@@ -187,7 +168,7 @@ static tmm_status generate_chunk(tmm_generator *g, char *const *prompts, uint32_
     uint32_t **toks = calloc(B, sizeof *toks), *lens = calloc(B, sizeof *lens), *next = calloc(B, sizeof *next);
     const uint32_t **seqs = calloc(B, sizeof *seqs);
     float *logits = malloc((size_t)B * V * sizeof *logits);
-    text *t = calloc(B, sizeof *t);
+    sbuf *t = calloc(B, sizeof *t);
     bool *done = calloc(B, sizeof *done);
     static const uint32_t dummy = 0;
     tmm_status s = toks && lens && next && seqs && logits && t && done ? TMM_OK : oom();
@@ -224,7 +205,9 @@ static tmm_status generate_chunk(tmm_generator *g, char *const *prompts, uint32_
             size_t len = s == TMM_OK && next[b] != info->eot ? tmm_detokenize(g, next[b], piece, sizeof piece) : 0;
             len = len < sizeof piece ? len : sizeof piece - 1;
             char *nl = stop_newline ? memchr(piece, '\n', len) : NULL;
-            if (s == TMM_OK && !text_add(&t[b], piece, nl ? (size_t)(nl - piece) : len))
+            if (s == TMM_OK)
+                sb_add(&t[b], piece, nl ? (size_t)(nl - piece) : len);
+            if (s == TMM_OK && t[b].failed)
                 s = oom();
             done[b] = next[b] == info->eot || nl || step + 1 >= G;
             all &= done[b];
@@ -260,16 +243,14 @@ static const char *demo_target(const tmm_eval_set *set, const tmm_eval_item *it)
 /* the demonstrations, each "context target", joined and followed by "\n\n"; *first: the item after the last */
 static tmm_status build_prefix(const tmm_eval_set *from, uint32_t shots, char **prefix, uint32_t *first)
 {
-    text t = { 0 };
+    sbuf t = { 0 };
     uint32_t got = 0, i = 0;
     for (; i < from->count && got < shots; i++) {
         const tmm_eval_item *it = &from->items[i];
         if (it->skip)
             continue;
-        bool ok = text_add(&t, it->context, strlen(it->context)) && text_add(&t, " ", 1);
-        const char *target = demo_target(from, it);
-        ok = ok && text_add(&t, target, strlen(target)) && text_add(&t, "\n\n", 2);
-        if (!ok) {
+        sb_str(&t, it->context), sb_str(&t, " "), sb_str(&t, demo_target(from, it)), sb_str(&t, "\n\n");
+        if (t.failed) {
             free(t.s);
             return oom();
         }

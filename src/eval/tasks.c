@@ -11,6 +11,7 @@
 
 #include "eval/eval.h"
 #include "eval/ifeval.h"
+#include "eval/strbuf.h"
 #include "files.h"
 #include "io/json.h"
 #include "io/limits.h"
@@ -140,32 +141,6 @@ static tmm_status set_skip(tmm_eval_item *it, const char *reason)
 }
 
 /* ---- text building ---- */
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-    bool failed;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n)
-{
-    if (b->failed)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *t = realloc(b->s, cap);
-        if (!t) {
-            b->failed = true;
-            return;
-        }
-        b->s = t, b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
 static tmm_status sb_take(sbuf *b, char **out)
 {
     if (!b->failed && !b->s)
