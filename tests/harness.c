@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #if defined(__SANITIZE_ADDRESS__)
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include <dlfcn.h>
@@ -9,6 +10,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
+
+#include "train/checkpoint.h"
 
 tmm_device *h_dev;
 
@@ -131,4 +135,31 @@ double h_compare(const char *what, const float *got, const float *ref, size_t n,
     cr_assert(n == 0 || worst_excess <= 0, "%s: element %zu is %.9g, reference %.9g (atol %.3g, rtol %.3g)", what,
               at, (double)got[at], (double)ref[at], atol, rtol);
     return worst;
+}
+
+void h_checkpoint_make(h_checkpoint *f, const tmm_model_config *c, const char *tokenizer, uint64_t step)
+{
+    snprintf(f->dir, sizeof f->dir, "/tmp/tmm-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(f->dir));
+    snprintf(f->path, sizeof f->path, "%s/model.safetensors", f->dir);
+    H_OK(tmm_param_table_build(c, &f->table));
+    f->params = h_floats(f->table.arena_floats);
+    tmm_param_init(&f->table, f->params);
+    for (uint32_t i = 0; i < f->table.count; i++) {
+        const tmm_param *p = &f->table.params[i];
+        if (p->kind == TMM_PARAM_TOEPLITZ_BETA || p->kind == TMM_PARAM_LINEAR_BIAS)
+            h_rand(f->params + p->offset, p->numel, 100 + i, -0.5f, 0.5f);
+        if (p->init == TMM_INIT_SMALL)
+            h_rand(f->params + p->offset, p->numel, 100 + i, -0.6f, 0.6f);
+    }
+    tmm_st_meta extra[] = { { "tokenizer", tokenizer } };
+    H_OK(tmm_checkpoint_write_model(f->path, step, &f->table, f->params, extra, 1));
+}
+
+void h_checkpoint_drop(h_checkpoint *f)
+{
+    unlink(f->path);
+    rmdir(f->dir);
+    tmm_param_table_free(&f->table);
+    free(f->params);
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "buffer.h"
+#include "model/params.h"
 #include "recorder.h"
 
 extern tmm_device *h_dev;
@@ -40,5 +41,18 @@ void h_run(tmm_recorder *r);
 /* Asserts |got - ref| <= atol + rtol * |ref| elementwise; prints and returns
  * the largest |got - ref|. */
 double h_compare(const char *what, const float *got, const float *ref, size_t n, double atol, double rtol);
+
+/* A model file of random weights in a temporary directory: the config's
+ * initialization, with every Toeplitz beta and Linear bias random in
+ * [-0.5, 0.5] and the small-init weights (the baselines' N(0, 0.02²), which
+ * would give tiny logits) in [-0.6, 0.6], so that every term shows; the
+ * header records `tokenizer` and `step`. h_checkpoint_drop removes it. */
+typedef struct h_checkpoint {
+    char dir[64], path[96];
+    tmm_param_table table;
+    float *params;
+} h_checkpoint;
+void h_checkpoint_make(h_checkpoint *f, const tmm_model_config *c, const char *tokenizer, uint64_t step);
+void h_checkpoint_drop(h_checkpoint *f);
 
 #endif

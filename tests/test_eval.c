@@ -365,38 +365,6 @@ Test(eval, ifeval_rules)
 }
 
 /* ---- on random checkpoints ---- */
-typedef struct fixture {
-    char dir[64], path[96];
-    tmm_param_table table;
-    float *params;
-} fixture;
-
-static void make_checkpoint(fixture *f, const tmm_model_config *c)
-{
-    snprintf(f->dir, sizeof f->dir, "/tmp/tmm-eval-XXXXXX");
-    cr_assert_not_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/model.safetensors", f->dir);
-    H_OK(tmm_param_table_build(c, &f->table));
-    f->params = h_floats(f->table.arena_floats);
-    tmm_param_init(&f->table, f->params);
-    for (uint32_t i = 0; i < f->table.count; i++) {
-        const tmm_param *p = &f->table.params[i];
-        if (p->kind == TMM_PARAM_TOEPLITZ_BETA || p->kind == TMM_PARAM_LINEAR_BIAS)
-            h_rand(f->params + p->offset, p->numel, 100 + i, -0.5f, 0.5f);
-        if (p->init == TMM_INIT_SMALL) /* bigger logits, so that choices differ */
-            h_rand(f->params + p->offset, p->numel, 100 + i, -0.6f, 0.6f);
-    }
-    tmm_st_meta extra[] = { { "tokenizer", "bytes" } };
-    H_OK(tmm_checkpoint_write_model(f->path, 3, &f->table, f->params, extra, 1));
-}
-
-static void drop_checkpoint(fixture *f)
-{
-    unlink(f->path);
-    rmdir(f->dir);
-    tmm_param_table_free(&f->table);
-    free(f->params);
-}
 
 /* The model's own forward (batch 1, the full context, no generator): the
  * loss over the continuation's targets times their count is minus the sum
@@ -431,7 +399,7 @@ static double forward_loglik(tmm_model *m, const tmm_model_config *c, const char
     return -(double)loss * scored;
 }
 
-static tmm_model *forward_model(fixture *f, const tmm_model_config *c)
+static tmm_model *forward_model(h_checkpoint *f, const tmm_model_config *c)
 {
     tmm_model *m;
     H_OK(tmm_model_create_impl(h_dev, c, 1, TMM_MIXER_DIRECT, &m));
@@ -445,8 +413,8 @@ static tmm_model *forward_model(fixture *f, const tmm_model_config *c)
 static void check_loglik(tmm_model_config c)
 {
     tmm_model_config_resolve(&c);
-    fixture f;
-    make_checkpoint(&f, &c);
+    h_checkpoint f;
+    h_checkpoint_make(&f, &c, "bytes", 3);
     tmm_generator *g;
     H_OK(tmm_generator_load(h_dev, f.path, 3, TMM_MIXER_AUTO, &g));
     char longer[200];
@@ -473,7 +441,7 @@ static void check_loglik(tmm_model_config c)
     printf("%-12s choice log-likelihood vs the forward's loss: %.2e\n", tmm_arch_name(c.arch), worst);
     tmm_model_destroy(m);
     tmm_generator_destroy(g);
-    drop_checkpoint(&f);
+    h_checkpoint_drop(&f);
 }
 
 H_TEST(eval, loglik_tmm) { check_loglik((tmm_model_config){ BASE(TMM_ARCH_TMM, 0), .kernel = 1 }); }
@@ -495,7 +463,7 @@ static const tmm_eval_metric *find_metric(const tmm_eval_report *r, const char *
 
 /* acc and acc_norm from the forward: argmax of the log-likelihood, and of
  * it divided by the choice's length in characters (lm-eval's len(str)) */
-static void check_choice_task(fixture *f, const tmm_model_config *c, tmm_generator *g, tmm_model *m,
+static void check_choice_task(h_checkpoint *f, const tmm_model_config *c, tmm_generator *g, tmm_model *m,
                               const char *task, const char *file, uint32_t shots)
 {
     tmm_eval_set set;
@@ -585,8 +553,8 @@ static void check_qa_task(tmm_generator *g, const char *task, const char *file)
 H_TEST(eval, tasks)
 {
     tmm_model_config c = { BASE(TMM_ARCH_TMM, 0), .kernel = 1 };
-    fixture f;
-    make_checkpoint(&f, &c);
+    h_checkpoint f;
+    h_checkpoint_make(&f, &c, "bytes", 3);
     tmm_generator *g;
     H_OK(tmm_generator_load(h_dev, f.path, 4, TMM_MIXER_AUTO, &g));
     tmm_model *m = forward_model(&f, &c);
@@ -623,5 +591,5 @@ H_TEST(eval, tasks)
     tmm_eval_set_free(&set);
     tmm_model_destroy(m);
     tmm_generator_destroy(g);
-    drop_checkpoint(&f);
+    h_checkpoint_drop(&f);
 }

@@ -17,40 +17,6 @@
 #define CFG(n, h, k, e) { .vocab = 29, .d_model = 12, .n_ctx = (n), .n_layers = 2, .heads = (h), .expansion = 2, \
                           .kernel = (k), .expanded = (e), .seed = 5 }
 
-typedef struct fixture {
-    char dir[64], path[96];
-    tmm_param_table table;
-    float *params;
-} fixture;
-
-/* A model file of random weights (beta too, so that every term shows). */
-static void make_checkpoint(fixture *f, const tmm_model_config *c, const char *tokenizer)
-{
-    snprintf(f->dir, sizeof f->dir, "/tmp/tmm-gen-XXXXXX");
-    cr_assert_not_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/model.safetensors", f->dir);
-    H_OK(tmm_param_table_build(c, &f->table));
-    f->params = h_floats(f->table.arena_floats);
-    tmm_param_init(&f->table, f->params);
-    for (uint32_t i = 0; i < f->table.count; i++) {
-        const tmm_param *p = &f->table.params[i];
-        if (p->kind == TMM_PARAM_TOEPLITZ_BETA || p->kind == TMM_PARAM_LINEAR_BIAS)
-            h_rand(f->params + p->offset, p->numel, 100 + i, -0.5f, 0.5f);
-        if (p->init == TMM_INIT_SMALL) /* the baselines' N(0, 0.02²) would hide errors in tiny logits */
-            h_rand(f->params + p->offset, p->numel, 100 + i, -0.6f, 0.6f);
-    }
-    tmm_st_meta extra[] = { { "tokenizer", tokenizer } };
-    H_OK(tmm_checkpoint_write_model(f->path, 7, &f->table, f->params, extra, 1));
-}
-
-static void drop_checkpoint(fixture *f)
-{
-    unlink(f->path);
-    rmdir(f->dir);
-    tmm_param_table_free(&f->table);
-    free(f->params);
-}
-
 /* max |got - ref| / (1 + max |ref|) over one row of logits */
 static double row_error(const float *got, const double *ref, uint32_t V)
 {
@@ -64,8 +30,8 @@ static double row_error(const float *got, const double *ref, uint32_t V)
 
 static void check_cached(const char *name, tmm_model_config c, uint32_t B, const uint32_t *lengths, tmm_mixer_impl impl)
 {
-    fixture f;
-    make_checkpoint(&f, &c, "copy-symbols");
+    h_checkpoint f;
+    h_checkpoint_make(&f, &c, "copy-symbols", 7);
     const uint32_t n = c.n_ctx, V = c.vocab;
     uint32_t *tok = malloc((size_t)B * n * sizeof *tok);
     int32_t *tgt = malloc((size_t)B * n * sizeof *tgt);
@@ -129,7 +95,7 @@ static void check_cached(const char *name, tmm_model_config c, uint32_t B, const
 
     tmm_generator_destroy(g);
     free(tok), free(tgt), free(pd), free(ref), free(logits), free(again);
-    drop_checkpoint(&f);
+    h_checkpoint_drop(&f);
 }
 
 static const uint32_t two_lengths[] = { 1, 9 };
@@ -200,8 +166,8 @@ H_TEST(generate, cached_long)
 H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
 {
     tmm_model_config c = CFG(32, 2, 1, false);
-    fixture f;
-    make_checkpoint(&f, &c, "copy-symbols");
+    h_checkpoint f;
+    h_checkpoint_make(&f, &c, "copy-symbols", 7);
     tmm_generator *g;
     H_OK(tmm_generator_load(h_dev, f.path, 1, TMM_MIXER_AUTO, &g));
     const uint32_t prompt[] = { 3, 1, 4, 1, 5 }, len = 5;
@@ -223,7 +189,7 @@ H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
     cr_assert(memcmp(out[2], out[3], sizeof out[2]) == 0, "seeded sampling differs between runs");
     cr_assert(memcmp(out[0], out[2], sizeof out[0]) != 0, "sampling at temperature 1.5 gave the greedy tokens");
     tmm_generator_destroy(g);
-    drop_checkpoint(&f);
+    h_checkpoint_drop(&f);
 }
 
 Test(sample, rules)
@@ -303,8 +269,8 @@ Test(tokenizer, bytes_and_copy_symbols)
 H_TEST(generate, errors)
 {
     tmm_model_config c = CFG(8, 0, 1, false);
-    fixture f;
-    make_checkpoint(&f, &c, "copy-symbols");
+    h_checkpoint f;
+    h_checkpoint_make(&f, &c, "copy-symbols", 7);
     tmm_generator *g;
     cr_assert_eq(tmm_generator_load(h_dev, "/nonexistent/run", 1, TMM_MIXER_AUTO, &g), TMM_ERR_IO);
     cr_assert_null(g);
@@ -321,5 +287,5 @@ H_TEST(generate, errors)
     cr_assert_eq(tmm_generator_step(g, &tok, NULL), TMM_ERR_INVALID_ARGUMENT, "token outside the vocabulary");
     cr_assert_eq(tmm_generator_position(g, 0), 1);
     tmm_generator_destroy(g);
-    drop_checkpoint(&f);
+    h_checkpoint_drop(&f);
 }
