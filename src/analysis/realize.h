@@ -1,0 +1,83 @@
+/* State-space realizations of Toeplitz vectors (tmm distill).
+ *
+ * A Toeplitz vector w (length n) is the impulse response of a causal FIR
+ * filter. With an exact head of m >= 1 lags, the tail h[j] = w[m + j],
+ * j = 0 .. L-1 (L = n - m), is fitted by a sum of M modes
+ *
+ *     ŵ[m + j] = Σ_i Re(res_i · pole_i^j)          (j >= 0)
+ *
+ * one mode per real pole (pole and residue real) or per complex-conjugate
+ * pair (one pole of the pair kept, its residue doubled: the pair's real
+ * response). The order r (the state dimension) counts a real mode once and
+ * a pair twice. Decoding runs the recurrence z_i <- pole_i·z_i + u per mode
+ * (docs/model.md "Distilled decoding").
+ *
+ * Method (balanced truncation of the FIR system, then a least-squares fit of
+ * the residues):
+ *   - The FIR realization of h (A = the L x L down-shift, B = e_0, C = hᵀ)
+ *     has controllability Gramian I and observability Gramian H², where H is
+ *     the L x L Hankel matrix H[i][k] = h[i + k] (0 when i + k >= L), which
+ *     is symmetric: its eigenvalues μ_i give the Hankel singular values
+ *     σ_i = |μ_i| (sorted descending) and its eigenvectors V the balancing
+ *     transform. Truncating to the r largest gives A_r similar to
+ *     V_rᵀ·A·V_r, whose eigenvalues are the poles.
+ *   - Balanced truncation's bound: the ℓ2 norm of the whole impulse-response
+ *     error (hence max |w - ŵ|) is at most 2·Σ_{i>r} σ_i.
+ *   - Poles are rounded to float (what decoding uses); a pole of modulus >= 1
+ *     (only from rounding: balanced truncation of a stable system is stable)
+ *     is reflected into the disk (λ -> 1/conj(λ); on the circle, its modulus
+ *     set to 1 - 2^-20) and counted. The residues are then the least-squares
+ *     fit of h over the window j < L given the poles (real unknowns: one per
+ *     real mode, two per pair), rounded to float. With no pole reflected the
+ *     fit is at least as close as balanced truncation's residues, so the
+ *     bound holds for it.
+ *   - Achieved errors are measured in double with the float poles and
+ *     residues, over the whole vector (the head is exact).
+ */
+#ifndef TMM_ANALYSIS_REALIZE_H
+#define TMM_ANALYSIS_REALIZE_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+/* Largest order a realization may have (the decoding kernel's loop budget
+ * is checked separately, per layer). */
+#define TMM_REALIZE_MAX_ORDER 1024u
+
+typedef struct tmm_realization {
+    uint32_t head;      /* m: lags kept exactly (>= 1) */
+    uint32_t order;     /* r: state dimension */
+    uint32_t modes;     /* M <= r */
+    float *pole_re, *pole_im, *res_re, *res_im;  /* [modes] each (one malloc'ed block: tmm_realization_free) */
+    uint32_t reflected; /* poles moved into the unit disk */
+    double bound;       /* 2·Σ_{i>r} σ_i (Hankel singular values of the tail); 0 when r = L */
+    double sigma1;      /* the largest Hankel singular value (0 for a zero tail) */
+    double max_abs;     /* max_k |w[k] - ŵ[k]| */
+    double rel_l2;      /* ||w - ŵ||_2 / ||w||_2 (0 when w = 0) */
+} tmm_realization;
+
+/* How the order of each vector is chosen. */
+typedef struct tmm_realize_options {
+    uint32_t head;       /* m >= 1 (clamped to n) */
+    uint32_t order;      /* > 0: this order (clamped to L and TMM_REALIZE_MAX_ORDER) */
+    double tol;          /* order 0: the smallest r whose achieved rel_l2 <= tol, searched by bisection
+                            up to the smallest r whose bound <= tol·||w||_2 (capped at max_order) */
+    uint32_t max_order;  /* cap of the tol search (0: TMM_REALIZE_MAX_ORDER) */
+} tmm_realize_options;
+
+/* A realization of w[0 .. n) as above. TMM_ERR_INVALID_ARGUMENT for n = 0,
+ * head = 0, a non-finite w, or neither order nor a tol > 0;
+ * TMM_ERR_INTERNAL (with LAPACK's info) when a decomposition fails. On
+ * failure *out owns nothing. */
+tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *opt, tmm_realization *out);
+
+/* ŵ[0 .. n): w's head (copied from w) and the modes' tail, in double. */
+void tmm_realization_response(const tmm_realization *re, const float *w, uint32_t n, double *out);
+
+/* The Hankel singular values of the tail h[0 .. L), descending, into sigma[L]. */
+tmm_status tmm_hankel_singular_values(const double *h, uint32_t L, double *sigma);
+
+void tmm_realization_free(tmm_realization *re);
+
+#endif
