@@ -30,3 +30,73 @@ void ref_toeplitz_step(const tmm_toeplitz_desc *desc, const uint32_t *pos, const
         }
     }
 }
+
+/* The input channel of tap a for output channel c, or -1 below c's group. */
+static int64_t tap_channel(const tmm_toeplitz_desc *td, uint64_t c, uint32_t a)
+{
+    const uint64_t gc = td->d / (td->groups ? td->groups : 1), K = td->taps ? td->taps : 1;
+    const int64_t ci = (int64_t)c - (int64_t)(K - 1) + a;
+    return ci < (int64_t)(c / gc * gc) ? -1 : ci;
+}
+
+void ref_tz_ssm_step(const tmm_tz_ssm_desc *desc, const uint32_t *pos, const float *x, float *cache, const float *w,
+                     const float *beta, const float *modes, float *state, float *y)
+{
+    const tmm_toeplitz_desc *td = &desc->tz;
+    const uint64_t n = td->n, d = td->d, M = desc->modes, m = desc->head;
+    const uint32_t G = td->groups ? td->groups : 1, K = td->taps ? td->taps : 1;
+    for (uint64_t b = 0; b < td->batch; b++) {
+        const uint64_t t = pos[b];
+        const float *cb = cache + b * n * d;
+        for (uint64_t c = 0; c < d; c++) {
+            const uint64_t g = c / (d / G);
+            double acc = beta[g * n + t];
+            for (uint32_t a = 0; a < K; a++) {
+                const int64_t ci = tap_channel(td, c, a);
+                if (ci < 0)
+                    continue;
+                const float *wr = w + (g * K + a) * n;
+                for (uint64_t k = 0; k < m && k <= t; k++) /* the exact head */
+                    acc += (double)wr[k] * (k == 0 ? x[b * d + (uint64_t)ci] : cb[(t - k) * d + (uint64_t)ci]);
+                const float next = t + 1 < m ? 0.0f : m == 1 ? x[b * d + (uint64_t)ci] : cb[(t + 1 - m) * d + (uint64_t)ci];
+                for (uint64_t j = 0; j < M; j++) {
+                    const float *md = modes + ((g * K + a) * M + j) * 4;
+                    float *z = state + (((b * d + c) * K + a) * M + j) * 2;
+                    acc += (double)md[2] * z[0] - (double)md[3] * z[1];
+                    if (t + 1 >= m) {
+                        const double re = (double)md[0] * z[0] - (double)md[1] * z[1] + next;
+                        const double im = (double)md[0] * z[1] + (double)md[1] * z[0];
+                        z[0] = (float)re, z[1] = (float)im;
+                    }
+                }
+            }
+            y[b * d + c] = (float)acc;
+        }
+        memcpy(cache + (b * n + t) * d, x + b * d, d * sizeof *x);
+    }
+}
+
+void ref_tz_ssm_prefill(const tmm_tz_ssm_desc *desc, const uint32_t *len, const float *cache, const float *modes,
+                        float *state)
+{
+    const tmm_toeplitz_desc *td = &desc->tz;
+    const uint64_t n = td->n, d = td->d, M = desc->modes, m = desc->head;
+    const uint32_t G = td->groups ? td->groups : 1, K = td->taps ? td->taps : 1;
+    for (uint64_t b = 0; b < td->batch; b++)
+        for (uint64_t c = 0; c < d; c++)
+            for (uint32_t a = 0; a < K; a++)
+                for (uint64_t j = 0; j < M; j++) {
+                    const int64_t ci = tap_channel(td, c, a);
+                    const float *md = modes + (((c / (d / G)) * K + a) * M + j) * 4;
+                    double re = 0, im = 0;
+                    /* z = Σ_{s <= len-m} pole^(len-m-s) u[s] by Horner's rule */
+                    for (uint64_t s = 0; ci >= 0 && s + m < (uint64_t)len[b] + 1; s++) {
+                        const double u = cache[(b * n + s) * d + (uint64_t)ci];
+                        const double nr = md[0] * re - md[1] * im + u;
+                        im = md[0] * im + md[1] * re;
+                        re = nr;
+                    }
+                    float *z = state + (((b * d + c) * K + a) * M + j) * 2;
+                    z[0] = (float)re, z[1] = (float)im;
+                }
+}

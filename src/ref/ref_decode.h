@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "ops/toeplitz.h"
+#include "ops/tz_ssm_ops.h"
 
 /* cache[b, pos[b], :] = x[b, :]. */
 void ref_cache_write(const tmm_toeplitz_desc *desc, const uint32_t *pos, const float *x, float *cache);
@@ -13,5 +14,13 @@ void ref_cache_write(const tmm_toeplitz_desc *desc, const uint32_t *pos, const f
  * t = pos[b], summed in double and rounded once. */
 void ref_toeplitz_step(const tmm_toeplitz_desc *desc, const uint32_t *pos, const float *cache, const float *w,
                        const float *beta, float *y);
+
+/* Distilled decoding (ops/tz_ssm_ops.h), in double, states and outputs
+ * rounded to float: one step at pos[b] (updates state and cache) ... */
+void ref_tz_ssm_step(const tmm_tz_ssm_desc *desc, const uint32_t *pos, const float *x, float *cache, const float *w,
+                     const float *beta, const float *modes, float *state, float *y);
+/* ... and the state after a prefill of len[b] positions (from the cache). */
+void ref_tz_ssm_prefill(const tmm_tz_ssm_desc *desc, const uint32_t *len, const float *cache, const float *modes,
+                        float *state);
 
 #endif
