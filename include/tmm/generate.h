@@ -18,6 +18,11 @@
  * position reached n_ctx cannot step further; prefill again with a shorter
  * window to continue (tmm generate --slide).
  *
+ * A checkpoint made by tmm distill (its directory holds distill.safetensors)
+ * decodes through its state-space realizations instead: each step costs
+ * O(r) per channel and layer whatever the position (docs/model.md
+ * "Distilled decoding"); the prefill still runs the exact model.
+ *
  * A generator holds `batch` sequences that advance together, each at its own
  * position (prompts may differ in length). See examples/generate.c. */
 #ifndef TMM_GENERATE_H
@@ -39,6 +44,9 @@ typedef struct tmm_generator_info {
                                prepared shards the kind of the run's tokenizer.json ("bytes", "bpe") */
     uint32_t eot;           /* the end-of-text token, or UINT32_MAX when there is none */
     uint64_t step;          /* training step of the checkpoint */
+    bool distilled;         /* decoding runs the state-space realizations of tmm distill (O(r) per token
+                               and layer) instead of the cached dot product (O(t)) */
+    uint32_t distill_head;  /* their exact head (lags), when distilled */
 } tmm_generator_info;
 
 /* Loads a checkpoint (a run directory, a checkpoints directory, a step

@@ -93,7 +93,7 @@ tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const f
     if (s == TMM_OK) {
         for (uint32_t i = 0; i < out->n; i++)
             out->tokens[i] = (uint32_t)(tmm_rng_bits(1, i) % out->V);
-        s = tmm_gen_create(dev, table, params, tokenizer, 1, impl, &out->gen);
+        s = tmm_gen_create(dev, table, params, tokenizer, 1, impl, NULL, &out->gen);
     }
     if (s != TMM_OK)
         bench_gen_close(out);

@@ -12,6 +12,7 @@
 #include "cli_dist.h"
 #include "files.h"
 #include "io/limits.h"
+#include "model/distilled.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/trainer.h"
@@ -418,6 +419,7 @@ int cmd_eval(int argc, char **argv)
                                               { "batches", required_argument, NULL, 'b' },
                                               { "device", required_argument, NULL, 'd' },
                                               { "allow-nonfinite", no_argument, NULL, 'n' },
+                                              { "exact", no_argument, NULL, 'x' },
                                               { "help", no_argument, NULL, 'h' },
                                               { 0, 0, 0, 0 } };
     for (int i = 1; i < argc; i++) /* a benchmark task: src/cli/cmd_eval_task.c */
@@ -440,15 +442,19 @@ int cmd_eval(int argc, char **argv)
             }
             break;
         case 'n': flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
+        case 'x': flags |= TMM_LOAD_EXACT; break;
         case 'd': if (!cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v)) return 2; device = (int)v; break;
         case 'h':
-            printf("usage: tmm eval --checkpoint DIR [--batches N] [--device N] [--allow-nonfinite]\n"
+            printf("usage: tmm eval --checkpoint DIR [--batches N] [--device N] [--exact] [--allow-nonfinite]\n"
                    "       tmm eval --checkpoint DIR --task NAME --data FILE [...]   (benchmarks: tmm eval --task help)\n\n"
                    "Evaluates a checkpoint (a run directory, a checkpoint directory or a model file) on\n"
                    "its task's held-out data: validation loss and perplexity, and for the copy task the\n"
                    "teacher-forced copy accuracy (mqar: the accuracy on the queried values).\n\n"
                    "  --batches N         held-out batches (default: one pass over a text task's held-out\n"
                    "                      split; the run's eval_batches for the copy and mqar tasks)\n"
+                   "  --exact             a distilled checkpoint (tmm distill) is evaluated as distilled\n"
+                   "                      decoding computes it (every Toeplitz vector replaced by its\n"
+                   "                      realization); --exact evaluates its original weights instead\n"
                    "  --allow-nonfinite   load weights holding NaN or infinite values (debugging; the\n"
                    "                      evaluation then fails with the non-finite loss)\n");
             return 0;
@@ -467,6 +473,9 @@ int cmd_eval(int argc, char **argv)
     tmm_device_destroy(dev);
     if (s != TMM_OK)
         return cli_error("evaluation failed", s);
+    if (r.distilled)
+        printf("distilled: every Toeplitz vector replaced by its realization (exact head %u; --exact for the "
+               "original weights)\n", r.distill_head);
     if (r.split_rows == 0)
         printf("held-out tokens: %llu scored, in %u batches of new held-out rows\n", (unsigned long long)r.tokens,
                r.batches);

@@ -217,20 +217,29 @@ static tmm_status record_prefill(tmm_generator *g, prefiller *p)
     return s;
 }
 
-/* The decoder over the main model's mixer, and its prefill from the main model. */
-static tmm_status make_decoder(tmm_generator *g)
+/* The decoder over the main model's mixer (distilled: with these
+ * realizations), and its prefill from the main model. */
+static tmm_status make_decoder(tmm_generator *g, const tmm_distilled *distilled)
 {
     tmm_view *x;
     TMM_TRY(mixer_inputs(g->model, &x));
     tmm_mixer *mx = tmm_model_mixer(g->model);
     tmm_status s = mx->cls->decoder_create(mx, x, &g->decoder);
     free(x);
+    if (s == TMM_OK && distilled) {
+        s = mx->cls->decoder_distill ? mx->cls->decoder_distill(g->decoder, distilled)
+                                     : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "only a TMM can decode distilled, "
+                                                "this is %s", tmm_arch_name(g->arch->arch));
+        g->info.distilled = true;
+        g->info.distill_head = distilled->head;
+    }
     g->main.model = g->model;
     return s == TMM_OK ? record_prefill(g, &g->main) : s;
 }
 
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer, tmm_generator **out)
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer,
+                          const tmm_distilled *distilled, tmm_generator **out)
 {
     *out = NULL;
     if (batch == 0)
@@ -266,7 +275,7 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     if (s == TMM_OK)
         s = allocate(g);
     if (s == TMM_OK)
-        s = make_decoder(g);
+        s = make_decoder(g, distilled);
     if (s == TMM_OK)
         s = tmm_recorder_create(device, &g->step);
     if (s == TMM_OK)
@@ -290,15 +299,21 @@ tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t bat
 {
     *out = NULL;
     tmm_checkpoint ck;
-    TMM_TRY(tmm_checkpoint_load(checkpoint, NULL, load_flags & ~(unsigned)TMM_CHECKPOINT_STATE, &ck));
+    TMM_TRY(tmm_checkpoint_load(checkpoint, NULL, load_flags & ~(unsigned)(TMM_CHECKPOINT_STATE | TMM_LOAD_EXACT),
+                                &ck));
     tmm_gen_tokenizer tokenizer;
     tmm_tokenizer *text = NULL;
     tmm_status s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &tokenizer);
     if (s == TMM_OK && tokenizer == TMM_GEN_TOKENIZER_TEXT)
         s = tmm_gen_run_tokenizer(checkpoint, tmm_checkpoint_meta(&ck, "tokenizer_fingerprint"),
                                   ck.table.config.vocab, &text);
+    tmm_distilled set = { 0 };
+    bool distilled = false;
+    if (s == TMM_OK && !(load_flags & TMM_LOAD_EXACT))
+        s = tmm_distilled_load_dir(ck.dir, &ck.table, ck.params, &set, &distilled);
     if (s == TMM_OK)
-        s = tmm_gen_create(device, &ck.table, ck.params, tokenizer, batch, mixer, out);
+        s = tmm_gen_create(device, &ck.table, ck.params, tokenizer, batch, mixer, distilled ? &set : NULL, out);
+    tmm_distilled_free(&set);
     if (s == TMM_OK) {
         (*out)->info.step = ck.step;
         if (text) {

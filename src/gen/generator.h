@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "model/distilled.h"
 #include "model/model.h"
 #include "model/params.h"
 #include "tmm/generate.h"
@@ -34,7 +35,8 @@ tmm_status tmm_gen_tokenize_text(const tmm_tokenizer *tok, const char *text, siz
 size_t tmm_gen_detokenize_text(const tmm_tokenizer *tok, uint32_t token, char *buf, size_t size);
 
 /* tmm_generator_load with tmm_checkpoint_load's flags (tmm generate
- * --allow-nonfinite). */
+ * --allow-nonfinite) and TMM_LOAD_EXACT. A checkpoint directory that
+ * holds distill.safetensors (tmm distill) decodes with its realizations. */
 tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
                         unsigned load_flags, tmm_generator **out);
 
@@ -49,8 +51,10 @@ tmm_status tmm_gen_forward(tmm_generator *gen, const uint32_t *const *seqs, cons
                            tmm_model **model, uint32_t *row_len);
 
 /* A generator from weights in memory (a host arena of the table's layout)
- * instead of a checkpoint: tmm bench generate's random models. */
+ * instead of a checkpoint: tmm bench generate's random models; distilled:
+ * decode with these realizations (NULL: exactly). */
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer, tmm_generator **out);
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer,
+                          const tmm_distilled *distilled, tmm_generator **out);
 
 #endif

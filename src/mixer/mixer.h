@@ -16,6 +16,7 @@
 #ifndef TMM_MIXER_MIXER_H
 #define TMM_MIXER_MIXER_H
 
+#include "model/distilled.h"
 #include "model/model.h"
 #include "model/params.h"
 #include "recorder.h"
@@ -152,6 +153,9 @@ struct tmm_mixer_class {
      * position pos[b] (uint32 [batch]), the state updated with it. */
     tmm_status (*record_step)(tmm_mixer_decoder *d, const tmm_rec *rec, uint32_t layer, tmm_view pos,
                               tmm_view x, tmm_view h);
+    /* Decodes with the realizations of tmm distill instead (NULL: the mixer
+     * has none); before record_prefill and record_step. */
+    tmm_status (*decoder_distill)(tmm_mixer_decoder *d, const tmm_distilled *set);
 };
 
 extern const tmm_mixer_class tmm_toeplitz_mixer;

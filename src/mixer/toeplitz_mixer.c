@@ -20,6 +20,7 @@
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "ops/toeplitz_fft.h"
+#include "ops/tz_ssm_ops.h"
 
 typedef struct tz_layer {
     tmm_buffer *v, *y1, *q, *y2;
@@ -277,6 +278,9 @@ typedef struct tz_decoder {
     tz_mixer *m;
     tmm_view *cache1, *cache2;   /* per layer: the Toeplitz inputs [B, n, d] */
     tmm_buffer *u, *y1, *q, *y2, *scratch;  /* one position: [B, d] */
+    /* distilled (tmm distill): per Toeplitz layer 2l + k its modes and states */
+    uint32_t head, *nmodes;
+    tmm_buffer **modes, **state;
 } tz_decoder;
 
 static void decoder_destroy(tmm_mixer_decoder *dd)
@@ -287,7 +291,9 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     tmm_buffer *all[] = { dec->u, dec->y1, dec->q, dec->y2, dec->scratch };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
-    free(dec->cache1), free(dec->cache2);
+    for (uint32_t i = 0; dec->modes && i < 2 * config_of(dec->m)->n_layers; i++)
+        tmm_buffer_destroy(dec->modes[i]), tmm_buffer_destroy(dec->state[i]);
+    free(dec->cache1), free(dec->cache2), free(dec->nmodes), free(dec->modes), free(dec->state);
     free(dec);
 }
 
@@ -339,16 +345,24 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     return TMM_OK;
 }
 
+static tmm_status copy_caches(tz_decoder *dec, tmm_recorder *r, tz_mixer *src, const tmm_view *src_x);
+static tmm_status record_ssm_prefill(tz_decoder *dec, tmm_recorder *r, tmm_view len);
+
 /* The caches are the main model's activations: after a forward of a shorter
- * model, its rows [0, ns) of each sequence are copied in. */
+ * model, its rows [0, ns) of each sequence are copied in. A distilled
+ * decoder then sets its states from them. */
 static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mixer *src_base, const tmm_view *src_x,
                                  tmm_view len)
 {
-    (void)len;
     tz_decoder *dec = (tz_decoder *)dd;
     tz_mixer *src = (tz_mixer *)src_base;
-    if (src == dec->m)
-        return TMM_OK;
+    if (src != dec->m)
+        TMM_TRY(copy_caches(dec, r, src, src_x));
+    return dec->modes ? record_ssm_prefill(dec, r, len) : TMM_OK;
+}
+
+static tmm_status copy_caches(tz_decoder *dec, tmm_recorder *r, tz_mixer *src, const tmm_view *src_x)
+{
     const tmm_model_config *c = config_of(dec->m);
     const uint64_t n = c->n_ctx, d = c->d_model, ns = config_of(src)->n_ctx, bytes = ns * d * 4;
     tmm_view *s1 = calloc(c->n_layers, sizeof *s1), *s2 = calloc(c->n_layers, sizeof *s2);
@@ -366,6 +380,86 @@ static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mix
     return s;
 }
 
+/* The state-space form of Toeplitz layer k (0: w, 1: w2) of layer l. */
+static tmm_tz_ssm_desc ssm_desc(const tz_decoder *dec, uint32_t l, uint32_t k)
+{
+    return (tmm_tz_ssm_desc){ step_desc(dec->m), dec->head, dec->nmodes[2 * l + k] };
+}
+
+static tmm_status record_ssm_prefill(tz_decoder *dec, tmm_recorder *r, tmm_view len)
+{
+    const tmm_model_config *c = config_of(dec->m);
+    for (uint32_t l = 0; l < c->n_layers; l++)
+        for (uint32_t k = 0; k < (c->expanded ? 2u : 1u); k++) {
+            const tmm_tz_ssm_desc sd = ssm_desc(dec, l, k);
+            TMM_TRY(tmm_op_tz_ssm_prefill(r, &sd, len, k ? dec->cache2[l] : dec->cache1[l],
+                                          A(dec->modes[2 * l + k]), A(dec->state[2 * l + k])));
+        }
+    return TMM_OK;
+}
+
+/* y = Toeplitz layer k of layer l at the new positions, u their inputs:
+ * the cached dot product, or the state-space step when distilled. */
+static tmm_status toeplitz_step(tz_decoder *dec, tmm_recorder *r, uint32_t l, uint32_t k, tmm_view pos, tmm_view u,
+                                tmm_view y)
+{
+    tz_mixer *m = dec->m;
+    const tmm_view cache = k ? dec->cache2[l] : dec->cache1[l];
+    const tmm_view w = P(m, l, k ? TMM_TZ_W2 : TMM_TZ_W), beta = P(m, l, k ? TMM_TZ_BETA2 : TMM_TZ_BETA);
+    if (dec->modes) {
+        const tmm_tz_ssm_desc sd = ssm_desc(dec, l, k);
+        return tmm_op_tz_ssm_step(r, &sd, pos, u, cache, w, beta, A(dec->modes[2 * l + k]),
+                                  A(dec->state[2 * l + k]), y);
+    }
+    const tmm_toeplitz_desc td = step_desc(m);
+    TMM_TRY(tmm_op_cache_write(r, &td, pos, u, cache));
+    return tmm_op_toeplitz_step(r, &td, pos, cache, w, beta, A(dec->scratch), y);
+}
+
+/* Uploads the modes of every Toeplitz layer (at least one mode each: a
+ * layer without any runs one zero mode) and makes their states. */
+static tmm_status decoder_distill(tmm_mixer_decoder *dd, const tmm_distilled *set)
+{
+    tz_decoder *dec = (tz_decoder *)dd;
+    tz_mixer *m = dec->m;
+    const tmm_model_config *c = config_of(m);
+    const tmm_param_table *t = m->base.s.table;
+    tmm_device *dev = m->base.s.alloc->device;
+    const uint32_t L = c->n_layers;
+    if (dec->modes)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the decoder is distilled already");
+    dec->head = set->head;
+    dec->nmodes = calloc(2 * L, sizeof *dec->nmodes);
+    dec->modes = calloc(2 * L, sizeof *dec->modes);
+    dec->state = calloc(2 * L, sizeof *dec->state);
+    if (!dec->nmodes || !dec->modes || !dec->state)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t k = 0; k < (c->expanded ? 2u : 1u); k++) {
+            const int idx = t->blocks[l].mix[k ? TMM_TZ_W2 : TMM_TZ_W];
+            const tmm_distilled_tensor *dt = tmm_distilled_find(set, idx);
+            if (!dt)
+                return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the distilled set has no modes for %s",
+                                t->params[idx].name);
+            const uint32_t M = dt->modes ? dt->modes : 1, i = 2 * l + k;
+            dec->nmodes[i] = M;
+            const tmm_tz_ssm_desc sd = ssm_desc(dec, l, k);
+            TMM_TRY(tmm_tz_ssm_check(&sd));
+            const uint64_t floats = (uint64_t)t->params[idx].shape[0] * t->params[idx].shape[1] * M * 4;
+            TMM_TRY(tmm_buffer_create(dev, floats * 4, TMM_MEMORY_DEVICE, &dec->modes[i]));
+            TMM_TRY(tmm_buffer_create(dev, tmm_tz_ssm_state_floats(&sd) * 4, TMM_MEMORY_DEVICE, &dec->state[i]));
+            float *data = calloc(floats, sizeof *data);
+            if (!data)
+                return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            if (dt->modes)
+                memcpy(data, dt->data, floats * sizeof *data);
+            tmm_status s = tmm_buffer_write(dec->modes[i], 0, data, floats * 4);
+            free(data);
+            TMM_TRY(s);
+        }
+    return TMM_OK;
+}
+
 static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
                               tmm_view h)
 {
@@ -373,22 +467,17 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     tz_mixer *m = dec->m;
     const tmm_model_config *c = config_of(m);
     const uint32_t B = m->base.s.batch, d = c->d_model;
-    const tmm_toeplitz_desc td = step_desc(m);
     tmm_recorder *r = rec->r;
-    tmm_view u = x, sts = A(dec->scratch);
+    tmm_view u = x;
     if (c->heads) {
         TMM_TRY(tmm_op_linear_rows(r, u, B, d, d, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(dec->u), false));
         u = A(dec->u);
     }
-    TMM_TRY(tmm_op_cache_write(r, &td, pos, u, dec->cache1[l]));
-    TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, dec->cache1[l], P(m, l, TMM_TZ_W), P(m, l, TMM_TZ_BETA), sts,
-                                 A(dec->y1)));
+    TMM_TRY(toeplitz_step(dec, r, l, 0, pos, u, A(dec->y1)));
     tmm_view mix = A(dec->y1);
     if (c->expanded) {
         TMM_TRY(tmm_op_bias_silu_forward(r, A(dec->y1), A(m->zeros_d), B, d, A(dec->q)));
-        TMM_TRY(tmm_op_cache_write(r, &td, pos, A(dec->q), dec->cache2[l]));
-        TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, dec->cache2[l], P(m, l, TMM_TZ_W2), P(m, l, TMM_TZ_BETA2), sts,
-                                     A(dec->y2)));
+        TMM_TRY(toeplitz_step(dec, r, l, 1, pos, A(dec->q), A(dec->y2)));
         mix = A(dec->y2);
     }
     if (c->heads)
@@ -409,4 +498,5 @@ const tmm_mixer_class tmm_toeplitz_mixer = {
     .decoder_destroy = decoder_destroy,
     .record_prefill = record_prefill,
     .record_step = record_step,
+    .decoder_distill = decoder_distill,
 };

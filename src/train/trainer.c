@@ -10,6 +10,7 @@
 #include "buffer.h"
 #include "files.h"
 #include "model/arch.h"
+#include "model/distilled.h"
 #include "model/model.h"
 #include "ops/ops.h"
 #include "text/tokenizer.h"
@@ -954,9 +955,17 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     if (s == TMM_OK)
         s = tmm_train_prepare(&c, &data);
     if (s == TMM_OK)
-        s = tmm_checkpoint_load(path, &c.model, load_flags & ~(unsigned)TMM_CHECKPOINT_STATE, &ck);
+        s = tmm_checkpoint_load(path, &c.model, load_flags & ~(unsigned)(TMM_CHECKPOINT_STATE | TMM_LOAD_EXACT), &ck);
     if (s == TMM_OK)
         s = check_tokenizer(&ck, data);
+    tmm_distilled set = { 0 };
+    if (s == TMM_OK && !(load_flags & TMM_LOAD_EXACT))
+        s = tmm_distilled_load_dir(ck.dir, &ck.table, ck.params, &set, &out->distilled);
+    if (s == TMM_OK && out->distilled) {
+        tmm_distilled_apply(&set, &ck.table, ck.params);
+        out->distill_head = set.head;
+    }
+    tmm_distilled_free(&set);
     if (s == TMM_OK)
         s = tmm_model_create_impl(dev, &c.model, B, c.mixer_impl, &m);
     if (s == TMM_OK)

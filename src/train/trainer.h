@@ -123,12 +123,17 @@ typedef struct tmm_eval_result {
     uint32_t batches;
     bool copy;                   /* accuracy is the copy task's held-out accuracy */
     tmm_data_task task;          /* the checkpoint's task (mqar: recall accuracy on the queried values) */
+    bool distilled;              /* evaluated with the realizations of its distill.safetensors */
+    uint32_t distill_head;
 } tmm_eval_result;
 
 /* Evaluates a checkpoint on its task's held-out data, in batches of its batch
  * size: `batches` of them, or with 0 one pass over the held-out split (text:
  * every row scored once) or the config's eval_batches (copy and mqar, whose held-out
- * rows are unbounded). load_flags: tmm_checkpoint_load's.
+ * rows are unbounded). load_flags: tmm_checkpoint_load's, and
+ * TMM_LOAD_EXACT: a checkpoint with a distill.safetensors (tmm distill) is
+ * evaluated with every Toeplitz vector replaced by its realization (what
+ * distilled decoding computes) unless this flag is given.
  * A loss that is not finite is an error. */
 tmm_status tmm_eval_checkpoint(tmm_device *device, const char *path, uint32_t batches, unsigned load_flags,
                                tmm_eval_result *result);
