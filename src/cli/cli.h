@@ -15,6 +15,7 @@ int cmd_eval(int argc, char **argv);
 /* tmm eval --task (cmd_eval_task.c), dispatched by cmd_eval. */
 int cmd_eval_task(int argc, char **argv);
 int cmd_index(int argc, char **argv);
+int cmd_distill(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
