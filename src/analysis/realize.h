@@ -68,7 +68,8 @@ typedef struct tmm_realize_options {
 
 /* A realization of w[0 .. n) as above. TMM_ERR_INVALID_ARGUMENT for n = 0,
  * head = 0, a non-finite w, or neither order nor a tol > 0;
- * TMM_ERR_INTERNAL (with LAPACK's info) when a decomposition fails. On
+ * TMM_ERR_UNSUPPORTED (with LAPACK's info, as src/analysis/linalg.c) when a
+ * decomposition fails; TMM_ERR_OUT_OF_HOST_MEMORY when memory runs out. On
  * failure *out owns nothing. */
 tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *opt, tmm_realization *out);
 
