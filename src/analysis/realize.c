@@ -303,13 +303,14 @@ static uint32_t bound_order(const double *sigma, uint32_t L, uint32_t cap, doubl
 }
 
 /* The smallest r in [0, r_hi] whose achieved rel_l2 is within tol, by
- * bisection (r_hi itself when even it is not). */
+ * bisection that presumes r_hi reaches it; r_hi itself when no probe does.
+ * r_hi is fitted only then: it is the dearest fit, and near r = L the modal
+ * form is ill-conditioned (the FIR's realization is nilpotent), so a smaller
+ * probe may reach tol where r_hi does not. */
 static tmm_status search_order(const fit_input *in, uint32_t r_hi, double tol, tmm_realization *out)
 {
-    TMM_TRY(fit(in, r_hi, out));
-    if (out->rel_l2 > tol)
-        return TMM_OK;
-    uint32_t lo = 0, hi = r_hi; /* hi reaches tol; every r < lo does not */
+    bool found = false;
+    uint32_t lo = 0, hi = r_hi; /* once found, *out is hi's fit, which reaches tol; lo - 1 does not */
     while (lo < hi) {
         const uint32_t mid = lo + (hi - lo) / 2;
         tmm_realization cand;
@@ -322,12 +323,13 @@ static tmm_status search_order(const fit_input *in, uint32_t r_hi, double tol, t
             tmm_realization_free(out);
             *out = cand;
             hi = mid;
+            found = true;
         } else {
             tmm_realization_free(&cand);
             lo = mid + 1;
         }
     }
-    return TMM_OK;
+    return found ? TMM_OK : fit(in, r_hi, out);
 }
 
 static tmm_status check_arguments(const float *w, uint32_t n, const tmm_realize_options *opt,

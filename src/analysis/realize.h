@@ -30,7 +30,10 @@
  *     fit of h over the window j < L given the poles (real unknowns: one per
  *     real mode, two per pair), rounded to float. With no pole reflected the
  *     fit is at least as close as balanced truncation's residues, so the
- *     bound holds for it.
+ *     bound holds for it (up to float rounding, ~1e-6·||w||_2) while r is
+ *     well below L: near r = L the truncation tends to the FIR's nilpotent
+ *     shift, whose clustered poles make the modal fit ill-conditioned, and
+ *     the achieved error can be far above the bound.
  *   - Achieved errors are measured in double with the float poles and
  *     residues, over the whole vector (the head is exact).
  */
