@@ -30,7 +30,10 @@
  *     fit of h over the window j < L given the poles (real unknowns: one per
  *     real mode, two per pair), rounded to float. With no pole reflected the
  *     fit is at least as close as balanced truncation's residues, so the
- *     bound holds for it.
+ *     bound holds for it (up to float rounding, ~1e-6·||w||_2) while r is
+ *     well below L: near r = L the truncation tends to the FIR's nilpotent
+ *     shift, whose clustered poles make the modal fit ill-conditioned, and
+ *     the achieved error can be far above the bound.
  *   - Achieved errors are measured in double with the float poles and
  *     residues, over the whole vector (the head is exact).
  */
@@ -68,7 +71,8 @@ typedef struct tmm_realize_options {
 
 /* A realization of w[0 .. n) as above. TMM_ERR_INVALID_ARGUMENT for n = 0,
  * head = 0, a non-finite w, or neither order nor a tol > 0;
- * TMM_ERR_INTERNAL (with LAPACK's info) when a decomposition fails. On
+ * TMM_ERR_UNSUPPORTED (with LAPACK's info, as src/analysis/linalg.c) when a
+ * decomposition fails; TMM_ERR_OUT_OF_HOST_MEMORY when memory runs out. On
  * failure *out owns nothing. */
 tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *opt, tmm_realization *out);
 
