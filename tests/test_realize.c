@@ -439,6 +439,25 @@ Test(realize, trivial_vectors)
     free(w);
 }
 
+/* The response of a hand-made realization: the head copied, then
+ * Σ Re(res·pole^j) against |pole|^j·(cos, sin)(j·arg pole). */
+Test(realize, response_formula)
+{
+    float block[8] = {-0.5f, 0.6f, 0.0f, 0.3f, 2.0f, 1.0f, 0.0f, -0.5f};
+    const tmm_realization re = {.head = 2, .order = 3, .modes = 2, .pole_re = block, .pole_im = block + 2,
+                                .res_re = block + 4, .res_im = block + 6};
+    const float w[12] = {3, -1, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+    double out[12];
+    tmm_realization_response(&re, w, 12, out);
+    cr_assert_eq(out[0], 3.0);
+    cr_assert_eq(out[1], -1.0);
+    const double rho = hypot(0.6f, 0.3f), theta = atan2(0.3f, 0.6f);
+    for (uint32_t j = 0; j < 10; j++) {
+        const double ref = 2.0 * pow(-0.5, j) + pow(rho, j) * (cos(theta * j) + 0.5 * sin(theta * j));
+        cr_assert(fabs(out[2 + j] - ref) <= 1e-14, "j %u: %.17g vs %.17g", j, out[2 + j], ref);
+    }
+}
+
 /* ---- 6. bad input, and a long vector's time ---------------------------------------------- */
 
 Test(realize, bad_input)

@@ -353,6 +353,20 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
     return a < b ? a : b;
 }
 
+/* The order of an order request, or the top of the tol search: the smallest
+ * r whose bound is within tol·||w||_2. Both within L and the caps. */
+static uint32_t largest_order(const float *w, uint32_t n, const tmm_realize_options *opt, const double *sigma,
+                              uint32_t L)
+{
+    const uint32_t cap = min_u32(L, TMM_REALIZE_MAX_ORDER);
+    if (opt->order > 0)
+        return min_u32(cap, opt->order);
+    double norm2 = 0;
+    for (uint32_t i = 0; i < n; i++)
+        norm2 += (double)w[i] * w[i];
+    return bound_order(sigma, L, opt->max_order > 0 ? min_u32(cap, opt->max_order) : cap, opt->tol * sqrt(norm2));
+}
+
 tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *opt, tmm_realization *out)
 {
     if (out)
@@ -370,19 +384,12 @@ tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *op
     tmm_status s = perm ? TMM_OK : out_of_memory("a Hankel eigendecomposition", L);
     for (size_t j = 0; j < l; j++)
         h[j] = w[head + j];
-    if (s == TMM_OK && L > 0)
+    if (s == TMM_OK && L > 0) {
         s = hankel_eig(h, L, 'V', v, mu);
-    if (s == TMM_OK)
-        s = sort_magnitudes(mu, L, sigma, perm);
-    uint32_t k = min_u32(L, TMM_REALIZE_MAX_ORDER);
-    if (opt->order > 0) {
-        k = min_u32(k, opt->order);
-    } else if (s == TMM_OK) {
-        double norm2 = 0;
-        for (uint32_t i = 0; i < n; i++)
-            norm2 += (double)w[i] * w[i];
-        k = bound_order(sigma, L, opt->max_order > 0 ? min_u32(k, opt->max_order) : k, opt->tol * sqrt(norm2));
+        if (s == TMM_OK)
+            s = sort_magnitudes(mu, L, sigma, perm);
     }
+    const uint32_t k = s == TMM_OK ? largest_order(w, n, opt, sigma, L) : 0;
     if (s == TMM_OK && !(shift = malloc(((size_t)k * k + 1) * sizeof *shift)))
         s = out_of_memory("a projected shift", k);
     if (s == TMM_OK) {
