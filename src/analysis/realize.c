@@ -1,7 +1,7 @@
 /* State-space realizations of Toeplitz vectors: balanced truncation of the
  * tail's FIR system through the eigendecomposition of its symmetric Hankel
- * matrix, poles from the projected shift, residues by least squares
- * (realize.h). */
+ * matrix, poles from the projected shift (or Kung's method on the window's
+ * Hankel, when closer), residues by least squares (realize.h). */
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -126,6 +126,8 @@ typedef struct fit_input {
     const double *sigma; /* Hankel singular values [L], descending */
     const double *shift; /* projected shift [k x k] */
     uint32_t k;          /* its order (the largest r fitted) */
+    const double *u;     /* Kung: left singular vectors of the window's p x q Hankel [p x ku], or NULL */
+    uint32_t p, ku;
 } fit_input;
 
 static double truncation_bound(const double *sigma, uint32_t L, uint32_t r)
@@ -166,18 +168,49 @@ static bool reflect_into_disk(float *re, float *im)
     return true;
 }
 
-/* The poles of the order-r truncation into re (modes, pole arrays set). */
-static tmm_status fit_poles(const fit_input *in, uint32_t r, tmm_realization *re)
+/* The order-r state matrix of Kung's method into a [r x r]: the shift
+ * invariance of the window's observability, U_r[1:p] = U_r[0:p-1]·A, solved
+ * by least squares. Exact for a window that is a sum of r modes, where the
+ * truncated FIR's balanced truncation is not (its Hankel sees the window's
+ * end). */
+static tmm_status kung_matrix(const fit_input *in, uint32_t r, double *a)
+{
+    const size_t rows = in->p - 1;
+    double *x = malloc((2 * rows * r + r) * sizeof *x);
+    if (!x)
+        return out_of_memory("Kung's shift", r);
+    double *y = x + rows * r, *sv = y + rows * r;
+    for (size_t c = 0; c < r; c++) {
+        memcpy(x + c * rows, in->u + c * in->p, rows * sizeof *x);
+        memcpy(y + c * rows, in->u + c * in->p + 1, rows * sizeof *y);
+    }
+    lapack_int rank; /* minimum norm where the window has rank below r (a pure delay) */
+    lapack_int info = LAPACKE_dgelsd(LAPACK_COL_MAJOR, (lapack_int)rows, (lapack_int)r, (lapack_int)r, x,
+                                     (lapack_int)rows, y, (lapack_int)rows, sv, -1, &rank);
+    for (size_t c = 0; info == 0 && c < r; c++)
+        memcpy(a + c * r, y + c * rows, r * sizeof *a);
+    free(x);
+    return info == 0 ? TMM_OK : lapack_fail(info, "dgelsd (Kung)", (uint32_t)rows, r);
+}
+
+/* The poles of order r into re (modes, pole arrays set): of the balanced
+ * truncation's projected shift, or with kung of Kung's state matrix. */
+static tmm_status fit_poles(const fit_input *in, uint32_t r, bool kung, tmm_realization *re)
 {
     double *a = malloc(((size_t)r * r + 2 * (size_t)r) * sizeof *a);
     if (!a)
         return out_of_memory("a projected shift", r);
     double *wr = a + (size_t)r * r, *wi = wr + r;
-    for (size_t b = 0; b < r; b++)
-        memcpy(a + b * r, in->shift + b * in->k, r * sizeof *a);
-    lapack_int info = LAPACKE_dgeev(LAPACK_COL_MAJOR, 'N', 'N', (lapack_int)r, a, (lapack_int)r, wr, wi, NULL, 1,
-                                    NULL, 1);
-    tmm_status s = info == 0 ? TMM_OK : lapack_fail(info, "dgeev (poles)", r, r);
+    tmm_status s = TMM_OK;
+    if (kung)
+        s = kung_matrix(in, r, a);
+    else
+        for (size_t b = 0; b < r; b++)
+            memcpy(a + b * r, in->shift + b * in->k, r * sizeof *a);
+    lapack_int info = s == TMM_OK ? LAPACKE_dgeev(LAPACK_COL_MAJOR, 'N', 'N', (lapack_int)r, a, (lapack_int)r, wr, wi,
+                                                  NULL, 1, NULL, 1) : 0;
+    if (s == TMM_OK && info != 0)
+        s = lapack_fail(info, "dgeev (poles)", r, r);
     uint32_t modes = 0;
     for (uint32_t i = 0; s == TMM_OK && i < r; i++)
         modes += mode_of(wr[i], wi[i]) != MODE_NONE;
@@ -270,8 +303,8 @@ static tmm_status measure(const fit_input *in, tmm_realization *re)
     return TMM_OK;
 }
 
-/* The realization of order r (<= in->k); on failure out owns nothing. */
-static tmm_status fit(const fit_input *in, uint32_t r, tmm_realization *out)
+/* The realization of order r with one choice of poles; on failure out owns nothing. */
+static tmm_status fit_with(const fit_input *in, uint32_t r, bool kung, tmm_realization *out)
 {
     *out = (tmm_realization){.head = in->head,
                              .order = r,
@@ -279,7 +312,7 @@ static tmm_status fit(const fit_input *in, uint32_t r, tmm_realization *out)
                              .sigma1 = in->L > 0 ? in->sigma[0] : 0};
     tmm_status s = TMM_OK;
     if (r > 0) {
-        s = fit_poles(in, r, out);
+        s = fit_poles(in, r, kung, out);
         if (s == TMM_OK)
             s = fit_residues(in, r, out);
     }
@@ -288,6 +321,23 @@ static tmm_status fit(const fit_input *in, uint32_t r, tmm_realization *out)
     if (s != TMM_OK)
         tmm_realization_free(out);
     return s;
+}
+
+/* The realization of order r (<= in->k): the balanced truncation's poles or
+ * Kung's, whichever fit is closer (so the bound, which holds for the first,
+ * holds for the result). */
+static tmm_status fit(const fit_input *in, uint32_t r, tmm_realization *out)
+{
+    TMM_TRY(fit_with(in, r, false, out));
+    if (r == 0 || !in->u || r > in->ku || r + 1 > in->p || out->rel_l2 == 0)
+        return TMM_OK;
+    tmm_realization k;
+    TMM_TRY(fit_with(in, r, true, &k));
+    const bool better = k.rel_l2 < out->rel_l2;
+    tmm_realization_free(better ? out : &k);
+    if (better)
+        *out = k;
+    return TMM_OK;
 }
 
 /* ---- the order ------------------------------------------------------------------- */
@@ -367,6 +417,28 @@ static uint32_t largest_order(const float *w, uint32_t n, const tmm_realize_opti
     return bound_order(sigma, L, opt->max_order > 0 ? min_u32(cap, opt->max_order) : cap, opt->tol * sqrt(norm2));
 }
 
+/* The left singular vectors U [p x min(p, q)] of the window's Hankel
+ * W[i][j] = h[i + j], i < p, j < q (into *u, malloc'ed). */
+static tmm_status window_svd(const double *h, uint32_t p, uint32_t q, double **u)
+{
+    const size_t P = p, Q = q, kmin = p < q ? p : q;
+    double *m = malloc((P * Q + P * kmin + kmin + kmin * Q) * sizeof *m);
+    if (!m)
+        return out_of_memory("Kung's Hankel", p);
+    double *uu = m + P * Q, *sv = uu + P * kmin, *vt = sv + kmin;
+    for (size_t j = 0; j < Q; j++)
+        memcpy(m + j * P, h + j, P * sizeof *m);
+    lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', (lapack_int)p, (lapack_int)q, m, (lapack_int)p, sv, uu,
+                                     (lapack_int)p, vt, (lapack_int)kmin);
+    if (info != 0) {
+        free(m);
+        return lapack_fail(info, "dgesdd (Kung)", p, q);
+    }
+    memmove(m, uu, P * kmin * sizeof *m);
+    *u = m;
+    return TMM_OK;
+}
+
 tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *opt, tmm_realization *out)
 {
     if (out)
@@ -392,11 +464,17 @@ tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *op
     const uint32_t k = s == TMM_OK ? largest_order(w, n, opt, sigma, L) : 0;
     if (s == TMM_OK && !(shift = malloc(((size_t)k * k + 1) * sizeof *shift)))
         s = out_of_memory("a projected shift", k);
+    /* Kung: the p x q Hankel of the window, p + q - 1 = L, U of its SVD */
+    const uint32_t p = (L + 2) / 2, q = L + 1 - p, ku = p < q ? p : q;
+    double *u = NULL;
+    if (s == TMM_OK && L >= 3)
+        s = window_svd(h, p, q, &u);
     if (s == TMM_OK) {
         projected_shift(v, L, perm, k, shift);
-        const fit_input in = {w, n, head, L, h, sigma, shift, k};
+        const fit_input in = {w, n, head, L, h, sigma, shift, k, u, p, ku};
         s = opt->order > 0 ? fit(&in, k, out) : search_order(&in, k, opt->tol, out);
     }
+    free(u);
     free(shift);
     free(perm);
     free(buf);

@@ -14,6 +14,7 @@
 #include "io/limits.h"
 #include "mixer/toeplitz_mixer.h"
 #include "model/distilled.h"
+#include "ops/ops.h"
 #include "ops/tz_ssm_ops.h"
 #include "train/checkpoint.h"
 
