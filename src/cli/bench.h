@@ -101,9 +101,11 @@ typedef struct bench_gen {
 } bench_gen;
 
 /* A generator of one sequence from weights in memory (a checkpoint's or
- * random ones), with n random tokens to feed it. */
+ * random ones; distilled: decoding with these realizations, or NULL), with n
+ * random tokens to feed it. */
 tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, tmm_mixer_impl impl, uint32_t repeat, bench_gen *out);
+                          tmm_gen_tokenizer tokenizer, tmm_mixer_impl impl, uint32_t repeat,
+                          const tmm_distilled *distilled, bench_gen *out);
 /* The same with random weights (tmm_param_init from c->seed); c must be checked. */
 tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_mixer_impl impl, uint32_t repeat,
                             bench_gen *out);

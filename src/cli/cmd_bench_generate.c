@@ -3,6 +3,7 @@
  * forward pass for every new token). */
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,13 @@ static void usage(void)
            "MLP expansion 4. With --json prints one object, including decode_speedup_at_1000\n"
            "(naive / cached ms per token at position 1000; null when n <= 1000).\n"
            "Defaults: --prompts 16,64,256,1000 --positions 1,10,100,500,1000 --repeat 5 (values\n"
-           "beyond the context are left out). --mixer-impl chooses how the TMM's Toeplitz layers\n"
-           "are computed (the other architectures ignore it).\n");
+           "beyond the context are left out), and the position n - R (R = --repeat: its steps end at\n"
+           "the last position) when n > R + 1000. --mixer-impl chooses how the TMM's Toeplitz layers\n"
+           "are computed (the other architectures ignore it).\n"
+           "A distilled checkpoint (tmm distill) is decoded both ways: exact cached decoding and\n"
+           "the state-space realizations side by side (ms/token and their ratio), and how far the\n"
+           "distilled logits stray from exact decoding along a greedy continuation of a 16-token\n"
+           "prompt to the last position measured (largest |logit difference|, argmax agreement).\n");
 }
 
 tmm_status bench_gen_first_token(bench_gen *b, uint32_t len, double *ms)
@@ -80,7 +86,8 @@ void bench_gen_close(bench_gen *b)
 }
 
 tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, tmm_mixer_impl impl, uint32_t repeat, bench_gen *out)
+                          tmm_gen_tokenizer tokenizer, tmm_mixer_impl impl, uint32_t repeat,
+                          const tmm_distilled *distilled, bench_gen *out)
 {
     const tmm_model_config *c = &table->config;
     memset(out, 0, sizeof *out);
@@ -93,7 +100,7 @@ tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const f
     if (s == TMM_OK) {
         for (uint32_t i = 0; i < out->n; i++)
             out->tokens[i] = (uint32_t)(tmm_rng_bits(1, i) % out->V);
-        s = tmm_gen_create(dev, table, params, tokenizer, 1, impl, NULL, &out->gen);
+        s = tmm_gen_create(dev, table, params, tokenizer, 1, impl, distilled, &out->gen);
     }
     if (s != TMM_OK)
         bench_gen_close(out);
@@ -115,18 +122,65 @@ tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_mixe
         s = tmm_gen_tokenizer_pick(NULL, c->vocab, &tokenizer);
     }
     if (s == TMM_OK)
-        s = bench_gen_open(dev, &table, params, tokenizer, impl, repeat, out);
+        s = bench_gen_open(dev, &table, params, tokenizer, impl, repeat, NULL, out);
     free(params);
     tmm_param_table_free(&table);
     return s;
 }
 
-static int run(bench_gen *b, const uint32_t *prompts, unsigned np, const uint32_t *positions, unsigned nq, bool json,
-               const char *device_name, const char *model_desc, const tmm_model_config *c)
+/* How far distilled decoding (bd) strays from exact decoding (b): the exact
+ * model continues a 16-token prompt greedily to position `to`; the distilled
+ * one is fed the same tokens. */
+typedef struct fidelity {
+    uint32_t steps, agree, first_split;  /* argmax equal at `agree` steps; first step where it is not */
+    double max_dlogit, mean_dlogit;      /* |logit difference|: largest, mean over steps of each step's largest */
+} fidelity;
+
+static tmm_status measure_fidelity(bench_gen *b, bench_gen *bd, uint32_t to, fidelity *f)
 {
-    double ttft[MAX_POINTS], cached[MAX_POINTS], naive[MAX_POINTS];
+    uint32_t len = 16 < b->n ? 16 : 1;
+    const uint32_t *p = b->tokens;
+    float *ld = malloc(b->V * sizeof *ld);
+    if (!ld)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    *f = (fidelity){ .first_split = UINT32_MAX };
+    tmm_status s = tmm_generator_prefill(b->gen, &p, &len, b->logits);
+    if (s == TMM_OK)
+        s = tmm_generator_prefill(bd->gen, &p, &len, ld);
+    tmm_sampler greedy = TMM_SAMPLER_DEFAULT;
+    greedy.greedy = true;
+    for (uint32_t pos = len; s == TMM_OK && pos <= to && pos < b->n; pos++) {
+        uint32_t te, td;
+        double worst = 0;
+        for (uint32_t v = 0; v < b->V; v++)
+            worst = fmax(worst, fabs((double)b->logits[v] - ld[v]));
+        s = tmm_sample(&greedy, b->logits, b->V, 0, &te);
+        if (s == TMM_OK)
+            s = tmm_sample(&greedy, ld, b->V, 0, &td);
+        f->steps++, f->agree += te == td, f->max_dlogit = fmax(f->max_dlogit, worst), f->mean_dlogit += worst;
+        if (te != td && f->first_split == UINT32_MAX)
+            f->first_split = pos;
+        if (s == TMM_OK && pos + 1 < b->n && pos < to)
+            s = tmm_generator_step(b->gen, &te, b->logits);
+        if (s == TMM_OK && pos + 1 < b->n && pos < to)
+            s = tmm_generator_step(bd->gen, &te, ld);
+        if (pos + 1 >= b->n || pos >= to)
+            break;
+    }
+    f->mean_dlogit /= f->steps ? f->steps : 1;
+    free(ld);
+    return s;
+}
+
+static int run(bench_gen *b, bench_gen *bd, const uint32_t *prompts, unsigned np, const uint32_t *positions,
+               unsigned nq, bool json, const char *device_name, const char *model_desc, const tmm_model_config *c)
+{
+    double ttft[MAX_POINTS], cached[MAX_POINTS], naive[MAX_POINTS], dist[MAX_POINTS];
     double speedup_1000 = -1;
+    fidelity fid = { 0 };
     tmm_status s = bench_gen_cached(b, 1, &cached[0]); /* warm-up: compiles every kernel */
+    if (s == TMM_OK && bd)
+        s = bench_gen_cached(bd, 1, &dist[0]);
     for (unsigned i = 0; s == TMM_OK && i < np; i++)
         s = bench_gen_first_token(b, prompts[i], &ttft[i]);
     for (unsigned i = 0; s == TMM_OK && i < nq; i++) {
@@ -134,21 +188,36 @@ static int run(bench_gen *b, const uint32_t *prompts, unsigned np, const uint32_
         /* the naive way: the whole prefix of position t through the model */
         if (s == TMM_OK)
             s = bench_gen_first_token(b, positions[i] + 1, &naive[i]);
+        if (s == TMM_OK && bd)
+            s = bench_gen_cached(bd, positions[i], &dist[i]);
         if (positions[i] == 1000)
             speedup_1000 = naive[i] / cached[i];
     }
+    if (s == TMM_OK && bd)
+        s = measure_fidelity(b, bd, positions[nq - 1], &fid);
     if (s != TMM_OK)
         return cli_error("bench generate", s);
     if (!json) {
         printf("%s on %s\n\n  prompt   first token ms   prompt tokens/s\n", model_desc, device_name);
         for (unsigned i = 0; i < np; i++)
             printf("  %6u   %14.2f   %15.0f\n", prompts[i], ttft[i], prompts[i] / (ttft[i] / 1e3));
-        printf("\n  position   cached ms/token   tokens/s   naive ms/token   speedup\n");
-        for (unsigned i = 0; i < nq; i++)
-            printf("  %8u   %15.3f   %8.1f   %14.2f   %6.1fx\n", positions[i], cached[i], 1e3 / cached[i], naive[i],
+        printf("\n  position   cached ms/token   tokens/s   naive ms/token   speedup%s\n",
+               bd ? "   distilled ms/token   vs cached" : "");
+        for (unsigned i = 0; i < nq; i++) {
+            printf("  %8u   %15.3f   %8.1f   %14.2f   %6.1fx", positions[i], cached[i], 1e3 / cached[i], naive[i],
                    naive[i] / cached[i]);
+            if (bd)
+                printf("   %18.3f   %8.2fx", dist[i], cached[i] / dist[i]);
+            printf("\n");
+        }
         if (speedup_1000 > 0)
             printf("\ndecode speedup at position 1000: %.1fx\n", speedup_1000);
+        if (bd)
+            printf("distilled vs exact decoding over %u greedy steps: largest |logit difference| %.3g (mean of each "
+                   "step's largest %.3g), same argmax at %.1f%% of steps, first different at %s%u\n", fid.steps,
+                   fid.max_dlogit, fid.mean_dlogit, 100.0 * fid.agree / (fid.steps ? fid.steps : 1),
+                   fid.first_split == UINT32_MAX ? "none: " : "position ",
+                   fid.first_split == UINT32_MAX ? fid.steps : fid.first_split);
         return 0;
     }
     cJSON *root = cJSON_CreateObject();
@@ -171,7 +240,21 @@ static int run(bench_gen *b, const uint32_t *prompts, unsigned np, const uint32_
         cJSON_AddNumberToObject(o, "cached_ms", cached[i]);
         cJSON_AddNumberToObject(o, "naive_ms", naive[i]);
         cJSON_AddNumberToObject(o, "speedup", naive[i] / cached[i]);
+        if (bd)
+            cJSON_AddNumberToObject(o, "distilled_ms", dist[i]),
+                cJSON_AddNumberToObject(o, "distilled_speedup", cached[i] / dist[i]);
         cJSON_AddItemToArray(a, o);
+    }
+    if (bd) {
+        cJSON *f = cJSON_AddObjectToObject(root, "distilled_fidelity");
+        cJSON_AddNumberToObject(f, "steps", fid.steps);
+        cJSON_AddNumberToObject(f, "max_abs_logit_diff", fid.max_dlogit);
+        cJSON_AddNumberToObject(f, "mean_max_abs_logit_diff", fid.mean_dlogit);
+        cJSON_AddNumberToObject(f, "argmax_agreement", (double)fid.agree / (fid.steps ? fid.steps : 1));
+        if (fid.first_split == UINT32_MAX)
+            cJSON_AddNullToObject(f, "first_different_position");
+        else
+            cJSON_AddNumberToObject(f, "first_different_position", fid.first_split);
     }
     if (speedup_1000 > 0)
         cJSON_AddNumberToObject(root, "decode_speedup_at_1000", speedup_1000);
@@ -216,7 +299,7 @@ int bench_generate(int argc, char **argv)
     const char *checkpoint = NULL;
     tmm_mixer_impl mixer = TMM_MIXER_AUTO;
     int opt, device = -1;
-    bool json = false, ok = true, arch_given = false, heads_given = false;
+    bool json = false, ok = true, arch_given = false, heads_given = false, positions_given = false;
     optind = 1;
     opterr = 0; /* our own messages below */
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1 && ok) {
@@ -231,7 +314,7 @@ int bench_generate(int argc, char **argv)
             break;
         case O_V: ok = cli_parse_uint("--vocab", optarg, TMM_MAX_VOCAB, &v); c.vocab = (uint32_t)v; break;
         case O_PROMPTS: ok = bench_parse_list("--prompts", optarg, prompts, &np); break;
-        case O_POSITIONS: ok = bench_parse_list("--positions", optarg, positions, &nq); break;
+        case O_POSITIONS: ok = bench_parse_list("--positions", optarg, positions, &nq), positions_given = true; break;
         case O_REPEAT:
             ok = cli_parse_uint("--repeat", optarg, BENCH_MAX_REPEAT, &repeat) && repeat > 0;
             if (!ok)
@@ -278,6 +361,8 @@ int bench_generate(int argc, char **argv)
         if ((s = tmm_model_config_check(&c)) != TMM_OK)
             return cli_error("bad model", s);
     }
+    if (!positions_given && nq < MAX_POINTS && c.n_ctx > repeat + 1000) /* the last position too */
+        positions[nq++] = c.n_ctx - (uint32_t)repeat;
     np = keep_fitting(prompts, np, c.n_ctx);
     nq = keep_fitting(positions, nq, c.n_ctx > repeat ? c.n_ctx - (uint32_t)repeat : 0);
     if (np == 0 || nq == 0) {
@@ -290,12 +375,18 @@ int bench_generate(int argc, char **argv)
         tmm_checkpoint_free(&ck);
         return 1;
     }
-    bench_gen b = { 0 };
+    bench_gen b = { 0 }, bd = { 0 };
+    tmm_distilled set = { 0 };
+    bool distilled = false;
     if (checkpoint) {
         tmm_gen_tokenizer tokenizer;
         s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), c.vocab, &tokenizer);
         if (s == TMM_OK)
-            s = bench_gen_open(dev, &ck.table, ck.params, tokenizer, mixer, (uint32_t)repeat, &b);
+            s = tmm_distilled_load_dir(ck.dir, &ck.table, ck.params, &set, &distilled);
+        if (s == TMM_OK)
+            s = bench_gen_open(dev, &ck.table, ck.params, tokenizer, mixer, (uint32_t)repeat, NULL, &b);
+        if (s == TMM_OK && distilled)
+            s = bench_gen_open(dev, &ck.table, ck.params, tokenizer, mixer, (uint32_t)repeat, &set, &bd);
     } else {
         s = bench_gen_random(dev, &c, mixer, (uint32_t)repeat, &b);
     }
@@ -307,9 +398,12 @@ int bench_generate(int argc, char **argv)
         snprintf(desc, sizeof desc, "%s (%s): d %u, %u layers, %s, n %u, vocab %u",
                  checkpoint ? checkpoint : "random model", tmm_arch_name(c.arch), c.d_model, c.n_layers,
                  bench_mixing_desc(&c, mix, sizeof mix), c.n_ctx, c.vocab);
-        rc = run(&b, prompts, np, positions, nq, json, tmm_device_get_info(dev)->name, desc, &c);
+        rc = run(&b, distilled ? &bd : NULL, prompts, np, positions, nq, json, tmm_device_get_info(dev)->name, desc,
+                 &c);
     }
     bench_gen_close(&b);
+    bench_gen_close(&bd);
+    tmm_distilled_free(&set);
     tmm_checkpoint_free(&ck);
     tmm_device_destroy(dev);
     return rc;
