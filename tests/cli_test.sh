@@ -195,6 +195,30 @@ check "generate text from an empty prompt" "$tmm" generate --checkpoint "$dir/te
 check "bench generate" bash -c '"$@" | python3 -c "import json,sys; r=json.load(sys.stdin); assert r[\"decode\"] and r[\"decode_speedup_at_1000\"] is None"' \
   _ "$tmm" bench generate --d-model 16 --n-ctx 64 --layers 1 --heads 2 --prompts 8,32 --positions 1,40 --repeat 2 --json
 
+# tmm distill (docs/model.md "Distilled decoding"): the copy run through state-space models
+check "distill the copy run" "$tmm" distill --checkpoint "$dir/copy" --out "$dir/copy-d" --order 64 --quiet
+check "distill.json reports every vector" python3 -c "import json,sys; r=json.load(open(sys.argv[1])); \
+assert len(r['vectors']) == 2 and all(v['order'] <= 64 and v['max_abs'] >= 0 and v['bound'] >= 0 for v in r['vectors'])" \
+  "$dir/copy-d/distill.json"
+check "distilled decoding copies (order 64)" bash -c '[ "$("$@" --prompt "'$held'" --greedy -n 64)" = "'$held'" ]' \
+  _ "$tmm" generate --checkpoint "$dir/copy-d" --quiet
+check "eval of a distilled checkpoint" bash -c '"$0" eval --checkpoint "$1" | grep -q "^distilled: "' "$tmm" "$dir/copy-d"
+check "eval --exact" bash -c '! "$0" eval --checkpoint "$1" --exact | grep -q "^distilled"' "$tmm" "$dir/copy-d"
+check "bench generate: distilled beside exact" bash -c '"$@" | python3 -c "import json,sys; r=json.load(sys.stdin); \
+assert all(d[\"distilled_ms\"] > 0 for d in r[\"decode\"]) and r[\"distilled_fidelity\"][\"steps\"] > 0"' \
+  _ "$tmm" bench generate --checkpoint "$dir/copy-d" --prompts 8 --positions 1,100 --repeat 2 --json
+check "distill --tol" bash -c '"$0" distill --checkpoint "$1" --out "$2" --tol 0.3 --json | python3 -c "import json,sys; \
+r=json.load(sys.stdin); assert all(v[\"rel_l2\"] <= 0.3 for v in r[\"vectors\"])"' "$tmm" "$dir/copy" "$dir/copy-t"
+expect_fail "distill: --order and --tol" 2 "not both" "$tmm" distill --checkpoint "$dir/copy" --out "$dir/x" --order 4 --tol 0.1
+expect_fail "distill: --out is required" 2 "--out DIR2 is required" "$tmm" distill --checkpoint "$dir/copy"
+expect_fail "distill: a run is there" 1 "already holds a run" "$tmm" distill --checkpoint "$dir/copy" --out "$dir/copy-d" --order 2
+check "distill --force replaces it" "$tmm" distill --checkpoint "$dir/copy" --out "$dir/copy-t" --order 2 --force --quiet
+expect_fail "distill: into its own run" 1 "own run directory" "$tmm" distill --checkpoint "$dir/copy" --out "$dir/copy" --order 2
+expect_fail "distill: not a TMM" 1 "only a TMM" "$tmm" distill --checkpoint "$dir/arch-mamba2" --out "$dir/x" --order 2
+dfile="$dir/copy-d/checkpoints/$(cat "$dir/copy-d/checkpoints/latest")/distill.safetensors"
+printf '\x7f' | dd of="$dfile" bs=1 seek=$(( $(stat -c %s "$dfile") - 5 )) conv=notrunc 2>/dev/null
+expect_fail "a damaged distill.safetensors is refused" 1 "damaged" "$tmm" generate --checkpoint "$dir/copy-d" --prompt 01
+
 # a flipped byte in the saved weights is refused
 model="$dir/a/checkpoints/$(cat "$dir/a/checkpoints/latest")/model.safetensors"
 size=$(stat -c %s "$model")

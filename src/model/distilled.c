@@ -72,7 +72,7 @@ tmm_status tmm_distilled_write(const char *path, const tmm_param_table *t, const
 
 /* The modes of Toeplitz tensor p from the file, checked. */
 static tmm_status read_tensor(const char *path, const tmm_safetensors *st, const tmm_param *p,
-                              tmm_distilled_tensor *out, uint64_t *hash)
+                              tmm_distilled_tensor *out)
 {
     char name[TMM_PARAM_NAME_MAX + 8];
     tensor_name(p, name, sizeof name);
@@ -88,7 +88,6 @@ static tmm_status read_tensor(const char *path, const tmm_safetensors *st, const
     if (!(out->data = malloc((count ? count : 1) * sizeof *out->data)))
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     memcpy(out->data, x->data, count * sizeof *out->data);
-    *hash = tmm_fnv1a64_more(*hash, out->data, count * sizeof *out->data);
     for (uint64_t i = 0; i < count; i += 4) {
         const float *m = out->data + i;
         if (!isfinite(m[0]) || !isfinite(m[1]) || !isfinite(m[2]) || !isfinite(m[3]))
@@ -123,6 +122,12 @@ tmm_status tmm_distilled_read(const char *path, const tmm_param_table *t, const 
     else if (!wh || strcmp(wh, want) != 0)
         s = tmm_fail(TMM_ERR_IO, "%s: made from other weights than this checkpoint's (weights_fnv1a64 %.20s, "
                      "these are %s): run tmm distill again", path, wh ? wh : "(missing)", want);
+    size_t data_size;
+    const void *data = tmm_safetensors_data(st, &data_size);
+    snprintf(want, sizeof want, "%016" PRIx64, tmm_fnv1a64(data, data_size));
+    if (s == TMM_OK && (!dh || strcmp(dh, want) != 0))
+        s = tmm_fail(TMM_ERR_IO, "%s: checksum mismatch (data_fnv1a64 %.20s, the data hashes to %s): the file is "
+                     "damaged", path, dh ? dh : "(missing)", want);
     uint32_t n_tz = 0;
     for (uint32_t i = 0; i < t->count; i++)
         n_tz += t->params[i].kind == TMM_PARAM_TOEPLITZ_W;
@@ -131,17 +136,12 @@ tmm_status tmm_distilled_read(const char *path, const tmm_param_table *t, const 
                      tmm_safetensors_count(st), n_tz);
     if (s == TMM_OK && !(out->t = calloc(n_tz ? n_tz : 1, sizeof *out->t)))
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    uint64_t hash = tmm_fnv1a64(NULL, 0);
     out->head = (uint32_t)m;
     for (uint32_t i = 0; i < t->count && s == TMM_OK; i++)
         if (t->params[i].kind == TMM_PARAM_TOEPLITZ_W) {
             out->t[out->count].param = (int)i;
-            s = read_tensor(path, st, &t->params[i], &out->t[out->count++], &hash);
+            s = read_tensor(path, st, &t->params[i], &out->t[out->count++]);
         }
-    snprintf(want, sizeof want, "%016" PRIx64, hash);
-    if (s == TMM_OK && (!dh || strcmp(dh, want) != 0))
-        s = tmm_fail(TMM_ERR_IO, "%s: checksum mismatch (data_fnv1a64 %.20s, the data hashes to %s): the file is "
-                     "damaged", path, dh ? dh : "(missing)", want);
     tmm_safetensors_free(st);
     if (s != TMM_OK)
         tmm_distilled_free(out);
