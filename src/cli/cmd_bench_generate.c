@@ -35,8 +35,8 @@ static void usage(void)
            "MLP expansion 4. With --json prints one object, including decode_speedup_at_1000\n"
            "(naive / cached ms per token at position 1000; null when n <= 1000).\n"
            "Defaults: --prompts 16,64,256,1000 --positions 1,10,100,500,1000 --repeat 5 (values\n"
-           "beyond the context are left out), and the position n - R (R = --repeat: its steps end at\n"
-           "the last position) when n > R + 1000. --mixer-impl chooses how the TMM's Toeplitz layers\n"
+           "beyond the context are left out) and the position n - R (R = --repeat: its steps end at\n"
+           "the last position). --mixer-impl chooses how the TMM's Toeplitz layers\n"
            "are computed (the other architectures ignore it).\n"
            "A distilled checkpoint (tmm distill) is decoded both ways: exact cached decoding and\n"
            "the state-space realizations side by side (ms/token and their ratio), and how far the\n"
@@ -361,8 +361,10 @@ int bench_generate(int argc, char **argv)
         if ((s = tmm_model_config_check(&c)) != TMM_OK)
             return cli_error("bad model", s);
     }
-    if (!positions_given && nq < MAX_POINTS && c.n_ctx > repeat + 1000) /* the last position too */
+    if (!positions_given && c.n_ctx > repeat) { /* the last position too: steps that end at n - 1 */
+        nq = keep_fitting(positions, nq, c.n_ctx - (uint32_t)repeat - 1);
         positions[nq++] = c.n_ctx - (uint32_t)repeat;
+    }
     np = keep_fitting(prompts, np, c.n_ctx);
     nq = keep_fitting(positions, nq, c.n_ctx > repeat ? c.n_ctx - (uint32_t)repeat : 0);
     if (np == 0 || nq == 0) {

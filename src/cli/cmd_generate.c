@@ -18,7 +18,7 @@ static void usage(void)
 {
     printf("usage: tmm generate --checkpoint DIR (--prompt TEXT | --prompt-file F) [-n N]\n"
            "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--greedy]\n"
-           "                    [--slide] [--mixer-impl auto|direct|fft] [--device N] [--quiet]\n\n"
+           "                    [--slide] [--mixer-impl auto|direct|fft] [--exact] [--device N] [--quiet]\n\n"
            "Continues a prompt with a trained model. The prompt is tokenized with the\n"
            "checkpoint's tokenizer (bytes for text models, the run's tokenizer.json for models\n"
            "trained on prepared shards; for copy-task models the symbols\n"
@@ -26,7 +26,9 @@ static void usage(void)
            "forward pass (prefill), and then tokens are decoded one at a time from cached\n"
            "mixer inputs, each costing O(position x d) per layer. The text is written to stdout\n"
            "as it is produced; prompt and decode speeds and the time to first token go to\n"
-           "stderr. Text models stop at the end-of-text token.\n\n"
+           "stderr. Text models stop at the end-of-text token. A checkpoint made by tmm distill\n"
+           "decodes through its state-space realizations instead: O(r x d) per token and layer\n"
+           "whatever the position (the prefill stays exact).\n\n"
            "  -c, --checkpoint DIR   run directory, checkpoint directory or model file\n"
            "  -p, --prompt TEXT      the prompt\n"
            "  -f, --prompt-file F    read the prompt from a file (bytes as they are)\n"
@@ -43,13 +45,14 @@ static void usage(void)
            "                         Without it, generation stops when the context is full.\n"
            "  --mixer-impl I         how the prefill computes the Toeplitz layers (auto: FFT from\n"
            "                         the crossover length measured on the device)\n"
+           "  --exact                a distilled checkpoint decodes exactly (the cached dot product)\n"
            "  --device N             Vulkan device (see tmm devices)\n"
            "  --allow-nonfinite      load weights holding NaN or infinite values (debugging;\n"
            "                         sampling then stops at the first non-finite logit)\n"
            "  -q, --quiet            no speeds on stderr\n");
 }
 
-enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER, O_NONFINITE };
+enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER, O_NONFINITE, O_EXACT };
 
 static const struct option longopts[] = {
     { "checkpoint", required_argument, NULL, 'c' }, { "prompt", required_argument, NULL, 'p' },
@@ -59,7 +62,7 @@ static const struct option longopts[] = {
     { "greedy", no_argument, NULL, O_GREEDY }, { "slide", no_argument, NULL, O_SLIDE },
     { "mixer-impl", required_argument, NULL, O_MIXER }, { "device", required_argument, NULL, 'd' },
     { "quiet", no_argument, NULL, 'q' }, { "allow-nonfinite", no_argument, NULL, O_NONFINITE },
-    { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
+    { "exact", no_argument, NULL, O_EXACT }, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
 };
 
 static bool parse_float(const char *opt, const char *text, float *out)
@@ -110,6 +113,7 @@ static int parse(int argc, char **argv, options *o)
         case O_GREEDY: o->sampler.greedy = true; break;
         case O_SLIDE: o->slide = true; break;
         case O_NONFINITE: o->load_flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
+        case O_EXACT: o->load_flags |= TMM_LOAD_EXACT; break;
         case O_MIXER:
             if (tmm_mixer_impl_parse(optarg, &o->mixer) != TMM_OK) {
                 cli_fail("--mixer-impl is auto, direct or fft, got '%s'\n", optarg);
@@ -229,6 +233,9 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
                 produced > 1 ? (produced - 1) / (decode_ms / 1e3) : 0.0, stop ? "; stop: " : "", stop ? stop : "");
         if (slides)
             fprintf(stderr, "; the window slid %llu times", (unsigned long long)slides);
+        const tmm_generator_info *info = tmm_generator_get_info(S->gen);
+        if (info->distilled)
+            fprintf(stderr, "; distilled decoding (exact head %u)", info->distill_head);
         fputc('\n', stderr);
     }
     return 0;
