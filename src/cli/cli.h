@@ -38,6 +38,8 @@ void cli_fail(const char *fmt, ...) TMM_PRINTF(1, 2);
 int cli_error(const char *what, tmm_status status);
 /* Parses a non-negative integer option value; prints an error and returns false if bad. */
 bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out);
+/* Parses a number strictly between 0 and 1 (a tolerance); as cli_parse_uint. */
+bool cli_parse_fraction(const char *option, const char *text, double *out);
 /* Applies a config file (JSON, as tmm train --config) on top of c: 0, or 1
  * after a one-line error (cmd_train.c). */
 struct tmm_train_config;

@@ -57,18 +57,6 @@ typedef struct distill_opts {
     bool force, json, quiet;
 } distill_opts;
 
-static bool parse_positive(const char *name, const char *text, double *out)
-{
-    char *end;
-    const double v = strtod(text, &end);
-    if (end == text || *end || !(v > 0 && v < 1)) {
-        cli_fail("%s expects a number between 0 and 1 (exclusive), got '%s'\n", name, text);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 static int parse_args(int argc, char **argv, distill_opts *o)
 {
     enum { OPT_ORDER = 256, OPT_TOL, OPT_HEAD, OPT_MAX, OPT_FORCE, OPT_JSON, OPT_QUIET };
@@ -97,7 +85,7 @@ static int parse_args(int argc, char **argv, distill_opts *o)
                 return 2;
             o->ro.order = (uint32_t)v;
             break;
-        case OPT_TOL: if (!parse_positive("--tol", optarg, &o->ro.tol)) return 2; tol = true; break;
+        case OPT_TOL: if (!cli_parse_fraction("--tol", optarg, &o->ro.tol)) return 2; tol = true; break;
         case OPT_HEAD:
             if (!cli_parse_uint("--head", optarg, TMM_MAX_LOOP, &v))
                 return 2;

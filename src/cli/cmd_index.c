@@ -244,18 +244,6 @@ static int print_json(const tmm_checkpoint *ck, const tmm_index_result *r, const
 
 /* ---- command ------------------------------------------------------------------ */
 
-static bool parse_tol(const char *text, double *out)
-{
-    char *end;
-    const double v = strtod(text, &end);
-    if (end == text || *end || !(v > 0 && v < 1)) {
-        cli_fail("--tol expects a number between 0 and 1 (exclusive), got '%s'\n", text);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 int cmd_index(int argc, char **argv)
 {
     enum { OPT_JSON = 256, OPT_PLOT, OPT_TOL, OPT_EXACT };
@@ -278,7 +266,7 @@ int cmd_index(int argc, char **argv)
         case 'c': path = optarg; break;
         case OPT_JSON: json = true; break;
         case OPT_PLOT: plot_dir = optarg; break;
-        case OPT_TOL: if (!parse_tol(optarg, &opt.tol)) return 2; break;
+        case OPT_TOL: if (!cli_parse_fraction("--tol", optarg, &opt.tol)) return 2; break;
         case OPT_EXACT:
             if (!cli_parse_uint("--exact-max-n", optarg, 1u << 16, &v))
                 return 2;

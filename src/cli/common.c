@@ -26,6 +26,18 @@ int cli_error(const char *what, tmm_status status)
     return 1;
 }
 
+bool cli_parse_fraction(const char *option, const char *text, double *out)
+{
+    char *end;
+    const double v = strtod(text, &end);
+    if (end == text || *end || !(v > 0 && v < 1)) {
+        cli_fail("%s expects a number between 0 and 1 (exclusive), got '%s'\n", option, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out)
 {
     char *end;
