@@ -268,3 +268,26 @@ H_TEST(distill, file_round_trip_and_refusals)
     free(other);
     h_checkpoint_drop(&f);
 }
+
+/* The fuzzer's seed (tests/fuzz/corpus/safetensors/distill.safetensors, for
+ * the small TMM with zero weights of fuzz_safetensors.c) is a valid file, so
+ * that fuzzing reaches past the checksums. */
+H_TEST(distill, fuzz_seed_is_valid)
+{
+    const tmm_model_config c = { .arch = TMM_ARCH_TMM, .vocab = 4, .d_model = 4, .n_ctx = 8, .n_layers = 1,
+                                 .heads = 2, .expansion = 1, .kernel = 2, .expanded = true };
+    tmm_param_table t;
+    H_OK(tmm_param_table_build(&c, &t));
+    float *params = calloc(t.arena_floats, sizeof *params);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus/safetensors/distill.safetensors", getenv("TMM_SOURCE_DIR"));
+    tmm_distilled set;
+    H_OK(tmm_distilled_read(path, &t, params, &set));
+    cr_assert_eq(set.head, 2);
+    cr_assert_eq(set.count, 2);
+    cr_assert_eq(set.t[0].modes, 1);
+    cr_assert_eq(set.t[1].modes, 2);
+    tmm_distilled_free(&set);
+    tmm_param_table_free(&t);
+    free(params);
+}
