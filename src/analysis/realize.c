@@ -332,7 +332,11 @@ static tmm_status fit(const fit_input *in, uint32_t r, tmm_realization *out)
     if (r == 0 || !in->u || r > in->ku || r + 1 > in->p || out->rel_l2 == 0)
         return TMM_OK;
     tmm_realization k;
-    TMM_TRY(fit_with(in, r, true, &k));
+    tmm_status s = fit_with(in, r, true, &k);
+    if (s != TMM_OK) {
+        tmm_realization_free(out);
+        return s;
+    }
     const bool better = k.rel_l2 < out->rel_l2;
     tmm_realization_free(better ? out : &k);
     if (better)

@@ -12,8 +12,8 @@
  * a pair twice. Decoding runs the recurrence z_i <- pole_i·z_i + u per mode
  * (docs/model.md "Distilled decoding").
  *
- * Method (balanced truncation of the FIR system, then a least-squares fit of
- * the residues):
+ * Method (poles from balanced truncation of the FIR system or from Kung's
+ * method, then a least-squares fit of the residues):
  *   - The FIR realization of h (A = the L x L down-shift, B = e_0, C = hᵀ)
  *     has controllability Gramian I and observability Gramian H², where H is
  *     the L x L Hankel matrix H[i][k] = h[i + k] (0 when i + k >= L), which
@@ -23,9 +23,14 @@
  *     V_rᵀ·A·V_r, whose eigenvalues are the poles.
  *   - Balanced truncation's bound: the ℓ2 norm of the whole impulse-response
  *     error (hence max |w - ŵ|) is at most 2·Σ_{i>r} σ_i.
+ *   - Kung's method: the left singular vectors U of the window's p x q
+ *     Hankel (h[i + j], p + q - 1 = L) are shift invariant, U_r[1:p] =
+ *     U_r[0:p-1]·A_r (least squares); A_r's eigenvalues are exact poles for a
+ *     window that is a sum of r modes (the zero-padded H also sees the
+ *     window's end), but need not lie inside the unit circle.
  *   - Poles are rounded to float (what decoding uses); a pole of modulus >= 1
- *     (only from rounding: balanced truncation of a stable system is stable)
- *     is reflected into the disk (λ -> 1/conj(λ); on the circle, its modulus
+ *     (Kung's, or balanced truncation's through rounding) is reflected into
+ *     the disk (λ -> 1/conj(λ); on the circle, its modulus
  *     set to 1 - 2^-20) and counted. The residues are then the least-squares
  *     fit of h over the window j < L given the poles (real unknowns: one per
  *     real mode, two per pair), rounded to float. With no pole reflected the
@@ -34,6 +39,8 @@
  *     well below L: near r = L the truncation tends to the FIR's nilpotent
  *     shift, whose clustered poles make the modal fit ill-conditioned, and
  *     the achieved error can be far above the bound.
+ *   - Both pole sets are fitted and the closer fit is kept: the bound holds
+ *     for the result whenever it holds for balanced truncation's.
  *   - Achieved errors are measured in double with the float poles and
  *     residues, over the whole vector (the head is exact).
  */
