@@ -1,15 +1,11 @@
 /* Index analysis of one Toeplitz vector and of every vector of a model. */
-#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "analysis/index.h"
+#include "analysis/parallel.h"
 #include "mixer/toeplitz_mixer.h"
 #include "status.h"
 
@@ -126,56 +122,28 @@ const float *tmm_index_vector(const tmm_checkpoint *ckpt, const tmm_index_entry 
     return ckpt->params + p->offset + ((size_t)e->head * taps + e->tap) * n;
 }
 
-/* Vectors are independent: workers take the next entry from a shared counter.
- * Every worker's result lands in its own entry, so the output does not depend
- * on the number of workers. */
-typedef struct pool {
+/* One entry's analysis (tmm_parallel_for: every result lands in its own
+ * entry, so the output does not depend on the number of workers). */
+typedef struct index_job {
     const tmm_checkpoint *ckpt;
     const tmm_index_options *opt;
     tmm_index_result *out;
-    atomic_uint next;
-    atomic_bool failed;
-    pthread_mutex_t lock;
-    tmm_status status;  /* the first failure, under lock */
-    char message[1024];
-} pool;
+} index_job;
 
-static void *worker(void *arg)
+static tmm_status analyse_entry(void *ctx, uint32_t i)
 {
-    pool *p = arg;
-    const uint32_t n = p->ckpt->table.config.n_ctx;
+    const index_job *j = ctx;
+    const uint32_t n = j->ckpt->table.config.n_ctx;
     double *w = malloc(n * sizeof *w);
-    tmm_status s = w ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory for a Toeplitz vector");
-    while (s == TMM_OK && !atomic_load(&p->failed)) {
-        const uint32_t i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->out->count)
-            break;
-        tmm_index_entry *e = &p->out->entries[i];
-        const float *src = tmm_index_vector(p->ckpt, e);
-        for (uint32_t k = 0; k < n; k++)
-            w[k] = src[k];
-        s = tmm_symbol_analyse(w, n, p->opt, &e->report);
-    }
+    if (!w)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory for a Toeplitz vector");
+    tmm_index_entry *e = &j->out->entries[i];
+    const float *src = tmm_index_vector(j->ckpt, e);
+    for (uint32_t k = 0; k < n; k++)
+        w[k] = src[k];
+    tmm_status s = tmm_symbol_analyse(w, n, j->opt, &e->report);
     free(w);
-    if (s != TMM_OK) {
-        pthread_mutex_lock(&p->lock);
-        if (!atomic_exchange(&p->failed, true)) {
-            p->status = s;
-            snprintf(p->message, sizeof p->message, "%s", tmm_last_error());
-        }
-        pthread_mutex_unlock(&p->lock);
-    }
-    return NULL;
-}
-
-static uint32_t worker_count(const tmm_index_options *opt, uint32_t count)
-{
-    long jobs = opt->jobs;
-    if (jobs == 0)
-        jobs = sysconf(_SC_NPROCESSORS_ONLN);
-    if (jobs < 1)
-        jobs = 1;
-    return (uint32_t)(jobs < (long)count ? jobs : (long)(count ? count : 1));
+    return s;
 }
 
 tmm_status tmm_index_model(const tmm_checkpoint *ckpt, const tmm_index_options *opt, tmm_index_result *out)
@@ -199,26 +167,11 @@ tmm_status tmm_index_model(const tmm_checkpoint *ckpt, const tmm_index_options *
                 for (uint32_t a = 0; a < taps; a++)
                     out->entries[out->count++] = (tmm_index_entry){ .layer = l, .head = g, .tap = a, .second = v == 1 };
 
-    pool p = { .ckpt = ckpt, .opt = opt, .out = out, .status = TMM_OK };
-    atomic_init(&p.next, 0);
-    atomic_init(&p.failed, false);
-    pthread_mutex_init(&p.lock, NULL);
-    const uint32_t jobs = worker_count(opt, out->count);
-    pthread_t *threads = calloc(jobs, sizeof *threads);
-    uint32_t started = 0;
-    for (; threads && started + 1 < jobs; started++) /* this thread is the last worker */
-        if (pthread_create(&threads[started], NULL, worker, &p) != 0)
-            break;
-    worker(&p);
-    for (uint32_t t = 0; t < started; t++)
-        pthread_join(threads[t], NULL);
-    free(threads);
-    pthread_mutex_destroy(&p.lock);
-    if (p.status != TMM_OK) {
+    index_job job = { ckpt, opt, out };
+    tmm_status s = tmm_parallel_for(out->count, opt->jobs, analyse_entry, &job);
+    if (s != TMM_OK)
         tmm_index_result_free(out);
-        return tmm_fail(p.status, "%s", p.message);
-    }
-    return TMM_OK;
+    return s;
 }
 
 uint32_t tmm_index_histogram(const tmm_index_result *r, tmm_index_bin *bins, uint32_t *undefined)

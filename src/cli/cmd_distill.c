@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/parallel.h"
 #include "analysis/realize.h"
 #include "cli.h"
 #include "files.h"
@@ -23,7 +24,7 @@
 
 static const char usage_text[] =
     "usage: tmm distill --checkpoint DIR --out DIR2 [--order R | --tol X] [--head M] [--max-order R]\n"
-    "                   [--force] [--json] [--quiet]\n\n"
+    "                   [--jobs N] [--force] [--json] [--quiet]\n\n"
     "Fits every Toeplitz vector w of a TMM checkpoint (each layer, head and tap; both of an\n"
     "expanded pair) with a small state-space model: the first M lags kept exactly and the\n"
     "tail w[M + j] ~ sum_i Re(res_i * pole_i^j), by balanced truncation of the tail's Hankel\n"
@@ -40,6 +41,7 @@ static const char usage_text[] =
     "                     ||w - w^||/||w|| is at most X (default 0.01)\n"
     "  --head M           lags kept exactly (default 1: w[0])\n"
     "  --max-order R      largest order --tol may choose (default 256)\n"
+    "  --jobs N           threads, one vector each (default: one per CPU)\n"
     "  --force            replace a run that DIR2 holds\n"
     "  --json             print the report as JSON\n"
     "  --quiet            print nothing but errors\n";
@@ -54,12 +56,13 @@ typedef struct vec_report {
 typedef struct distill_opts {
     const char *checkpoint, *out;
     tmm_realize_options ro;
+    uint32_t jobs;
     bool force, json, quiet;
 } distill_opts;
 
 static int parse_args(int argc, char **argv, distill_opts *o)
 {
-    enum { OPT_ORDER = 256, OPT_TOL, OPT_HEAD, OPT_MAX, OPT_FORCE, OPT_JSON, OPT_QUIET };
+    enum { OPT_ORDER = 256, OPT_TOL, OPT_HEAD, OPT_MAX, OPT_FORCE, OPT_JSON, OPT_QUIET, OPT_JOBS };
     static const struct option longopts[] = { { "checkpoint", required_argument, NULL, 'c' },
                                               { "out", required_argument, NULL, 'o' },
                                               { "order", required_argument, NULL, OPT_ORDER },
@@ -69,6 +72,7 @@ static int parse_args(int argc, char **argv, distill_opts *o)
                                               { "force", no_argument, NULL, OPT_FORCE },
                                               { "json", no_argument, NULL, OPT_JSON },
                                               { "quiet", no_argument, NULL, OPT_QUIET },
+                                              { "jobs", required_argument, NULL, OPT_JOBS },
                                               { "help", no_argument, NULL, 'h' },
                                               { 0, 0, 0, 0 } };
     *o = (distill_opts){ .ro = { .head = 1, .max_order = DEFAULT_MAX_ORDER } };
@@ -99,6 +103,11 @@ static int parse_args(int argc, char **argv, distill_opts *o)
         case OPT_FORCE: o->force = true; break;
         case OPT_JSON: o->json = true; break;
         case OPT_QUIET: o->quiet = true; break;
+        case OPT_JOBS:
+            if (!cli_parse_uint("--jobs", optarg, 1024, &v))
+                return 2;
+            o->jobs = (uint32_t)v;
+            break;
         case 'h': fputs(usage_text, stdout); return -1;
         default: return 2;
         }
@@ -117,9 +126,53 @@ static int parse_args(int argc, char **argv, distill_opts *o)
     return 0;
 }
 
-/* Realizes every Toeplitz vector of ck; the modes per tensor into set. */
-static tmm_status realize_all(const tmm_checkpoint *ck, const tmm_realize_options *ro, vec_report **reports,
-                              uint32_t *count, tmm_distilled *set)
+typedef struct realize_job {
+    const tmm_realize_options *ro;
+    uint32_t n;
+    vec_report *reports;
+    const float **w;  /* each report's vector */
+} realize_job;
+
+static tmm_status realize_one(void *ctx, uint32_t i)
+{
+    const realize_job *j = ctx;
+    return tmm_realize(j->w[i], j->n, j->ro, &j->reports[i].re);
+}
+
+/* The modes of tensor p's vectors (reports v[0 .. vectors)) as one [G, K, M, 4] tensor of set. */
+static tmm_status collect(const tmm_param_table *t, int param, const vec_report *v, uint32_t head,
+                          tmm_distilled *set)
+{
+    const tmm_param *p = &t->params[param];
+    const uint32_t vectors = p->shape[0] * p->shape[1];
+    uint32_t M = 0;
+    for (uint32_t i = 0; i < vectors; i++)
+        M = v[i].re.modes > M ? v[i].re.modes : M;
+    tmm_distilled_tensor *dt = &set->t[set->count++];
+    *dt = (tmm_distilled_tensor){ .param = param, .modes = M, .data = calloc((size_t)vectors * M * 4 + 1, 4) };
+    if (!dt->data)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < vectors; i++)
+        for (uint32_t j = 0; j < v[i].re.modes; j++) {
+            float *md = dt->data + ((size_t)i * M + j) * 4;
+            md[0] = v[i].re.pole_re[j], md[1] = v[i].re.pole_im[j], md[2] = v[i].re.res_re[j];
+            md[3] = v[i].re.res_im[j];
+        }
+    /* every layer must fit the decoding kernel's loop budget */
+    const tmm_tz_ssm_desc sd = { { .batch = 1, .n = t->config.n_ctx, .d = t->config.d_model, .groups = p->shape[0],
+                                   .taps = p->shape[1] }, head, M ? M : 1 };
+    tmm_status s = tmm_tz_ssm_check(&sd);
+    if (s != TMM_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tmm_last_error());
+        return tmm_fail(s, "%s: %s", p->name, why);
+    }
+    return TMM_OK;
+}
+
+/* Realizes every Toeplitz vector of ck (on `jobs` threads); the modes per tensor into set. */
+static tmm_status realize_all(const tmm_checkpoint *ck, const tmm_realize_options *ro, uint32_t jobs,
+                              vec_report **reports, uint32_t *count, tmm_distilled *set)
 {
     const tmm_param_table *t = &ck->table;
     const uint32_t n = t->config.n_ctx;
@@ -129,44 +182,29 @@ static tmm_status realize_all(const tmm_checkpoint *ck, const tmm_realize_option
             total += t->params[i].shape[0] * t->params[i].shape[1], tensors++;
     *reports = calloc(total ? total : 1, sizeof **reports);
     set->t = calloc(tensors ? tensors : 1, sizeof *set->t);
-    if (!*reports || !set->t)
+    const float **w = calloc(total ? total : 1, sizeof *w);
+    if (!*reports || !set->t || !w) {
+        free(w);
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
     set->head = ro->head < n ? ro->head : n;
     *count = 0;
     for (uint32_t i = 0; i < t->count; i++) {
         const tmm_param *p = &t->params[i];
-        if (p->kind != TMM_PARAM_TOEPLITZ_W)
-            continue;
-        const uint32_t first = *count, vectors = p->shape[0] * p->shape[1];
-        uint32_t M = 0;
-        for (uint32_t v = 0; v < vectors; v++) {
-            vec_report *r = &(*reports)[(*count)++];
-            *r = (vec_report){ .tensor = p->name, .group = v / p->shape[1], .tap = v % p->shape[1] };
-            TMM_TRY(tmm_realize(ck->params + p->offset + (uint64_t)v * n, n, ro, &r->re));
-            M = r->re.modes > M ? r->re.modes : M;
-        }
-        tmm_distilled_tensor *dt = &set->t[set->count++];
-        *dt = (tmm_distilled_tensor){ .param = (int)i, .modes = M, .data = calloc((size_t)vectors * M * 4 + 1, 4) };
-        if (!dt->data)
-            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-        for (uint32_t v = 0; v < vectors; v++) {
-            const tmm_realization *re = &(*reports)[first + v].re;
-            for (uint32_t j = 0; j < re->modes; j++) {
-                float *md = dt->data + ((size_t)v * M + j) * 4;
-                md[0] = re->pole_re[j], md[1] = re->pole_im[j], md[2] = re->res_re[j], md[3] = re->res_im[j];
-            }
-        }
-        /* every layer must fit the decoding kernel's loop budget */
-        const tmm_tz_ssm_desc sd = { { .batch = 1, .n = n, .d = t->config.d_model, .groups = p->shape[0],
-                                       .taps = p->shape[1] }, set->head, M ? M : 1 };
-        tmm_status s = tmm_tz_ssm_check(&sd);
-        if (s != TMM_OK) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", tmm_last_error());
-            return tmm_fail(s, "%s: %s", p->name, why);
+        for (uint32_t v = 0; p->kind == TMM_PARAM_TOEPLITZ_W && v < p->shape[0] * p->shape[1]; v++) {
+            w[*count] = ck->params + p->offset + (uint64_t)v * n;
+            (*reports)[(*count)++] = (vec_report){ .tensor = p->name, .group = v / p->shape[1], .tap = v % p->shape[1] };
         }
     }
-    return TMM_OK;
+    realize_job job = { ro, n, *reports, w };
+    tmm_status s = tmm_parallel_for(total, jobs, realize_one, &job);
+    free(w);
+    for (uint32_t i = 0, first = 0; i < t->count && s == TMM_OK; i++)
+        if (t->params[i].kind == TMM_PARAM_TOEPLITZ_W) {
+            s = collect(t, (int)i, *reports + first, set->head, set);
+            first += t->params[i].shape[0] * t->params[i].shape[1];
+        }
+    return s;
 }
 
 /* DIR2 as a run directory holding the checkpoint (same weights and
@@ -293,7 +331,7 @@ static int run(const distill_opts *o)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is a %s checkpoint: only a TMM has Toeplitz vectors to distill",
                      o->checkpoint, tmm_arch_name(ck.table.config.arch));
     if (s == TMM_OK)
-        s = realize_all(&ck, &o->ro, &reports, &count, &set);
+        s = realize_all(&ck, &o->ro, o->jobs, &reports, &count, &set);
     const double secs = (cli_now_ms() - t0) / 1000;
     if (s == TMM_OK)
         s = write_run(o, &ck, &lock, step_dir, sizeof step_dir);
