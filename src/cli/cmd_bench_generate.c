@@ -149,7 +149,8 @@ static tmm_status measure_fidelity(bench_gen *b, bench_gen *bd, uint32_t to, fid
         s = tmm_generator_prefill(bd->gen, &p, &len, ld);
     tmm_sampler greedy = TMM_SAMPLER_DEFAULT;
     greedy.greedy = true;
-    for (uint32_t pos = len; s == TMM_OK && pos <= to && pos < b->n; pos++) {
+    const uint32_t last = to < b->n - 1 ? to : b->n - 1;
+    for (uint32_t pos = len; s == TMM_OK && pos <= last; pos++) {
         uint32_t te, td;
         double worst = 0;
         for (uint32_t v = 0; v < b->V; v++)
@@ -160,12 +161,10 @@ static tmm_status measure_fidelity(bench_gen *b, bench_gen *bd, uint32_t to, fid
         f->steps++, f->agree += te == td, f->max_dlogit = fmax(f->max_dlogit, worst), f->mean_dlogit += worst;
         if (te != td && f->first_split == UINT32_MAX)
             f->first_split = pos;
-        if (s == TMM_OK && pos + 1 < b->n && pos < to)
+        if (s == TMM_OK && pos < last)
             s = tmm_generator_step(b->gen, &te, b->logits);
-        if (s == TMM_OK && pos + 1 < b->n && pos < to)
+        if (s == TMM_OK && pos < last)
             s = tmm_generator_step(bd->gen, &te, ld);
-        if (pos + 1 >= b->n || pos >= to)
-            break;
     }
     f->mean_dlogit /= f->steps ? f->steps : 1;
     free(ld);
