@@ -152,7 +152,7 @@ static void check_equals_applied(uint32_t order, uint32_t head)
     distill(&t, params, order, head, &set, &worst);
     cr_assert_gt(worst, 1e-3, "a random model is not of order %u: its realization must differ", order);
     memcpy(applied, params, t.arena_floats * sizeof *applied);
-    tmm_distilled_apply(&set, &t, applied);
+    H_OK(tmm_distilled_apply(&set, &t, applied));
 
     const uint32_t n = config.n_ctx, V = config.vocab;
     uint32_t *seq = malloc(n * sizeof *seq);

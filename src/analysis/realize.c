@@ -12,6 +12,7 @@
 #include <lapacke.h>
 
 #include "analysis/realize.h"
+#include "model/distilled.h"
 
 /* A pole whose imaginary part is this small relative to its modulus is real. */
 #define REAL_POLE_RTOL 1e-12
@@ -490,16 +491,8 @@ void tmm_realization_response(const tmm_realization *re, const float *w, uint32_
     const uint32_t head = min_u32(re->head, n);
     for (uint32_t k = 0; k < n; k++)
         out[k] = k < head ? w[k] : 0;
-    for (uint32_t i = 0; i < re->modes; i++) {
-        const double pr = re->pole_re[i], pi = re->pole_im[i], rr = re->res_re[i], ri = re->res_im[i];
-        double xr = 1, xi = 0; /* pole^j */
-        for (uint32_t k = head; k < n; k++) {
-            out[k] += rr * xr - ri * xi;
-            const double t = xr * pr - xi * pi;
-            xi = xr * pi + xi * pr;
-            xr = t;
-        }
-    }
+    for (uint32_t i = 0; i < re->modes; i++)
+        tmm_mode_accumulate(re->pole_re[i], re->pole_im[i], re->res_re[i], re->res_im[i], n - head, out + head);
 }
 
 void tmm_realization_free(tmm_realization *re)

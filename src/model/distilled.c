@@ -158,25 +158,36 @@ tmm_status tmm_distilled_load_dir(const char *dir, const tmm_param_table *t, con
     return *found ? tmm_distilled_read(path, t, params, out) : TMM_OK;
 }
 
-void tmm_distilled_apply(const tmm_distilled *d, const tmm_param_table *t, float *params)
+void tmm_mode_accumulate(double pole_re, double pole_im, double res_re, double res_im, uint32_t len, double *out)
 {
-    const uint32_t n = t->config.n_ctx;
+    double zr = 1, zi = 0; /* pole^j */
+    for (uint32_t j = 0; j < len; j++) {
+        out[j] += res_re * zr - res_im * zi;
+        const double r = pole_re * zr - pole_im * zi;
+        zi = pole_re * zi + pole_im * zr, zr = r;
+    }
+}
+
+tmm_status tmm_distilled_apply(const tmm_distilled *d, const tmm_param_table *t, float *params)
+{
+    const uint32_t n = t->config.n_ctx, L = n - d->head;
+    double *tail = malloc((L ? L : 1) * sizeof *tail);
+    if (!tail)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t i = 0; i < d->count; i++) {
         const tmm_param *p = &t->params[d->t[i].param];
         const uint32_t M = d->t[i].modes, vectors = p->shape[0] * p->shape[1];
         for (uint32_t v = 0; v < vectors; v++) {
-            float *w = params + p->offset + (uint64_t)v * n;
-            for (uint32_t k = d->head; k < n; k++)
-                w[k] = 0;
-            for (uint32_t j = 0; j < M; j++) { /* w[head + e] += Re(res · pole^e) */
+            memset(tail, 0, L * sizeof *tail);
+            for (uint32_t j = 0; j < M; j++) {
                 const float *md = d->t[i].data + ((uint64_t)v * M + j) * 4;
-                double zr = 1, zi = 0;
-                for (uint32_t k = d->head; k < n; k++) {
-                    w[k] += (float)(md[2] * zr - md[3] * zi);
-                    const double r = md[0] * zr - md[1] * zi;
-                    zi = md[0] * zi + md[1] * zr, zr = r;
-                }
+                tmm_mode_accumulate(md[0], md[1], md[2], md[3], L, tail);
             }
+            float *w = params + p->offset + (uint64_t)v * n + d->head;
+            for (uint32_t k = 0; k < L; k++)
+                w[k] = (float)tail[k];
         }
     }
+    free(tail);
+    return TMM_OK;
 }

@@ -58,10 +58,14 @@ tmm_status tmm_distilled_load_dir(const char *dir, const tmm_param_table *t, con
  * beside tmm_checkpoint_load's: use the exact weights, not distill.safetensors. */
 #define TMM_LOAD_EXACT (1u << 8)
 
+/* out[j] += Re(res · pole^j) for j < len, pole^j by repeated
+ * multiplication in double: one mode's share of a realized tail. */
+void tmm_mode_accumulate(double pole_re, double pole_im, double res_re, double res_im, uint32_t len, double *out);
+
 /* Replaces every Toeplitz vector of params by its realization ŵ (the head
  * kept, the tail Σ Re(res·pole^j) computed in double): the model that
  * distilled decoding computes, for evaluating it. */
-void tmm_distilled_apply(const tmm_distilled *d, const tmm_param_table *t, float *params);
+tmm_status tmm_distilled_apply(const tmm_distilled *d, const tmm_param_table *t, float *params);
 
 void tmm_distilled_free(tmm_distilled *d);
 

@@ -962,7 +962,7 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     if (s == TMM_OK && !(load_flags & TMM_LOAD_EXACT))
         s = tmm_distilled_load_dir(ck.dir, &ck.table, ck.params, &set, &out->distilled);
     if (s == TMM_OK && out->distilled) {
-        tmm_distilled_apply(&set, &ck.table, ck.params);
+        s = tmm_distilled_apply(&set, &ck.table, ck.params);
         out->distill_head = set.head;
     }
     tmm_distilled_free(&set);
