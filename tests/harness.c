@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "train/checkpoint.h"
@@ -63,6 +64,12 @@ void h_fini(void)
     uint32_t messages = tmm_validation_messages_total();
     cr_assert_eq(leaked, 0, "%u buffers were not destroyed", leaked);
     cr_assert_eq(messages, 0, "%u validation messages (printed above)", messages);
+}
+
+bool h_full(void)
+{
+    const char *v = getenv("TMM_TEST_FULL");
+    return v && *v && strcmp(v, "0") != 0;
 }
 
 static uint64_t splitmix64(uint64_t *state)

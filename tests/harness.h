@@ -8,6 +8,7 @@
 #define TMM_TEST_HARNESS_H
 
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "buffer.h"
@@ -20,6 +21,17 @@ void h_init(void);
 void h_fini(void);
 
 #define H_TEST(suite, name) Test(suite, name, .init = h_init, .fini = h_fini)
+
+/* The long tests' lengths (DEVELOPERS.md, "What CI runs"). By default they run
+ * a short mode that still crosses every path they check (fewer layers, steps
+ * or repeated shapes); TMM_TEST_FULL=1 (tools/test.sh --full) runs them at full
+ * length. h_full() says which. */
+bool h_full(void);
+#if defined(__SANITIZE_ADDRESS__)
+#define H_SANITIZED true
+#else
+#define H_SANITIZED false
+#endif
 
 #define H_OK(call)                                                                      \
     do {                                                                                \

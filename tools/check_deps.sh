@@ -22,16 +22,35 @@
 #   tools/check_deps.sh --self-test     the audit, then the same traces checked against
 #                                       copies of setup.sh missing one package each:
 #                                       each must fail and name that package
+#   tools/check_deps.sh --record DIR COMMAND...
+#                                       runs COMMAND (tools/test.sh, tools/fuzz.sh) under the
+#                                       same trace, into DIR, and exits with its status
+#   tools/check_deps.sh --test-traces DIR
+#                                       the tests' stage from those recordings instead of a
+#                                       scratch build of its own (CI: the suite it ran anyway,
+#                                       every test of it, not a few)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 setup=tools/setup.sh
 self_test=0
+test_traces=
+strace_args=(-f -qq -z --seccomp-bpf -s 4096 -e trace=%file,execve)
 while [ $# -gt 0 ]; do
   case "$1" in
+    --record)
+      dir="${2:?--record needs a directory and a command}"; shift 2
+      [ $# -gt 0 ] || { echo "check_deps.sh: --record needs a command after the directory" >&2; exit 2; }
+      command -v strace >/dev/null || { echo "check_deps.sh: needs strace (tools/setup.sh --test installs it)" >&2; exit 2; }
+      mkdir -p "$dir"
+      exec strace "${strace_args[@]}" -o "$dir/test.$(basename "$1").$$.trace" "$@" ;;
+    --test-traces)
+      test_traces="${2:?--test-traces needs a directory}"; shift 2
+      compgen -G "$test_traces/test.*.trace" >/dev/null ||
+        { echo "check_deps.sh: no recordings (test.*.trace) in $test_traces: make them with --record" >&2; exit 2; } ;;
     --setup) setup="${2:?--setup needs a file}"; shift 2 ;;
     --self-test) self_test=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check_deps.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,7 +68,7 @@ home="${HOME:-/nonexistent}"
 trace() {
   local stage="$1"; shift
   echo "check_deps.sh: [$stage, ${SECONDS}s] $*"
-  strace -f -qq -z --seccomp-bpf -s 4096 -e trace=%file,execve -o "$work/$stage.$RANDOM.trace" "$@" \
+  strace "${strace_args[@]}" -o "$work/$stage.$RANDOM.trace" "$@" \
     > "$work/last.log" 2>&1 || { echo "check_deps.sh: failed: $*" >&2; tail -20 "$work/last.log" >&2; exit 1; }
 }
 
@@ -64,10 +83,15 @@ trace main "$b-main/tmm" check
 trace main "$b-main/tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 2 --eval-every 0 --quiet \
   --run-dir "$work/run"
 
-trace test cmake -S "$s" -B "$b-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTMM_BUILD_TESTS=ON
-trace test cmake --build "$b-test" -j "$(nproc)"
-trace test ctest --test-dir "$b-test" --output-on-failure -R '^(test_runtime|test_torch_parity|install)$'
-trace test bash "$s/tools/fuzz.sh" --build-only
+if [ -n "$test_traces" ]; then
+  echo "check_deps.sh: [test] the recordings in $test_traces: $(ls "$test_traces"/test.*.trace | xargs -n1 basename | tr '\n' ' ')"
+  cp "$test_traces"/test.*.trace "$work/"
+else
+  trace test cmake -S "$s" -B "$b-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTMM_BUILD_TESTS=ON
+  trace test cmake --build "$b-test" -j "$(nproc)"
+  trace test ctest --test-dir "$b-test" --output-on-failure -R '^(test_runtime|test_torch_parity|install)$'
+  trace test bash "$s/tools/fuzz.sh" --build-only
+fi
 
 # Files that programs read only because they are there: a directory of plug-ins or
 # configuration snippets read whole. What such a file loads in turn (a plug-in's

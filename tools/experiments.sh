@@ -13,22 +13,47 @@ tmm="${1:-build}/tmm"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-echo "experiments: copy (small; tmm, transformer)"
-"$tmm" experiment copy --archs tmm,transformer --out "$out" --quiet
-"$tmm" experiment copy --archs tmm,transformer --out "$out" --quiet | tee "$out/again.log"
-grep -q "4 runs (4 reused)" "$out/again.log"
+# Two lanes side by side (a small run keeps about 1.4 of 2 cores busy): copy,
+# recall and retention in one; efficiency, then index on its checkpoints, and
+# capacity in the other. Each lane's lines are printed when it ends.
+lane_a() {
+  echo "experiments: copy (small; tmm, transformer)"
+  "$tmm" experiment copy --archs tmm,transformer --out "$out" --quiet
+  "$tmm" experiment copy --archs tmm,transformer --out "$out" --quiet | tee "$out/again.log"
+  grep -q "4 runs (4 reused)" "$out/again.log" || { echo "FAIL: copy did not reuse its runs"; return 1; }
 
-echo "experiments: efficiency (small; tmm, hyena, mamba2), stopped by SIGTERM after 20 s, then continued"
-rc=0
-timeout --preserve-status -s TERM 20 "$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet || rc=$?
-[ "$rc" -eq 143 ] || [ "$rc" -eq 0 ] || { echo "FAIL: efficiency exited $rc under SIGTERM"; exit 1; }
-"$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet
+  echo "experiments: recall (small; tmm, transformer)"
+  "$tmm" experiment recall --archs tmm,transformer --out "$out" --quiet
 
-echo "experiments: recall (small; tmm, transformer)"
-"$tmm" experiment recall --archs tmm,transformer --out "$out" --quiet
+  reused_twice retention
+}
+lane_b() {
+  echo "experiments: efficiency (small; tmm, hyena, mamba2), stopped by SIGTERM after 20 s, then continued"
+  local rc=0
+  timeout --preserve-status -s TERM 20 "$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet || rc=$?
+  [ "$rc" -eq 143 ] || [ "$rc" -eq 0 ] || { echo "FAIL: efficiency exited $rc under SIGTERM"; return 1; }
+  "$tmm" experiment efficiency --archs tmm,hyena,mamba2 --out "$out" --quiet
 
-echo "experiments: index (small: E2's TMM, the Fredholm index of every checkpoint)"
-"$tmm" experiment index --out "$out" --quiet
+  echo "experiments: index (small: E2's TMM, the Fredholm index of every checkpoint)"
+  "$tmm" experiment index --out "$out" --quiet
+  cp -r "$out/index" "$out/index-first"   # checked below as it was before capacity's autoencoders
+
+  reused_twice capacity
+}
+# reused_twice EXP: the small preset for the TMM, run twice (the second reuses everything)
+reused_twice() {
+  echo "experiments: $1 (small; tmm), run twice (the second reuses everything)"
+  "$tmm" experiment "$1" --archs tmm --out "$out" --quiet
+  "$tmm" experiment "$1" --archs tmm --out "$out" --quiet | tee "$out/again-$1.log"
+  grep -Eq "([0-9]+) runs \(\1 reused\)" "$out/again-$1.log" || { echo "FAIL: $1 did not reuse its runs"; return 1; }
+}
+lane_a > "$out/lane-a.log" 2>&1 & a=$!
+lane_b > "$out/lane-b.log" 2>&1 & b=$!
+rc_a=0 rc_b=0
+wait "$a" || rc_a=$?
+wait "$b" || rc_b=$?
+cat "$out/lane-a.log" "$out/lane-b.log"
+[ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ] || { echo "FAIL: an experiment lane failed (lines above)"; exit 1; }
 
 python3 - "$out" <<'PY'
 import json, math, os, sys, xml.etree.ElementTree as ET
@@ -36,7 +61,7 @@ root = sys.argv[1]
 def fail(msg):
     print("FAIL:", msg); sys.exit(1)
 for exp in ("copy", "efficiency", "recall", "index"):
-    d = os.path.join(root, exp)
+    d = os.path.join(root, "index-first" if exp == "index" else exp)
     s = json.load(open(os.path.join(d, "summary.json")))
     for k in ("experiment", "claim", "preset", "seed", "device", "runs", "rule", "verdict"):
         if k not in s: fail(f"{exp}: summary.json has no {k}")
@@ -81,8 +106,8 @@ for exp in ("copy", "efficiency", "recall", "index"):
         cls = {e.get("class"): (e.text or "") for e in t.iter(ns + "text") if e.get("class")}
         if not cls.get("x-label") or not cls.get("y-label") or "legend" not in cls: fail(f"{f}: axis labels or legend")
         if f"{exp}" in rep and f not in rep: fail(f"report.md does not link {f}")
-s = json.load(open(os.path.join(root, "index", "summary.json")))
-rows = [json.loads(l) for l in open(os.path.join(root, "index", "index.jsonl"))]
+s = json.load(open(os.path.join(root, "index-first", "summary.json")))
+rows = [json.loads(l) for l in open(os.path.join(root, "index-first", "index.jsonl"))]
 if [p["step"] for p in s["steps"]] != [0, 25, 50, 75, 100, 125, 150, 175, 200]: fail(f"index steps {s['steps']}")
 for p in s["steps"]:
     bins = p["index_minus1"] + p["index_0"] + p["index_below_minus1"] + p["index_above_0"] + p["undefined"]
@@ -92,12 +117,6 @@ for p in s["steps"]:
 print("experiments: outputs checked")
 PY
 
-echo "experiments: retention and capacity (small; tmm), each run twice (the second reuses everything)"
-for exp in retention capacity; do
-  "$tmm" experiment "$exp" --archs tmm --out "$out" --quiet
-  "$tmm" experiment "$exp" --archs tmm --out "$out" --quiet | tee "$out/again-$exp.log"
-  grep -Eq "([0-9]+) runs \(\1 reused\)" "$out/again-$exp.log" || { echo "FAIL: $exp did not reuse its runs"; exit 1; }
-done
 python3 - "$out" <<'PY'
 import json, math, os, sys, xml.etree.ElementTree as ET
 root = sys.argv[1]
