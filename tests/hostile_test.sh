@@ -28,10 +28,33 @@ meta['data_fnv1a64'] = '%016x' % fnv(0xcbf29ce484222325, data)
 h = 0xcbf29ce484222325
 for k in sorted(k for k in meta if k not in ('data_fnv1a64', 'meta_fnv1a64')):
     h = fnv(h, k.encode() + b'\0' + meta[k].encode() + b'\0')
+if int(meta.get('format_version', '0')) >= 6:   # the tensor table too (docs/formats.md)
+    for name in sorted((k for k in header if k != '__metadata__'), key=lambda k: k.encode()):
+        t = header[name]
+        h = fnv(h, b'%s\0%s\0%s\0%d,%d\0' % (name.encode(), t['dtype'].encode(),
+                ','.join(map(str, t['shape'])).encode(), *t['data_offsets']))
 meta['meta_fnv1a64'] = '%016x' % h
 text = json.dumps(header).encode()
 text += b' ' * (-len(text) % 8)
 open(path, 'wb').write(struct.pack('<Q', len(text)) + text + bytes(data))
+EOF
+}
+# swap FILE: swaps the data_offsets of the first two tensors of the same shape and dtype in a safetensors
+# header and leaves every checksum as it was (the bytes stay; what maps to them changes)
+swap() {
+  python3 - "$1" <<'EOF'
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+names = sorted(k for k in h if k != '__metadata__')
+pair = next((a, c) for i, a in enumerate(names) for c in names[i + 1:]
+            if (h[a]['shape'], h[a]['dtype']) == (h[c]['shape'], h[c]['dtype']))
+h[pair[0]]['data_offsets'], h[pair[1]]['data_offsets'] = h[pair[1]]['data_offsets'], h[pair[0]]['data_offsets']
+text = json.dumps(h, separators=(',', ':')).encode()
+text += b' ' * (-len(text) % 8)
+open(sys.argv[1], 'wb').write(struct.pack('<Q', len(text)) + text + b[8 + n:])
+print('swapped', *pair)
 EOF
 }
 model_of() { echo "$1/checkpoints/$(cat "$1/checkpoints/latest")/model.safetensors"; }
@@ -293,5 +316,67 @@ printf '{"prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs":
 expect_fail "an IFEval keyword that is no regular expression" 1 "not a valid regular expression" \
   "$tmm" eval --checkpoint "$dir/none" --task ifeval --data "$dir/re.jsonl"
 expect_fail "a device as a task file" 1 "task file" "$tmm" eval --checkpoint "$dir/none" --task sst2 --data /dev/zero
+
+# ---- issue 31: a refused resume changes nothing; the metrics log continues from the checkpoint ----
+"$tmm" train "${small[@]}" --steps 6 --save-every 3 --log-every 1 --eval-every 3 --run-dir "$dir/r31" > /dev/null 2>&1
+cp "$dir/r31/config.json" "$dir/r31-config.json"
+expect_fail "resume a run that is at its last step" 1 "nothing to do" \
+  "$tmm" train --resume "$dir/r31" --steps 6 --batch 8 --lr 0.5
+expect_fail "... or past it" 1 "nothing to do" "$tmm" train --resume "$dir/r31" --steps 5 --lr 0.5
+check "... config.json is unchanged" cmp "$dir/r31/config.json" "$dir/r31-config.json"
+# a crash after step 6 whose last checkpoint is step 3 (latest cut back to it), with a torn last line
+echo step-000003 > "$dir/r31/checkpoints/latest"
+printf '{"step": 7, "lo' >> "$dir/r31/metrics.jsonl"
+check "resume after a crash past the checkpoint" "$tmm" train --resume "$dir/r31" --steps 8 --log-every 1 --quiet
+check "... one record per step, 1 to 8, in order" python3 -c '
+import json, sys
+steps = [json.loads(l)["step"] for l in open(sys.argv[1])]
+sys.exit(0 if steps == sorted(set(steps)) and set(range(1, 9)) <= set(steps) else "steps %s" % steps)' \
+  "$dir/r31/metrics.jsonl"
+printf 'step-000008\nstep-000003\n' > "$dir/r31/checkpoints/latest"
+expect_fail "a latest file of two lines" 1 "holds more than one line" \
+  "$tmm" train --resume "$dir/r31" --steps 10
+
+# ---- issue 31: the checksums cover the tensor table (before: swapped offsets loaded without complaint) ----
+"$tmm" train "${small[@]}" --layers 2 --steps 2 --eval-every 0 --run-dir "$dir/sw" > /dev/null 2>&1
+cp -r "$dir/sw" "$dir/sw-state"
+"$tmm" distill --checkpoint "$dir/sw" --out "$dir/sw-distill" --order 2 --quiet > /dev/null 2>&1
+check "a model file whose header swaps two tensors (setup)" swap "$(model_of "$dir/sw")"
+expect_fail "... is refused by eval" 1 "header checksum mismatch" "$tmm" eval --checkpoint "$dir/sw"
+expect_fail "... and by generate" 1 "header checksum mismatch" \
+  "$tmm" generate --checkpoint "$dir/sw" -n 2 --prompt a
+check "a train state whose header swaps two tensors (setup)" \
+  swap "$(dirname "$(model_of "$dir/sw-state")")/train_state.safetensors"
+expect_fail "... is refused by --resume" 1 "header checksum mismatch" "$tmm" train --resume "$dir/sw-state" --steps 4
+check "a distill file whose header swaps two layers' modes (setup)" \
+  swap "$(dirname "$(model_of "$dir/sw-distill")")/distill.safetensors"
+expect_fail "... is refused by generate" 1 "tensor table checksum mismatch" \
+  "$tmm" generate --checkpoint "$dir/sw-distill" -n 2 --prompt a
+
+# ---- issue 31: destructive paths refused before anything is deleted ----
+"$tmm" prepare --tokenizer bytes --data "$dir/sc" --out "$dir/inout" --val-fraction 0.3 --quiet > /dev/null
+printf 'a document\n\nanother\n' > "$dir/inout/x.txt"
+ls "$dir/inout" > "$dir/inout.before"
+expect_fail "prepare --force with --out equal to --data" 1 "holds the input" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/inout" --out "$dir/inout" --force --quiet
+check "... nothing was deleted" bash -c 'ls "$1" | cmp - "$2"' _ "$dir/inout" "$dir/inout.before"
+
+# a distill that fails (the disk full at each point where it writes) leaves no directory behind
+# (before: an empty run directory, which a rerun had to --force); a tmpfs per size, in a mount namespace
+if unshare -rm true 2> /dev/null; then
+  check "distill on a full disk, at every point it writes: nothing left behind" unshare -rm bash -c '
+    tmm=$1 ck=$2 mnt=$3 failures=0; mkdir -p "$mnt"
+    for kb in $(seq 4 4 512); do
+      mount -t tmpfs -o size=${kb}k tmpfs "$mnt" || exit 2
+      if "$tmm" distill --checkpoint "$ck" --out "$mnt/d" --order 2 --quiet > /dev/null 2>&1; then
+        umount "$mnt"; echo "$failures sizes failed, ${kb} KiB worked"; [ "$failures" -gt 0 ]; exit; fi
+      failures=$((failures + 1))
+      [ -e "$mnt/d" ] && { echo "a failed distill left $mnt/d at ${kb} KiB:"; ls -R "$mnt/d"; exit 1; }
+      umount "$mnt"
+    done
+    echo "distill never succeeded"; exit 1' _ "$tmm" "$dir/sw-state" "$dir/mnt"
+else
+  echo "note: no mount namespace here (unshare -rm): the full-disk distill check did not run"
+fi
 
 finish

@@ -417,17 +417,18 @@ Test(checkpoint, refuses_corrupt_header)
     /* valid JSON, changed value: the metadata checksum catches it */
     save(&f, 10, 3);
     patch_file(model, "\"d_model\":\"8\"", "\"d_model\":\"9\"");
-    expect_refused(f.run, false, TMM_ERR_IO, "model.safetensors", "metadata checksum mismatch");
+    expect_refused(f.run, false, TMM_ERR_IO, "model.safetensors", "header checksum mismatch");
 
     /* a tensor's shape changed (data_offsets then disagree) */
     save(&f, 10, 3);
     patch_file(model, "\"shape\":[19,8]", "\"shape\":[19,9]");
     expect_refused(f.run, false, TMM_ERR_IO, "model.safetensors", "data_offsets");
 
-    /* a tensor renamed */
+    /* a tensor renamed: the checksum covers the table (version 6) */
     save(&f, 10, 3);
     patch_file(model, "lm_head.weight", "lm_head.weighx");
-    expect_refused(f.run, false, TMM_ERR_IO, "model.safetensors", "'lm_head.weight' is missing");
+    expect_refused(f.run, false, TMM_ERR_IO, "model.safetensors", "header checksum mismatch");
+    /* (two tensors that trade their bytes: tests/hostile_test.sh, "swaps two tensors") */
 
     /* not a tmm file */
     float x = 1;

@@ -11,7 +11,8 @@
 #   - in setup.sh's list for that stage (--list for the main job, --list --test
 #     for the tests), or installed with one of them (Depends and Pre-Depends,
 #     recursively: apt installs those with it), or
-#   - part of the Debian base system (Priority required or important, or Essential).
+#   - part of the Debian base system (Priority required or important, or Essential, and
+#     what those depend on).
 # Anything else fails the audit, named with a file that needs it. So does a
 # file under /usr/local or /opt (installed by hand, outside any package).
 # Files under $HOME, /tmp, /proc, /sys, /dev and /run are the user's and the
@@ -134,8 +135,15 @@ used() {
 }
 
 # allowed SETUP_ARGS...: the packages setup.sh lists, with their dependency closure and the base system.
+# The base system: Priority required or important, or Essential, with what those depend on (coreutils'
+# cp, say, needs libattr1, which is Priority optional but on every Debian system).
 base_system() {
-  dpkg-query -W -f='${Package} ${Priority} ${Essential}\n' | awk '$2 == "required" || $2 == "important" || $3 == "yes" { print $1 }'
+  local base
+  base=$(dpkg-query -W -f='${Package} ${Priority} ${Essential}\n' | awk '$2 == "required" || $2 == "important" || $3 == "yes" { print $1 }')
+  echo "$base"
+  # shellcheck disable=SC2086
+  apt-cache depends --recurse --installed --no-recommends --no-suggests --no-conflicts --no-breaks \
+    --no-replaces --no-enhances $base 2>/dev/null | grep -v '^ ' | tr -d '<>' | sed 's/:.*//'
 }
 allowed() {
   local listed

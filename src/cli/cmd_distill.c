@@ -333,6 +333,7 @@ static int run(const distill_opts *o)
     if (s == TMM_OK)
         s = realize_all(&ck, &o->ro, o->jobs, &reports, &count, &set);
     const double secs = (cli_now_ms() - t0) / 1000;
+    const bool created = !tmm_path_exists(o->out); /* removed again if the command fails */
     if (s == TMM_OK)
         s = write_run(o, &ck, &lock, step_dir, sizeof step_dir);
     cJSON *report = s == TMM_OK ? report_json(o, reports, count, set.head, secs) : NULL;
@@ -364,6 +365,10 @@ static int run(const distill_opts *o)
     tmm_distilled_free(&set);
     tmm_checkpoint_free(&ck);
     tmm_lock_release(lock);
+    /* a failed distill leaves no run directory that a rerun would need --force to replace */
+    if (rc && created && tmm_path_exists(o->out) &&
+        (tmm_run_dir_clear(o->out) != TMM_OK || tmm_remove_dir(o->out) != TMM_OK))
+        fprintf(stderr, "tmm distill: could not remove the partial %s: %s\n", o->out, tmm_last_error());
     return rc;
 }
 

@@ -6,7 +6,7 @@
  * encode the jobs' documents; this thread writes the jobs in order. The
  * output depends on the documents and their order only, never on the thread
  * count. A bounded ring of jobs bounds the memory. */
-#define _POSIX_C_SOURCE 200809L /* lstat, sysconf */
+#define _XOPEN_SOURCE 700 /* lstat, sysconf, realpath */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -471,6 +471,26 @@ static tmm_status clear_out(const char *dir, bool force)
     return s;
 }
 
+/* An input inside the output directory would be deleted (--force) or read
+ * while shards are written beside it: refused before anything is touched. */
+static tmm_status check_out_apart(const inputs *in, const char *out)
+{
+    char *o = realpath(out, NULL);
+    if (!o)
+        return TMM_OK; /* not there yet: it holds no input */
+    const size_t len = strlen(o);
+    tmm_status s = TMM_OK;
+    for (uint32_t i = 0; s == TMM_OK && i < in->count; i++) {
+        char *p = realpath(in->paths[i], NULL);
+        if (p && strncmp(p, o, len) == 0 && (p[len] == '/' || p[len] == '\0' || (len == 1 && o[0] == '/')))
+            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "--out %s holds the input %s: write the shards to a directory "
+                         "outside the inputs", out, in->paths[i]);
+        free(p);
+    }
+    free(o);
+    return s;
+}
+
 static void progress(const options *o, const output *out, double t0, bool final, bool *shown)
 {
     double s = (cli_now_ms() - t0) / 1000.0;
@@ -568,6 +588,8 @@ static tmm_status run_prepare(options *o)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "tokenizer %s has no end-of-text token (\"<|endoftext|>\" or a "
                      "special added token): documents need one between them", o->tokenizer);
     char tok_path[TMM_PATH_MAX];
+    if (s == TMM_OK)
+        s = check_out_apart(&o->in, o->out);
     if (s == TMM_OK)
         s = clear_out(o->out, o->force);
     if (s == TMM_OK)

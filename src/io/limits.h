@@ -12,6 +12,7 @@
 #define TMM_LIMIT_TOKENIZER (256ull << 20)  /* tokenizer.json */
 #define TMM_LIMIT_CACHE (1ull << 30)         /* pipeline cache and mixer calibration files */
 #define TMM_LIMIT_MANIFEST (64ull << 20)     /* a prepared directory's manifest.json */
+#define TMM_LIMIT_METRICS (4ull << 30)       /* a run's metrics.jsonl, cut back to the checkpoint on --resume */
 #define TMM_LIMIT_RESULTS (256ull << 20)    /* tmm experiment: a run's curve.jsonl, result.json, settings.json */
 #define TMM_LIMIT_TASK (4ull << 30)          /* tmm eval --task: one JSONL task file */
 

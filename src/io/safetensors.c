@@ -2,6 +2,7 @@
 #include "io/safetensors.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +36,67 @@ static uint64_t get_u64le(const unsigned char *p)
     return v;
 }
 
+/* The order of the data: the format allows no holes between tensors, and
+ * writing 8-byte elements before 4-byte ones keeps every tensor aligned to its
+ * element size (the data section starts 8-byte aligned), so readers may use
+ * it in place. order has count entries. */
+static void data_order(const tmm_st_tensor *tensors, uint32_t count, uint32_t *order)
+{
+    uint32_t n = 0;
+    for (size_t size = 8; size >= 4; size /= 2)
+        for (uint32_t i = 0; i < count; i++)
+            if (tmm_st_dtype_size(tensors[i].dtype) == size)
+                order[n++] = i;
+}
+
+tmm_status tmm_safetensors_layout(const tmm_st_tensor *tensors, uint32_t count, uint64_t *begin)
+{
+    uint32_t *order = malloc((count ? count : 1) * sizeof *order);
+    if (!order)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    data_order(tensors, count, order);
+    uint64_t offset = 0;
+    for (uint32_t k = 0; k < count; k++) {
+        begin[order[k]] = offset;
+        offset += tmm_st_numel(&tensors[order[k]]) * tmm_st_dtype_size(tensors[order[k]].dtype);
+    }
+    free(order);
+    return TMM_OK;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const tmm_st_tensor *const *)a)->name, (*(const tmm_st_tensor *const *)b)->name);
+}
+
+tmm_status tmm_st_table_hash(uint64_t h, const tmm_st_tensor *tensors, const uint64_t *begin, uint32_t count,
+                             uint64_t *out)
+{
+    const tmm_st_tensor **sorted = malloc((count ? count : 1) * sizeof *sorted);
+    if (!sorted)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < count; i++)
+        sorted[i] = &tensors[i];
+    qsort(sorted, count, sizeof *sorted, by_name);
+    for (uint32_t k = 0; k < count; k++) {
+        const tmm_st_tensor *t = sorted[k];
+        char text[TMM_ST_MAX_DIMS * 21 + 64];
+        int len = 0;
+        for (uint32_t d = 0; d < t->ndim; d++)
+            len += snprintf(text + len, sizeof text - (size_t)len, "%s%llu", d ? "," : "",
+                            (unsigned long long)t->shape[d]);
+        const uint64_t b = begin[t - tensors], e = b + tmm_st_numel(t) * tmm_st_dtype_size(t->dtype);
+        len += 1 + snprintf(text + len + 1, sizeof text - (size_t)len - 1, "%llu,%llu", (unsigned long long)b,
+                            (unsigned long long)e);
+        h = tmm_fnv1a64_more(h, t->name, strlen(t->name) + 1);
+        h = tmm_fnv1a64_more(h, dtype_names[t->dtype], strlen(dtype_names[t->dtype]) + 1);
+        h = tmm_fnv1a64_more(h, text, (size_t)len + 1); /* "d0,d1\0begin,end\0" */
+    }
+    free(sorted);
+    *out = h;
+    return TMM_OK;
+}
+
 tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors, uint32_t count,
                                  const tmm_st_meta *meta, uint32_t meta_count)
 {
@@ -50,17 +112,11 @@ tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors,
         if (!m)
             s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
-    /* The format allows no holes between tensors: writing 8-byte elements
-     * before 4-byte ones keeps every tensor aligned to its element size (the
-     * data section starts 8-byte aligned), so readers may use it in place. */
     uint32_t *order = malloc((count ? count : 1) * sizeof *order);
     if (!order)
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    uint32_t n_order = 0;
-    for (size_t size = 8; order && size >= 4; size /= 2)
-        for (uint32_t i = 0; i < count; i++)
-            if (tmm_st_dtype_size(tensors[i].dtype) == size)
-                order[n_order++] = i;
+    else
+        data_order(tensors, count, order);
     uint64_t offset = 0;
     for (uint32_t k = 0; s == TMM_OK && k < count; k++) {
         const tmm_st_tensor *t = &tensors[order[k]];
@@ -321,4 +377,16 @@ const void *tmm_safetensors_data(const tmm_safetensors *st, size_t *size)
 {
     *size = st->size - st->data_offset;
     return st->file + st->data_offset;
+}
+
+tmm_status tmm_safetensors_table_hash(const tmm_safetensors *st, uint64_t h, uint64_t *out)
+{
+    uint64_t *begin = malloc((st->count ? st->count : 1) * sizeof *begin);
+    if (!begin)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < st->count; i++)
+        begin[i] = (uint64_t)((const unsigned char *)st->tensors[i].data - (st->file + st->data_offset));
+    tmm_status s = tmm_st_table_hash(h, st->tensors, begin, st->count, out);
+    free(begin);
+    return s;
 }

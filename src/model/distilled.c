@@ -10,7 +10,7 @@
 #include "files.h"
 
 #define DISTILL_FORMAT "tmm-distill"
-#define DISTILL_VERSION "1"
+#define DISTILL_VERSION "2" /* 2: table_fnv1a64 (1: without; still read) */
 #define MAX_EXTRA 16
 
 uint64_t tmm_distilled_weights_hash(const tmm_param_table *t, const float *params)
@@ -56,17 +56,26 @@ tmm_status tmm_distilled_write(const char *path, const tmm_param_table *t, const
                                  .shape = { p->shape[0], p->shape[1], d->t[i].modes, 4 }, .data = d->t[i].data };
         data_hash = tmm_fnv1a64_more(data_hash, d->t[i].data, tmm_st_numel(&ts[i]) * sizeof(float));
     }
-    char head[16], weights[24], data[24];
+    char head[16], weights[24], data[24], table[24];
     snprintf(head, sizeof head, "%u", d->head);
     snprintf(weights, sizeof weights, "%016" PRIx64, tmm_distilled_weights_hash(t, params));
     snprintf(data, sizeof data, "%016" PRIx64, data_hash);
-    tmm_st_meta meta[MAX_EXTRA + 5] = { { "format", DISTILL_FORMAT }, { "format_version", DISTILL_VERSION },
-                                        { "head", head }, { "weights_fnv1a64", weights }, { "data_fnv1a64", data } };
-    for (uint32_t i = 0; i < n_extra; i++)
-        meta[5 + i] = extra[i];
+    uint64_t *begin = calloc(d->count ? d->count : 1, sizeof *begin), table_hash = 0;
+    if (s == TMM_OK && !begin)
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK)
-        s = tmm_safetensors_write(path, ts, d->count, meta, 5 + n_extra);
-    free(ts), free(names);
+        s = tmm_safetensors_layout(ts, d->count, begin);
+    if (s == TMM_OK)
+        s = tmm_st_table_hash(TMM_FNV1A64_BASIS, ts, begin, d->count, &table_hash);
+    snprintf(table, sizeof table, "%016" PRIx64, table_hash);
+    tmm_st_meta meta[MAX_EXTRA + 6] = { { "format", DISTILL_FORMAT }, { "format_version", DISTILL_VERSION },
+                                        { "head", head }, { "weights_fnv1a64", weights }, { "data_fnv1a64", data },
+                                        { "table_fnv1a64", table } };
+    for (uint32_t i = 0; i < n_extra; i++)
+        meta[6 + i] = extra[i];
+    if (s == TMM_OK)
+        s = tmm_safetensors_write(path, ts, d->count, meta, 6 + n_extra);
+    free(ts), free(names), free(begin);
     return s;
 }
 
@@ -113,8 +122,8 @@ tmm_status tmm_distilled_read(const char *path, const tmm_param_table *t, const 
     tmm_status s = TMM_OK;
     if (!f || strcmp(f, DISTILL_FORMAT) != 0)
         s = tmm_fail(TMM_ERR_IO, "%s: not a distill file (format '%.32s')", path, f ? f : "(missing)");
-    else if (!v || strcmp(v, DISTILL_VERSION) != 0)
-        s = tmm_fail(TMM_ERR_IO, "%s: distill format_version '%.32s' is not %s", path, v ? v : "(missing)",
+    else if (!v || (strcmp(v, DISTILL_VERSION) != 0 && strcmp(v, "1") != 0))
+        s = tmm_fail(TMM_ERR_IO, "%s: distill format_version '%.32s' is not 1 or %s", path, v ? v : "(missing)",
                      DISTILL_VERSION);
     else if (!head || !*head || *end || m == 0 || m > t->config.n_ctx)
         s = tmm_fail(TMM_ERR_IO, "%s: bad head '%.32s' (1 to n_ctx %u)", path, head ? head : "(missing)",
@@ -128,6 +137,17 @@ tmm_status tmm_distilled_read(const char *path, const tmm_param_table *t, const 
     if (s == TMM_OK && (!dh || strcmp(dh, want) != 0))
         s = tmm_fail(TMM_ERR_IO, "%s: checksum mismatch (data_fnv1a64 %.20s, the data hashes to %s): the file is "
                      "damaged", path, dh ? dh : "(missing)", want);
+    /* version 2: which bytes are which tensor's (version 1 files carry no table checksum) */
+    const char *th = tmm_safetensors_meta(st, "table_fnv1a64");
+    uint64_t table_hash = 0;
+    if (s == TMM_OK && strcmp(v, "1") != 0)
+        s = tmm_safetensors_table_hash(st, TMM_FNV1A64_BASIS, &table_hash);
+    if (s == TMM_OK && strcmp(v, "1") != 0) {
+        snprintf(want, sizeof want, "%016" PRIx64, table_hash);
+        if (!th || strcmp(th, want) != 0)
+            s = tmm_fail(TMM_ERR_IO, "%s: tensor table checksum mismatch (table_fnv1a64 %.20s, the table hashes to "
+                         "%s): the header is damaged", path, th ? th : "(missing)", want);
+    }
     uint32_t n_tz = 0;
     for (uint32_t i = 0; i < t->count; i++)
         n_tz += t->params[i].kind == TMM_PARAM_TOEPLITZ_W;

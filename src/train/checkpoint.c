@@ -237,6 +237,15 @@ static tmm_status write_with_checksums(const char *path, const tmm_st_tensor *ts
     TMM_TRY(meta_hash(meta, n_meta, &mh, &dup));
     if (dup)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: metadata key '%s' given twice", path, dup);
+    /* the table too (version 6): names, dtypes, shapes and offsets as the writer lays them out */
+    uint64_t *begin = malloc((n_ts ? n_ts : 1) * sizeof *begin);
+    if (!begin)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_status s = tmm_safetensors_layout(ts, n_ts, begin);
+    if (s == TMM_OK)
+        s = tmm_st_table_hash(mh, ts, begin, n_ts, &mh);
+    free(begin);
+    TMM_TRY(s);
     char dh_text[17], mh_text[17];
     snprintf(dh_text, sizeof dh_text, "%016" PRIx64, data_hash);
     snprintf(mh_text, sizeof mh_text, "%016" PRIx64, mh);
@@ -526,7 +535,10 @@ static tmm_status resolve_latest(const char *ckdir, char *dir)
         trailing_ok = trailing_ok && (text[i] == '\n' || text[i] == '\r' || text[i] == ' ');
     free(data);
     uint64_t step;
-    if (!trailing_ok || !parse_step_name(name, &step))
+    if (!trailing_ok)
+        return tmm_fail(TMM_ERR_IO, "%s: holds more than one line: it must hold only the name of a checkpoint "
+                        "directory (here '%.64s'); remove the other lines", latest, name);
+    if (!parse_step_name(name, &step))
         return tmm_fail(TMM_ERR_IO, "%s: does not name a checkpoint directory (expected step-N, got '%.64s')", latest,
                         name);
     TMM_TRY(tmm_path_join(dir, TMM_PATH_MAX, ckdir, name));
@@ -614,6 +626,13 @@ static tmm_status check_file(const tmm_safetensors *st, const char *path, const 
     if (got != dh)
         return tmm_fail(TMM_ERR_IO, "%s: data checksum mismatch (stored %016" PRIx64 ", computed %016" PRIx64
                         "): the file is corrupt", path, dh, got);
+    uint64_t version;
+    const char *v = tmm_safetensors_meta(st, "format_version");
+    if (!parse_u64(v, &version) || version == 0)
+        return tmm_fail(TMM_ERR_IO, "%s: bad format_version '%.32s'", path, v ? v : "(missing)");
+    if (version > TMM_CHECKPOINT_FORMAT_VERSION)
+        return tmm_fail(TMM_ERR_IO, "%s: format version %" PRIu64 " is newer than this tmm reads (%d)", path, version,
+                        TMM_CHECKPOINT_FORMAT_VERSION);
     uint32_t n = tmm_safetensors_meta_count(st);
     tmm_st_meta *pairs = malloc((n ? n : 1) * sizeof *pairs);
     if (!pairs)
@@ -623,21 +642,16 @@ static tmm_status check_file(const tmm_safetensors *st, const char *path, const 
     const char *dup;
     tmm_status s = meta_hash(pairs, n, &got, &dup);
     free(pairs);
+    if (s == TMM_OK && version >= TMM_CHECKPOINT_TABLE_VERSION)
+        s = tmm_safetensors_table_hash(st, got, &got);
     TMM_TRY(s);
     if (dup)
         return tmm_fail(TMM_ERR_IO, "%s: metadata key '%s' occurs twice: the header is corrupt", path, dup);
     if (got != mh)
-        return tmm_fail(TMM_ERR_IO, "%s: metadata checksum mismatch (stored %016" PRIx64 ", computed %016" PRIx64
-                        "): the header is corrupt", path, mh, got);
+        return tmm_fail(TMM_ERR_IO, "%s: header checksum mismatch (meta_fnv1a64 stored %016" PRIx64 ", computed %016"
+                        PRIx64 " over the metadata and the tensor table): the header is corrupt", path, mh, got);
     if (strcmp(f, format) != 0)
         return tmm_fail(TMM_ERR_IO, "%s: format is '%.64s', expected '%s'", path, f, format);
-    uint64_t version;
-    const char *v = tmm_safetensors_meta(st, "format_version");
-    if (!parse_u64(v, &version) || version == 0)
-        return tmm_fail(TMM_ERR_IO, "%s: bad format_version '%.32s'", path, v ? v : "(missing)");
-    if (version > TMM_CHECKPOINT_FORMAT_VERSION)
-        return tmm_fail(TMM_ERR_IO, "%s: format version %" PRIu64 " is newer than this tmm reads (%d)", path, version,
-                        TMM_CHECKPOINT_FORMAT_VERSION);
     *data_hash = dh;
     *version_out = version;
     return TMM_OK;

@@ -17,8 +17,10 @@
 
 /* 2: kernel-k windows stay inside their head (version 1 files of kernel-k
  * models with heads are refused; all other version 1 files load). 3: arch
- * and window; 4: state; 5: init (older files: the architecture's). */
-#define TMM_CHECKPOINT_FORMAT_VERSION 5
+ * and window; 4: state; 5: init (older files: the architecture's); 6:
+ * meta_fnv1a64 covers the tensor table too (names, dtypes, shapes, offsets). */
+#define TMM_CHECKPOINT_FORMAT_VERSION 6
+#define TMM_CHECKPOINT_TABLE_VERSION 6
 #define TMM_CHECKPOINT_KEEP_DEFAULT 3
 #define TMM_TRAIN_STATE_WORDS 16
 

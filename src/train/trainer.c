@@ -9,6 +9,7 @@
 
 #include "buffer.h"
 #include "files.h"
+#include "io/limits.h"
 #include "model/arch.h"
 #include "model/distilled.h"
 #include "model/model.h"
@@ -804,6 +805,39 @@ static tmm_status copy_tokenizer(const char *from, const char *run_dir)
     return s;
 }
 
+/* metrics.jsonl cut back to the checkpoint being continued (step `start`):
+ * the records that the resumed steps will write again, and a line torn by a
+ * crash, are dropped, so that every step has exactly one record. */
+static tmm_status cut_metrics(const char *path, uint64_t start)
+{
+    if (!tmm_path_exists(path))
+        return TMM_OK;
+    void *data;
+    size_t size;
+    TMM_TRY(tmm_read_file(path, "metrics log", TMM_LIMIT_METRICS, &data, &size));
+    char *text = data;
+    static const char key[] = "{\"step\": ";
+    size_t keep = 0;
+    for (size_t i = 0; i < size;) {
+        const char *nl = memchr(text + i, '\n', size - i);
+        if (!nl)
+            break; /* torn */
+        size_t len = (size_t)(nl - (text + i)) + 1, j = sizeof key - 1;
+        uint64_t step = 0;
+        bool ok = len > j && memcmp(text + i, key, j) == 0 && text[i + j] >= '0' && text[i + j] <= '9';
+        for (; ok && text[i + j] >= '0' && text[i + j] <= '9'; j++)
+            ok = step <= (UINT64_MAX - 9) / 10, step = step * 10 + (uint64_t)(text[i + j] - '0');
+        if (ok && step <= start) {
+            memmove(text + keep, text + i, len);
+            keep += len;
+        }
+        i += len;
+    }
+    tmm_status s = keep == size ? TMM_OK : tmm_write_file_atomic(path, text, keep);
+    free(data);
+    return s;
+}
+
 tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, const tmm_train_hooks *hooks,
                      tmm_train_result *res)
 {
@@ -896,6 +930,10 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
     }
     if (s == TMM_OK)
         s = check_same_weights(&R, start);
+    /* every check before the first write: a refused resume leaves the run as it was */
+    if (s == TMM_OK && start >= c->steps)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the checkpoint is at step %llu, the run has %llu steps: nothing to "
+                     "do (raise --steps to train further)", (unsigned long long)start, (unsigned long long)c->steps);
     if (s == TMM_OK && R.rank == 0) {
         char path[1200];
         snprintf(path, sizeof path, "%s/config.json", c->run_dir);
@@ -903,13 +941,12 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         if (s == TMM_OK && tmm_data_tokenizer_path(R.data))
             s = copy_tokenizer(tmm_data_tokenizer_path(R.data), c->run_dir);
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
+        if (s == TMM_OK && continuing)
+            s = cut_metrics(path, start);
         if (s == TMM_OK && !(R.metrics = fopen(path, continuing ? "a" : "w")))
             s = tmm_fail(TMM_ERR_IO, "cannot write %s", path);
     }
     s = tmm_dist_agree(R.dist, s, "write the run's config and metrics");
-    if (s == TMM_OK && start >= c->steps)
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the checkpoint is at step %llu, the run has %llu steps: nothing to "
-                     "do (raise --steps to train further)", (unsigned long long)start, (unsigned long long)c->steps);
     if (s == TMM_OK)
         s = train_loop(&R, start, hooks, res);
     free_run(&R);
