@@ -343,6 +343,46 @@ tmm_status tmm_list_dir(const char *dir, tmm_dir_entry **names, uint32_t *count)
     return TMM_OK;
 }
 
+static int by_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+static tmm_status walk_dir(const char *dir, int depth, tmm_walk_fn fn, void *user)
+{
+    if (depth > TMM_WALK_MAX_DEPTH)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: directories nested more than %d deep", dir,
+                        TMM_WALK_MAX_DEPTH);
+    tmm_dir_entry *names;
+    uint32_t n;
+    TMM_TRY(tmm_list_dir(dir, &names, &n));
+    qsort(names, n, sizeof *names, by_name);
+    tmm_status s = TMM_OK;
+    char *path = malloc(TMM_PATH_MAX);
+    if (!path)
+        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; s == TMM_OK && i < n; i++) {
+        struct stat st;
+        if (names[i][0] == '.' || (s = tmm_path_join(path, TMM_PATH_MAX, dir, names[i])) != TMM_OK)
+            continue;
+#if defined(_WIN32)
+        if (stat(path, &st) != 0)
+#else
+        if (lstat(path, &st) != 0)
+#endif
+            continue; /* gone since the listing */
+        if (S_ISDIR(st.st_mode))
+            s = walk_dir(path, depth + 1, fn, user);
+        else if (S_ISREG(st.st_mode))
+            s = fn(path, user);
+    }
+    free(path);
+    free(names);
+    return s;
+}
+
+tmm_status tmm_walk_files(const char *path, tmm_walk_fn fn, void *user)
+{
+    return tmm_is_dir(path) ? walk_dir(path, 0, fn, user) : fn(path, user);
+}
+
 /* Removes a directory of files: the files in it, then it. A symbolic link
  * is never followed: not the directory's own (refused), nor its entries'
  * (the link is removed, not what it points to). */

@@ -51,6 +51,17 @@ bool tmm_same_file(const char *a, const char *b);
 typedef char tmm_dir_entry[TMM_NAME_MAX];
 /* The names in dir, without . and .. (*names malloc'ed; longer names skipped). */
 tmm_status tmm_list_dir(const char *dir, tmm_dir_entry **names, uint32_t *count);
+/* The input files named by path, for the corpus readers (tmm prepare, tmm
+ * tokenizer train, tmm train --data): path itself when it is not a directory
+ * (fn then says what is wrong with it), else the regular files under it in
+ * byte order of their names at every level. Inside a directory, names that
+ * begin with '.' and symbolic links are skipped (a link to a directory could
+ * make the walk unbounded: a fan-out of links with no loop), as are devices and
+ * pipes; more than TMM_WALK_MAX_DEPTH levels is an error. A link named as path
+ * itself is followed. fn's first error stops the walk. */
+#define TMM_WALK_MAX_DEPTH 32
+typedef tmm_status (*tmm_walk_fn)(const char *file, void *user);
+tmm_status tmm_walk_files(const char *path, tmm_walk_fn fn, void *user);
 /* Removes a directory of files: the files, then it. A symbolic link is never
  * followed: not the directory's own (refused), nor its entries' (the link is
  * removed, not what it points to); a subdirectory stops it with an error. */

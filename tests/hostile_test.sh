@@ -316,6 +316,13 @@ printf '{"prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs":
 expect_fail "an IFEval keyword that is no regular expression" 1 "not a valid regular expression" \
   "$tmm" eval --checkpoint "$dir/none" --task ifeval --data "$dir/re.jsonl"
 expect_fail "a device as a task file" 1 "task file" "$tmm" eval --checkpoint "$dir/none" --task sst2 --data /dev/zero
+# a count past any integer (found by fuzz_eval_task: the cast came before the range check, undefined behaviour)
+printf '{"prompt": "p", "instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"num_words": 2e20, "relation": "at least"}]}\n' > "$dir/huge.jsonl"
+expect_fail "an IFEval count too large for any integer" 1 "whole number from 0 to 1e9" \
+  "$tmm" eval --checkpoint "$dir/none" --task ifeval --data "$dir/huge.jsonl"
+printf '{"sentence": "a", "label": 1e300}\n' > "$dir/hugelabel.jsonl"
+expect_fail "a task label too large for any integer" 1 "whole number" \
+  "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/hugelabel.jsonl"
 
 # ---- issue 31: a refused resume changes nothing; the metrics log continues from the checkpoint ----
 "$tmm" train "${small[@]}" --steps 6 --save-every 3 --log-every 1 --eval-every 3 --run-dir "$dir/r31" > /dev/null 2>&1
@@ -378,5 +385,52 @@ if unshare -rm true 2> /dev/null; then
 else
   echo "note: no mount namespace here (unshare -rm): the full-disk distill check did not run"
 fi
+
+# ---- issue 31: one directory walk for every corpus reader (before: tokenizer train followed links to
+# directories, and a fan-out of 4 links a level over 15 levels meant 4^15 paths) ----
+mkdir -p "$dir/fan/l0" && printf 'a few words for the tokenizer to count. %.0s' $(seq 40) > "$dir/fan/l0/doc.txt"
+echo "a hidden file: skipped by every reader" > "$dir/fan/.hidden.txt"
+for l in $(seq 15); do
+  mkdir -p "$dir/fan/l$l"
+  for k in 1 2 3 4; do ln -s "$dir/fan/l$((l - 1))" "$dir/fan/l$l/link$k"; done
+done
+check "tokenizer train over a fan-out of directory links ends (links skipped)" \
+  timeout 60 "$tmm" tokenizer train --vocab 260 --data "$dir/fan" --out "$dir/fan-tok.json" --quiet
+check "prepare reads the same single file" "$tmm" prepare --tokenizer bytes --data "$dir/fan" --out "$dir/fan-sh" \
+  --val-fraction 0 --quiet
+check "... one document" python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(m["documents"] != 1)' \
+  "$dir/fan-sh/manifest.json"
+
+# ---- issue 31: compressed input, read the same way by every reader ----
+printf 'the quick brown fox jumps over the lazy dog. %.0s' $(seq 200) | gzip > "$dir/g.gz"
+expect_fail "tmm train on a .gz text file (before: trained on the compressed bytes)" 1 "gzip-compressed" \
+  "$tmm" train --task text --data "$dir/g.gz" --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 2 \
+  --run-dir "$dir/gzrun"
+python3 -c 'import gzip, sys; gzip.open(sys.argv[1], "wb", 9).write(bytes(200 << 20))' "$dir/bomb.gz"
+expect_fail "prepare: a gzip bomb (200 MiB of zeros in $(( $(stat -c %s "$dir/bomb.gz") >> 10 )) KiB)" 1 \
+  "decompression bomb" "$tmm" prepare --tokenizer bytes --data "$dir/bomb.gz" --out "$dir/bombsh" --quiet
+check "... leaves no shard behind" bash -c '! ls "$1"/train_* "$1"/val_* 2> /dev/null' _ "$dir/bombsh"
+expect_fail "tokenizer train: the same bomb" 1 "decompression bomb" \
+  "$tmm" tokenizer train --vocab 260 --data "$dir/bomb.gz" --out "$dir/bomb-tok.json" --quiet
+expect_fail "tokenizer train: a truncated .gz (before: trained on the part that inflated)" 1 "corrupt gzip" \
+  "$tmm" tokenizer train --vocab 260 --data "$dir/cut.gz" --out "$dir/cut-tok.json" --quiet
+
+# ---- issue 31: distillation near the full order (before: a bound of 0 beside a relative error of 0.72) ----
+expect_fail "distill --order 0" 2 "--order must be at least 1" \
+  "$tmm" distill --checkpoint "$dir/sw-state" --out "$dir/d0" --order 0
+for order in 13 14 15 1000; do
+  check "distill --order $order of an n = 16 model: every fit within the bound it reports" bash -c '
+    "$1" distill --checkpoint "$2" --out "$3" --order "$4" --quiet && python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+for v in r[\"vectors\"]:
+    norm = v[\"l2\"] / v[\"rel_l2\"] if v[\"rel_l2\"] > 0 else 0
+    assert v[\"l2\"] <= v[\"bound\"] + 1e-5 * norm, v
+    assert v[\"order\"] <= min(int(sys.argv[2]), 15), v
+" "$3/distill.json" "$4"' _ "$tmm" "$dir/sw-state" "$dir/dfull$order" "$order"
+done
+expect_fail "distill --tol 1e-9, which no order reaches" 1 "reaches the relative L2 error" \
+  "$tmm" distill --checkpoint "$dir/sw-state" --out "$dir/dtol" --tol 1e-9
+check "... and leaves no run directory" test ! -e "$dir/dtol"
 
 finish

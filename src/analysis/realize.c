@@ -284,7 +284,10 @@ static tmm_status fit_residues(const fit_input *in, uint32_t r, tmm_realization 
     return s;
 }
 
-/* max_abs and rel_l2 of re against w, in double. */
+/* What float poles and residues may add to balanced truncation's error, relative to ||w||_2. */
+#define BOUND_SLACK 1e-5
+
+/* max_abs, l2, rel_l2 and bound_met of re against w, in double. */
 static tmm_status measure(const fit_input *in, tmm_realization *re)
 {
     double *what = malloc((size_t)in->n * sizeof *what);
@@ -300,7 +303,9 @@ static tmm_status measure(const fit_input *in, tmm_realization *re)
     }
     free(what);
     re->max_abs = max_abs;
+    re->l2 = sqrt(err2);
     re->rel_l2 = norm2 > 0 ? sqrt(err2 / norm2) : 0;
+    re->bound_met = re->l2 <= re->bound + BOUND_SLACK * sqrt(norm2);
     return TMM_OK;
 }
 
@@ -345,6 +350,20 @@ static tmm_status fit(const fit_input *in, uint32_t r, tmm_realization *out)
     return TMM_OK;
 }
 
+/* The fit of order r, or, where it misses its bound (the modal form near r = L,
+ * where the truncation tends to the FIR's nilpotent shift, or a reflected
+ * pole), of the largest order below r whose fit meets its bound: never a fit
+ * that is worse than the bound it reports. Order 0 always meets it. */
+static tmm_status fit_bounded(const fit_input *in, uint32_t r, tmm_realization *out)
+{
+    for (;; r--) {
+        TMM_TRY(fit(in, r, out));
+        if (out->bound_met || r == 0)
+            return TMM_OK;
+        tmm_realization_free(out);
+    }
+}
+
 /* ---- the order ------------------------------------------------------------------- */
 
 /* The smallest r <= cap whose bound is within target (cap when none is). */
@@ -357,11 +376,12 @@ static uint32_t bound_order(const double *sigma, uint32_t L, uint32_t cap, doubl
     return 2 * tail <= target ? r : cap;
 }
 
-/* The smallest r in [0, r_hi] whose achieved rel_l2 is within tol, by
- * bisection that presumes r_hi reaches it; r_hi itself when no probe does.
- * r_hi is fitted only then: it is the dearest fit, and near r = L the modal
- * form is ill-conditioned (the FIR's realization is nilpotent), so a smaller
- * probe may reach tol where r_hi does not. */
+/* The smallest r in [0, r_hi] whose achieved rel_l2 is within tol (and whose
+ * fit meets its bound), by bisection that presumes r_hi reaches it; when no
+ * probe does, r_hi's bounded fit (fit_bounded), and an error if that misses
+ * tol too. r_hi is fitted only then: it is the dearest fit, and near r = L
+ * the modal form is ill-conditioned (the FIR's realization is nilpotent), so
+ * a smaller probe may reach tol where r_hi does not. */
 static tmm_status search_order(const fit_input *in, uint32_t r_hi, double tol, tmm_realization *out)
 {
     bool found = false;
@@ -374,7 +394,7 @@ static tmm_status search_order(const fit_input *in, uint32_t r_hi, double tol, t
             tmm_realization_free(out);
             return s;
         }
-        if (cand.rel_l2 <= tol) {
+        if (cand.rel_l2 <= tol && cand.bound_met) {
             tmm_realization_free(out);
             *out = cand;
             hi = mid;
@@ -384,7 +404,16 @@ static tmm_status search_order(const fit_input *in, uint32_t r_hi, double tol, t
             lo = mid + 1;
         }
     }
-    return found ? TMM_OK : fit(in, r_hi, out);
+    if (found)
+        return TMM_OK;
+    TMM_TRY(fit_bounded(in, r_hi, out));
+    if (out->rel_l2 <= tol)
+        return TMM_OK;
+    const tmm_realization best = *out;
+    tmm_realization_free(out);
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no order up to %u reaches the relative L2 error %g (the closest "
+                    "fit that meets its bound: order %u, %.3g): raise the order cap or give an order", r_hi, tol,
+                    best.order, best.rel_l2);
 }
 
 static tmm_status check_arguments(const float *w, uint32_t n, const tmm_realize_options *opt,
@@ -477,7 +506,7 @@ tmm_status tmm_realize(const float *w, uint32_t n, const tmm_realize_options *op
     if (s == TMM_OK) {
         projected_shift(v, L, perm, k, shift);
         const fit_input in = {w, n, head, L, h, sigma, shift, k, u, p, ku};
-        s = opt->order > 0 ? fit(&in, k, out) : search_order(&in, k, opt->tol, out);
+        s = opt->order > 0 ? fit_bounded(&in, k, out) : search_order(&in, k, opt->tol, out);
     }
     free(u);
     free(shift);

@@ -47,6 +47,7 @@
 #ifndef TMM_ANALYSIS_REALIZE_H
 #define TMM_ANALYSIS_REALIZE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -64,15 +65,20 @@ typedef struct tmm_realization {
     double bound;       /* 2·Σ_{i>r} σ_i (Hankel singular values of the tail); 0 when r = L */
     double sigma1;      /* the largest Hankel singular value (0 for a zero tail) */
     double max_abs;     /* max_k |w[k] - ŵ[k]| */
+    double l2;          /* ||w - ŵ||_2: what the bound bounds */
     double rel_l2;      /* ||w - ŵ||_2 / ||w||_2 (0 when w = 0) */
+    bool bound_met;     /* l2 <= bound (+ 1e-5·||w||_2 for float poles and residues): always so for
+                           tmm_realize's result, which falls back to a lower order where a fit misses it */
 } tmm_realization;
 
 /* How the order of each vector is chosen. */
 typedef struct tmm_realize_options {
     uint32_t head;       /* m >= 1 (clamped to n) */
-    uint32_t order;      /* > 0: this order (clamped to L and TMM_REALIZE_MAX_ORDER) */
-    double tol;          /* order 0: the smallest r whose achieved rel_l2 <= tol, searched by bisection
-                            up to the smallest r whose bound <= tol·||w||_2 (capped at max_order) */
+    uint32_t order;      /* > 0: this order (clamped to L and TMM_REALIZE_MAX_ORDER), or the largest
+                            below it whose fit meets its bound (the result's order says which) */
+    double tol;          /* order 0: the smallest r whose achieved rel_l2 <= tol (and whose fit meets its
+                            bound), searched by bisection up to the smallest r whose bound <= tol·||w||_2
+                            (capped at max_order); TMM_ERR_INVALID_ARGUMENT when none reaches tol */
     uint32_t max_order;  /* cap of the tol search (0: TMM_REALIZE_MAX_ORDER) */
 } tmm_realize_options;
 

@@ -36,9 +36,13 @@ static const char usage_text[] =
     "  --checkpoint DIR   a TMM checkpoint (run directory, checkpoint directory or model file)\n"
     "  --out DIR2         the new run directory: the checkpoint with the same weights, its\n"
     "                     realizations (distill.safetensors) and the report (distill.json)\n"
-    "  --order R          state dimension of every vector (a complex pole pair counts 2)\n"
+    "  --order R          state dimension of every vector (a complex pole pair counts 2; 1 to\n"
+    "                     1024, at most the vector's tail): where the fit at R misses its\n"
+    "                     bound (R near the tail's length), the largest order below R whose\n"
+    "                     fit meets it, as distill.json reports\n"
     "  --tol X            per vector the smallest order whose relative L2 error\n"
-    "                     ||w - w^||/||w|| is at most X (default 0.01)\n"
+    "                     ||w - w^||/||w|| is at most X (default 0.01); an error when no\n"
+    "                     order up to --max-order reaches it\n"
     "  --head M           lags kept exactly (default 1: w[0])\n"
     "  --max-order R      largest order --tol may choose (default 256)\n"
     "  --jobs N           threads, one vector each (default: one per CPU)\n"
@@ -87,6 +91,11 @@ static int parse_args(int argc, char **argv, distill_opts *o)
         case OPT_ORDER:
             if (!cli_parse_uint("--order", optarg, TMM_REALIZE_MAX_ORDER, &v))
                 return 2;
+            if (v == 0) {
+                cli_fail("--order must be at least 1 (order 0 would drop every tail: give --tol X to choose "
+                         "the order per vector)\n");
+                return 2;
+            }
             o->ro.order = (uint32_t)v;
             break;
         case OPT_TOL: if (!cli_parse_fraction("--tol", optarg, &o->ro.tol)) return 2; tol = true; break;
@@ -136,7 +145,12 @@ typedef struct realize_job {
 static tmm_status realize_one(void *ctx, uint32_t i)
 {
     const realize_job *j = ctx;
-    return tmm_realize(j->w[i], j->n, j->ro, &j->reports[i].re);
+    const tmm_status s = tmm_realize(j->w[i], j->n, j->ro, &j->reports[i].re);
+    if (s == TMM_OK)
+        return s;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", tmm_last_error());
+    return tmm_fail(s, "%s, group %u, tap %u: %s", j->reports[i].tensor, j->reports[i].group, j->reports[i].tap, msg);
 }
 
 /* The modes of tensor p's vectors (reports v[0 .. vectors)) as one [G, K, M, 4] tensor of set. */
@@ -271,6 +285,7 @@ static cJSON *report_json(const distill_opts *o, const vec_report *v, uint32_t c
         cJSON_AddNumberToObject(e, "modes", re->modes);
         cJSON_AddNumberToObject(e, "reflected", re->reflected);
         cJSON_AddNumberToObject(e, "sigma1", re->sigma1);
+        cJSON_AddNumberToObject(e, "l2", re->l2);
         cJSON_AddNumberToObject(e, "bound", re->bound);
         cJSON_AddNumberToObject(e, "max_abs", re->max_abs);
         cJSON_AddNumberToObject(e, "rel_l2", re->rel_l2);
@@ -295,24 +310,27 @@ static cJSON *report_json(const distill_opts *o, const vec_report *v, uint32_t c
 /* One line per tensor: its vectors' orders and worst errors. */
 static void print_table(const vec_report *v, uint32_t count, uint32_t head)
 {
-    printf("%-22s %7s %17s %12s %12s %12s %9s\n", "tensor", "vectors", "order min/mean/max", "max|w-w^|",
-           "rel L2", "bound", "reflected");
+    printf("%-22s %7s %17s %12s %12s %12s %12s %9s\n", "tensor", "vectors", "order min/mean/max", "max|w-w^|",
+           "rel L2", "|w-w^|_2", "bound", "reflected");
     for (uint32_t i = 0; i < count;) {
         uint32_t j = i, lo = UINT32_MAX, hi = 0, refl = 0;
-        double mean = 0, abs_w = 0, rel = 0, bound = 0;
+        double mean = 0, abs_w = 0, rel = 0, bound = 0, l2 = 0, l2_bound = 0;
         for (; j < count && strcmp(v[j].tensor, v[i].tensor) == 0; j++) {
             const tmm_realization *re = &v[j].re;
             lo = re->order < lo ? re->order : lo, hi = re->order > hi ? re->order : hi, mean += re->order;
             abs_w = fmax(abs_w, re->max_abs), rel = fmax(rel, re->rel_l2), bound = fmax(bound, re->bound);
+            if (re->l2 >= l2) /* the worst L2 error beside its own bound */
+                l2 = re->l2, l2_bound = re->bound;
             refl += re->reflected;
         }
         char orders[32];
         snprintf(orders, sizeof orders, "%u/%.1f/%u", lo, mean / (j - i), hi);
-        printf("%-22s %7u %17s %12.3e %12.3e %12.3e %9u\n", v[i].tensor, j - i, orders, abs_w, rel, bound, refl);
+        printf("%-22s %7u %17s %12.3e %12.3e %12.3e %12.3e %9u\n", v[i].tensor, j - i, orders, abs_w, rel, l2,
+               l2_bound, refl);
         i = j;
     }
-    printf("exact head: %u lag%s; errors are the worst vector's; bound: 2 x the Hankel singular values past the "
-           "order\n", head, head == 1 ? "" : "s");
+    printf("exact head: %u lag%s; errors are the worst vector's; |w-w^|_2 is the vector with the largest, beside "
+           "its bound: 2 x the Hankel singular values past the order, which every fit meets\n", head, head == 1 ? "" : "s");
 }
 
 static int run(const distill_opts *o)

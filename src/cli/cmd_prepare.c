@@ -6,7 +6,7 @@
  * encode the jobs' documents; this thread writes the jobs in order. The
  * output depends on the documents and their order only, never on the thread
  * count. A bounded ring of jobs bounds the memory. */
-#define _XOPEN_SOURCE 700 /* lstat, sysconf, realpath */
+#define _XOPEN_SOURCE 700 /* sysconf, realpath */
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +22,7 @@
 #include "io/limits.h"
 #include "model/rng.h"
 #include "status.h"
+#include "text/corpus.h"
 #include "text/tokenizer.h"
 #include "train/data.h"
 #include "train/manifest.h"
@@ -39,10 +40,10 @@ static void usage(void)
            "Inputs: a text file is one document; a .jsonl file holds one document per\n"
            "line (a JSON object with a string \"text\" field); a .gz file is decompressed\n"
            "first (name.jsonl.gz is JSONL); a directory is read recursively, in sorted\n"
-           "order, skipping symbolic links. Documents are written in input order, each\n"
-           "followed by the tokenizer's end-of-text token. Document i (counting from 0\n"
-           "over the whole corpus) goes to validation when a hash of i is below the\n"
-           "validation fraction (docs/data.md). DIR receives train_NNNNNN.bin and\n"
+           "order, skipping hidden names and symbolic links. Documents are written in\n"
+           "input order, each followed by the tokenizer's end-of-text token. Document i\n"
+           "(counting from 0 over the whole corpus) goes to validation when a hash of i\n"
+           "is below the validation fraction (docs/data.md). DIR receives train_NNNNNN.bin and\n"
            "val_NNNNNN.bin shards, tokenizer.json and manifest.json (written last).\n"
            "The output is the same for every thread count.\n\n"
            "  -t, --tokenizer T    a tokenizer.json (byte-level BPE) or \"bytes\"\n"
@@ -81,35 +82,8 @@ static tmm_status add_input(inputs *in, const char *path)
     return TMM_OK;
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp((const char *)a, (const char *)b);
-}
-
-/* The regular files under dir, sorted by name at every level; links are skipped. */
-static tmm_status add_dir(inputs *in, const char *dir, int depth)
-{
-    if (depth > 64)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: directories nested more than 64 deep", dir);
-    tmm_dir_entry *names;
-    uint32_t n;
-    TMM_TRY(tmm_list_dir(dir, &names, &n));
-    qsort(names, n, sizeof *names, by_name);
-    tmm_status s = TMM_OK;
-    for (uint32_t i = 0; s == TMM_OK && i < n; i++) {
-        char path[TMM_PATH_MAX];
-        struct stat st;
-        s = tmm_path_join(path, sizeof path, dir, names[i]);
-        if (s != TMM_OK || lstat(path, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode))
-            s = add_dir(in, path, depth + 1);
-        else if (S_ISREG(st.st_mode))
-            s = add_input(in, path);
-    }
-    free(names);
-    return s;
-}
+/* tmm_walk_files' callback: the same files, in the same order, as every corpus reader. */
+static tmm_status add_walked(const char *path, void *user) { return add_input(user, path); }
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -126,7 +100,8 @@ static bool ends_with(const char *s, const char *suffix)
     return true;
 }
 
-/* A .gz file, decompressed whole (at most TMM_LIMIT_TEXT bytes). */
+/* A .gz file, decompressed whole: at most tmm_gz_limit(path) bytes (corpus.h:
+ * the rules every .gz reader follows) and TMM_LIMIT_TEXT. */
 static tmm_status read_gz(const char *path, char **data, size_t *size)
 {
     *data = NULL;
@@ -135,6 +110,7 @@ static tmm_status read_gz(const char *path, char **data, size_t *size)
     gzFile gz = gzopen(path, "rb");
     if (!gz)
         return tmm_fail(TMM_ERR_IO, "cannot open %s", path);
+    const uint64_t limit = tmm_gz_limit(path) < TMM_LIMIT_TEXT ? tmm_gz_limit(path) : TMM_LIMIT_TEXT;
     size_t cap = 1u << 16, len = 0;
     char *buf = malloc(cap);
     tmm_status s = buf ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -142,9 +118,8 @@ static tmm_status read_gz(const char *path, char **data, size_t *size)
         s = tmm_fail(TMM_ERR_IO, "%s is not gzip data (its name ends in .gz)", path);
     while (s == TMM_OK) {
         if (len == cap) {
-            if (cap >= TMM_LIMIT_TEXT) {
-                s = tmm_fail(TMM_ERR_IO, "%s decompresses to more than the %llu GiB tmm reads for one file", path,
-                             TMM_LIMIT_TEXT >> 30);
+            if (cap > limit) {
+                s = tmm_gz_too_large(path, limit);
                 break;
             }
             char *bigger = realloc(buf, cap * 2);
@@ -157,21 +132,14 @@ static tmm_status read_gz(const char *path, char **data, size_t *size)
         }
         size_t want = cap - len > (1u << 30) ? 1u << 30 : cap - len;
         int got = gzread(gz, buf + len, (unsigned)want);
-        if (got < 0) {
-            int err;
-            const char *msg = gzerror(gz, &err);
-            s = tmm_fail(TMM_ERR_IO, "%s: corrupt gzip data (%s)", path, msg ? msg : "unknown error");
-        } else if (got == 0) {
-            int err;
-            const char *msg = gzerror(gz, &err);
-            if (err != Z_OK && err != Z_STREAM_END)
-                s = tmm_fail(TMM_ERR_IO, "%s: corrupt gzip data (%s)", path, msg ? msg : "unknown error");
+        s = tmm_gz_check(gz, got, path);
+        if (s != TMM_OK || got == 0)
             break;
-        } else {
-            len += (size_t)got;
-        }
+        len += (size_t)got;
     }
     gzclose(gz);
+    if (s == TMM_OK && len > limit)
+        s = tmm_gz_too_large(path, limit);
     if (s != TMM_OK) {
         free(buf);
         return s;
@@ -592,6 +560,7 @@ static tmm_status run_prepare(options *o)
         s = check_out_apart(&o->in, o->out);
     if (s == TMM_OK)
         s = clear_out(o->out, o->force);
+    const bool writing = s == TMM_OK; /* from here a failure removes the shards it wrote */
     if (s == TMM_OK)
         s = tmm_path_join(tok_path, sizeof tok_path, o->out, TMM_SHARD_TOKENIZER);
     if (s == TMM_OK)
@@ -625,6 +594,13 @@ static tmm_status run_prepare(options *o)
     }
     for (int k = 0; k < 2; k++)
         tmm_shard_writer_abort(out.w[k]);
+    if (s != TMM_OK && writing) { /* no shards without a manifest left for a later command to puzzle over */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tmm_last_error());
+        if (clear_out(o->out, true) != TMM_OK)
+            fprintf(stderr, "tmm prepare: could not remove the partial shards in %s: %s\n", o->out, tmm_last_error());
+        s = tmm_fail(s, "%s", msg);
+    }
     free(P.ring);
     tmm_manifest_free(&out.m);
     tmm_tokenizer_free(tok);
@@ -665,7 +641,7 @@ int cmd_prepare(int argc, char **argv)
             if (!tmm_path_exists(optarg))
                 s = tmm_fail(TMM_ERR_IO, "%s does not exist", optarg);
             else
-                s = tmm_is_dir(optarg) ? add_dir(&o.in, optarg, 0) : add_input(&o.in, optarg);
+                s = tmm_walk_files(optarg, add_walked, &o.in);
             rc = s == TMM_OK ? 0 : cli_error("reading --data", s);
             break;
         case O_VAL:

@@ -35,7 +35,9 @@ static void train_usage(FILE *f)
     fprintf(f,
             "usage: tmm tokenizer train --vocab N --data FILE... --out tok.json [options]\n\n"
             "  --vocab N        entries of the tokenizer: 257 (bytes and <|endoftext|>) to %u\n"
-            "  --data FILE...   text, .jsonl, .gz files or directories (more may follow --data)\n"
+            "  --data FILE...   text, .jsonl, .gz files or directories (more may follow --data;\n"
+            "                   directories recursively, in sorted order, skipping hidden names\n"
+            "                   and symbolic links)\n"
             "  --out PATH       the tokenizer.json to write (atomically)\n"
             "  --max-words N    distinct words held while counting (default %u, about 100 bytes each):\n"
             "                   beyond it the rarest are dropped, which bounds memory on any corpus\n"

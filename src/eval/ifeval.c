@@ -7,6 +7,7 @@
 
 #include <pcre2.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,9 @@ static int need_int(const cJSON *kw, const char *key, int64_t *out, char *msg, s
     const cJSON *v;
     if (need(kw, key, &v, msg, size))
         return -1;
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble || v->valuedouble < 0 ||
-        v->valuedouble > 1e9) {
+    /* the range before the cast: converting a double outside int64_t's range is undefined */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e9) ||
+        v->valuedouble != floor(v->valuedouble)) {
         snprintf(msg, size, "kwargs \"%s\" must be a whole number from 0 to 1e9", key);
         return -1;
     }

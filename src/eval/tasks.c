@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,8 +127,9 @@ static tmm_status get_label(const where *w, const cJSON *obj, const char *key, l
         *out = l;
         return TMM_OK;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble || v->valuedouble < -1 ||
-        v->valuedouble > 1e6)
+    /* the range before the cast: converting a double outside long's range is undefined */
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= -1 && v->valuedouble <= 1e6) ||
+        v->valuedouble != floor(v->valuedouble))
         return bad(w, "field \"%s\" is %s; it must be a whole number", key,
                    cJSON_IsNumber(v) ? "not a whole number from -1" : type_name(v));
     *out = (long)v->valuedouble;

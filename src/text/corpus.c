@@ -39,21 +39,48 @@ static size_t cut_point(const char *p, size_t n)
     return 0;
 }
 
+uint64_t tmm_gz_limit(const char *path)
+{
+    struct stat st;
+    const uint64_t size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+    const uint64_t limit = size > UINT64_MAX / TMM_GZ_MAX_RATIO ? UINT64_MAX : size * TMM_GZ_MAX_RATIO;
+    return limit < TMM_GZ_MIN_LIMIT ? TMM_GZ_MIN_LIMIT : limit;
+}
+
+tmm_status tmm_gz_check(void *gz, int got, const char *path)
+{
+    if (got > 0)
+        return TMM_OK;
+    int err = Z_OK;
+    const char *msg = gzerror(gz, &err);
+    if (got == 0 && (err == Z_OK || err == Z_STREAM_END))
+        return TMM_OK;
+    return tmm_fail(TMM_ERR_IO, "%s: corrupt gzip data, truncated or damaged (%s)", path,
+                    msg && *msg ? msg : "read error");
+}
+
+tmm_status tmm_gz_too_large(const char *path, uint64_t limit)
+{
+    return tmm_fail(TMM_ERR_IO, "%s inflates to more than %llu MiB, %d times its compressed size: refused as a "
+                    "likely decompression bomb (decompress it yourself if it is meant)", path,
+                    (unsigned long long)(limit >> 20), TMM_GZ_MAX_RATIO);
+}
+
 static void report(reader *r, gzFile f, uint64_t base)
 {
     if (r->progress)
         r->progress(base + (uint64_t)gzoffset(f), r->total, r->user);
 }
 
-static tmm_status read_plain(reader *r, gzFile f, const char *path, uint64_t base)
+static tmm_status read_plain(reader *r, gzFile f, const char *path, uint64_t base, uint64_t limit)
 {
     size_t have = 0, cap = 17 * (size_t)TMM_CORPUS_CHUNK;
+    uint64_t total = 0;
     for (;;) {
         int got = gzread(f, r->buf + have, TMM_CORPUS_CHUNK);
-        if (got < 0) {
-            int e;
-            return tmm_fail(TMM_ERR_IO, "%s: cannot read: %s", path, gzerror(f, &e));
-        }
+        TMM_TRY(tmm_gz_check(f, got, path));
+        if ((total += (uint64_t)got) > limit)
+            return tmm_gz_too_large(path, limit);
         have += (size_t)got;
         report(r, f, base);
         if (got == 0) {
@@ -98,16 +125,15 @@ static tmm_status json_line(reader *r, const char *path, uint64_t line, const ch
     return s;
 }
 
-static tmm_status read_jsonl(reader *r, gzFile f, const char *path, uint64_t base)
+static tmm_status read_jsonl(reader *r, gzFile f, const char *path, uint64_t base, uint64_t limit)
 {
     size_t have = 0;
-    uint64_t line = 1;
+    uint64_t line = 1, total = 0;
     for (;;) {
         int got = gzread(f, r->buf + have, TMM_CORPUS_CHUNK);
-        if (got < 0) {
-            int e;
-            return tmm_fail(TMM_ERR_IO, "%s: cannot read: %s", path, gzerror(f, &e));
-        }
+        TMM_TRY(tmm_gz_check(f, got, path));
+        if ((total += (uint64_t)got) > limit)
+            return tmm_gz_too_large(path, limit);
         have += (size_t)got;
         report(r, f, base);
         size_t start = 0;
@@ -134,56 +160,40 @@ static tmm_status read_file(reader *r, const char *path)
     gzbuffer(f, 1u << 18);
     uint64_t base = r->done;
     bool jsonl = ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz");
-    tmm_status s = jsonl ? read_jsonl(r, f, path, base) : read_plain(r, f, path, base);
+    /* a plain file reads through too (gzdirect): at most its own size, and any size is its own */
+    const uint64_t limit = gzdirect(f) ? UINT64_MAX : tmm_gz_limit(path);
+    tmm_status s = jsonl ? read_jsonl(r, f, path, base, limit) : read_plain(r, f, path, base, limit);
     struct stat st;
     r->done = base + (stat(path, &st) == 0 ? (uint64_t)st.st_size : 0);
     gzclose(f);
     return s;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-/* Each file under path (itself if it is one), in name order: read it (reading)
- * or add its size to r->total. */
-static tmm_status walk(reader *r, const char *path, bool reading, int depth)
+/* The walk's two passes over the same files (tmm_walk_files): their sizes, then their text. */
+static tmm_status add_size(const char *path, void *user)
 {
-    if (!tmm_is_dir(path)) {
-        if (reading)
-            return read_file(r, path);
-        struct stat st;
-        if (stat(path, &st) != 0)
-            return tmm_fail(TMM_ERR_IO, "%s: no such file or directory", path);
-        r->total += (uint64_t)st.st_size;
-        return TMM_OK;
-    }
-    if (depth > 16)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: directories nested more than 16 deep", path);
-    tmm_dir_entry *names;
-    uint32_t n;
-    TMM_TRY(tmm_list_dir(path, &names, &n));
-    qsort(names, n, sizeof *names, by_name);
-    tmm_status s = TMM_OK;
-    char child[TMM_PATH_MAX];
-    for (uint32_t i = 0; i < n && s == TMM_OK; i++)
-        if (names[i][0] != '.' && (s = tmm_path_join(child, sizeof child, path, names[i])) == TMM_OK)
-            s = walk(r, child, reading, depth + 1);
-    free(names);
-    return s;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return tmm_fail(TMM_ERR_IO, "%s: no such file or directory", path);
+    ((reader *)user)->total += (uint64_t)st.st_size;
+    return TMM_OK;
 }
+
+static tmm_status read_one(const char *path, void *user) { return read_file(user, path); }
 
 tmm_status tmm_corpus_read(const char *const *paths, size_t count, tmm_corpus_fn fn, tmm_corpus_progress_fn progress,
                            void *user)
 {
     reader r = { .fn = fn, .progress = progress, .user = user };
     for (size_t i = 0; i < count; i++)
-        TMM_TRY(walk(&r, paths[i], false, 0));
+        TMM_TRY(tmm_walk_files(paths[i], add_size, &r));
     r.cap = (size_t)TMM_CORPUS_MAX_LINE + 17 * (size_t)TMM_CORPUS_CHUNK;
     r.buf = malloc(r.cap);
     if (!r.buf)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a read buffer of %zu MiB", r.cap >> 20);
     tmm_status s = TMM_OK;
     for (size_t i = 0; i < count && s == TMM_OK; i++)
-        s = walk(&r, paths[i], true, 0);
+        s = tmm_walk_files(paths[i], read_one, &r);
     free(r.buf);
     return s;
 }

@@ -282,6 +282,10 @@ static tmm_status load_file(loader *ld, const tmm_data_config *c, const char *pa
     tmm_status st = TMM_OK;
     if (size == 0)
         st = tmm_fail(TMM_ERR_IO, "%s is empty", path);
+    else if (size >= 2 && ((const unsigned char *)data)[0] == 0x1f && ((const unsigned char *)data)[1] == 0x8b)
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is gzip-compressed, and a text task trains on a file's bytes as "
+                      "they are: decompress it, or make shards of it with tmm prepare (which reads .gz) and train "
+                      "on those (--data DIR)", path);
     else if (jsonl)
         st = load_jsonl(ld, path, data, size);
     else if (c->text_mode == TMM_TEXT_DOCUMENTS)
