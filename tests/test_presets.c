@@ -80,8 +80,11 @@ static void one_step(const char *preset, uint32_t batch, uint32_t short_layers)
 
 H_TEST(presets, tiny_copy) { one_step("tiny-copy", 0, 0); }
 H_TEST(presets, small_text) { one_step("small-text", 0, 0); }
-H_TEST(presets, paper_512) { one_step("paper-512", 1, 2); }
-H_TEST(presets, paper_1024) { one_step("paper-1024", 1, 2); }
+/* Not under the sanitizer (as before): there the mixer calibration may pick the
+ * FFT path, whose padded sequence does not fit the binding range scaled down
+ * above (a limit of this test's scaling, noted in issue 33's GPU work). */
+Test(presets, paper_512, .init = h_init, .fini = h_fini, .disabled = H_SANITIZED) { one_step("paper-512", 1, 2); }
+Test(presets, paper_1024, .init = h_init, .fini = h_fini, .disabled = H_SANITIZED) { one_step("paper-1024", 1, 2); }
 
 /* Every shipped preset is one of the above. */
 Test(presets, all_covered)
