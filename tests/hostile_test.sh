@@ -312,17 +312,18 @@ check "... and no tokenizer was written" test ! -e "$tk/x.json"
 printf '{"sentence": "a"}\n' > "$dir/nolabel.jsonl"
 expect_fail "a task item without its label" 1 "nolabel.jsonl:1: sst2 item: missing field \"label\"" \
   "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/nolabel.jsonl"
-printf '{"prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["(("]}]}\n' > "$dir/re.jsonl"
-expect_fail "an IFEval keyword that is no regular expression" 1 "not a valid regular expression" \
-  "$tmm" eval --checkpoint "$dir/none" --task ifeval --data "$dir/re.jsonl"
+# bad_task NAME TASK WORDS LINE: a task file of that one line is refused with WORDS
+bad_task() {
+  printf '%s\n' "$4" > "$dir/task.jsonl"
+  expect_fail "$1" 1 "$3" "$tmm" eval --checkpoint "$dir/none" --task "$2" --data "$dir/task.jsonl"
+}
+bad_task "an IFEval keyword that is no regular expression" ifeval "not a valid regular expression" \
+  '{"prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["(("]}]}'
 expect_fail "a device as a task file" 1 "task file" "$tmm" eval --checkpoint "$dir/none" --task sst2 --data /dev/zero
-# a count past any integer (found by fuzz_eval_task: the cast came before the range check, undefined behaviour)
-printf '{"prompt": "p", "instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"num_words": 2e20, "relation": "at least"}]}\n' > "$dir/huge.jsonl"
-expect_fail "an IFEval count too large for any integer" 1 "whole number from 0 to 1e9" \
-  "$tmm" eval --checkpoint "$dir/none" --task ifeval --data "$dir/huge.jsonl"
-printf '{"sentence": "a", "label": 1e300}\n' > "$dir/hugelabel.jsonl"
-expect_fail "a task label too large for any integer" 1 "whole number" \
-  "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/hugelabel.jsonl"
+# numbers past any integer (found by fuzz_eval_task: the cast came before the range check, undefined behaviour)
+bad_task "an IFEval count too large for any integer" ifeval "whole number from 0 to 1e9" \
+  '{"prompt": "p", "instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"num_words": 2e20, "relation": "at least"}]}'
+bad_task "a task label too large for any integer" sst2 "whole number" '{"sentence": "a", "label": 1e300}'
 
 # ---- issue 31: a refused resume changes nothing; the metrics log continues from the checkpoint ----
 "$tmm" train "${small[@]}" --steps 6 --save-every 3 --log-every 1 --eval-every 3 --run-dir "$dir/r31" > /dev/null 2>&1
