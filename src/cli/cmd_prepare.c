@@ -110,7 +110,7 @@ static tmm_status read_gz(const char *path, char **data, size_t *size)
     gzFile gz = gzopen(path, "rb");
     if (!gz)
         return tmm_fail(TMM_ERR_IO, "cannot open %s", path);
-    const uint64_t limit = tmm_gz_limit(path) < TMM_LIMIT_TEXT ? tmm_gz_limit(path) : TMM_LIMIT_TEXT;
+    const uint64_t ratio_limit = tmm_gz_limit(path), limit = ratio_limit < TMM_LIMIT_TEXT ? ratio_limit : TMM_LIMIT_TEXT;
     size_t cap = 1u << 16, len = 0;
     char *buf = malloc(cap);
     tmm_status s = buf ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");

@@ -49,7 +49,8 @@ static void data_order(const tmm_st_tensor *tensors, uint32_t count, uint32_t *o
                 order[n++] = i;
 }
 
-tmm_status tmm_safetensors_layout(const tmm_st_tensor *tensors, uint32_t count, uint64_t *begin)
+/* Each tensor's first byte in the data section, as tmm_safetensors_write lays them out. */
+static tmm_status layout(const tmm_st_tensor *tensors, uint32_t count, uint64_t *begin)
 {
     uint32_t *order = malloc((count ? count : 1) * sizeof *order);
     if (!order)
@@ -69,7 +70,8 @@ static int by_name(const void *a, const void *b)
     return strcmp((*(const tmm_st_tensor *const *)a)->name, (*(const tmm_st_tensor *const *)b)->name);
 }
 
-tmm_status tmm_st_table_hash(uint64_t h, const tmm_st_tensor *tensors, const uint64_t *begin, uint32_t count,
+/* h continued over the table of tensors whose data start at begin[] (safetensors.h). */
+static tmm_status table_hash(uint64_t h, const tmm_st_tensor *tensors, const uint64_t *begin, uint32_t count,
                              uint64_t *out)
 {
     const tmm_st_tensor **sorted = malloc((count ? count : 1) * sizeof *sorted);
@@ -95,6 +97,18 @@ tmm_status tmm_st_table_hash(uint64_t h, const tmm_st_tensor *tensors, const uin
     free(sorted);
     *out = h;
     return TMM_OK;
+}
+
+tmm_status tmm_st_table_hash(uint64_t h, const tmm_st_tensor *tensors, uint32_t count, uint64_t *out)
+{
+    uint64_t *begin = malloc((count ? count : 1) * sizeof *begin);
+    if (!begin)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    tmm_status s = layout(tensors, count, begin);
+    if (s == TMM_OK)
+        s = table_hash(h, tensors, begin, count, out);
+    free(begin);
+    return s;
 }
 
 tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors, uint32_t count,
@@ -386,7 +400,7 @@ tmm_status tmm_safetensors_table_hash(const tmm_safetensors *st, uint64_t h, uin
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t i = 0; i < st->count; i++)
         begin[i] = (uint64_t)((const unsigned char *)st->tensors[i].data - (st->file + st->data_offset));
-    tmm_status s = tmm_st_table_hash(h, st->tensors, begin, st->count, out);
+    tmm_status s = table_hash(h, st->tensors, begin, st->count, out);
     free(begin);
     return s;
 }

@@ -35,15 +35,12 @@ uint64_t tmm_st_numel(const tmm_st_tensor *t);
 tmm_status tmm_safetensors_write(const char *path, const tmm_st_tensor *tensors, uint32_t count,
                                  const tmm_st_meta *meta, uint32_t meta_count);
 
-/* Each tensor's first byte in the data section, as tmm_safetensors_write lays
- * the tensors out (begin has count entries). */
-tmm_status tmm_safetensors_layout(const tmm_st_tensor *tensors, uint32_t count, uint64_t *begin);
-/* Continues the FNV-1a 64 hash h over a tensor table: per tensor, in the byte
+/* Continues the FNV-1a 64 hash h over the tensor table that
+ * tmm_safetensors_write lays out for these tensors: per tensor, in the byte
  * order of the names, "name\0dtype\0d0,d1,...\0begin,end\0" (shape and data
  * offsets in decimal; docs/formats.md). What checksums of the header cover,
  * so that no tensor can trade its bytes with another unnoticed. */
-tmm_status tmm_st_table_hash(uint64_t h, const tmm_st_tensor *tensors, const uint64_t *begin, uint32_t count,
-                             uint64_t *out);
+tmm_status tmm_st_table_hash(uint64_t h, const tmm_st_tensor *tensors, uint32_t count, uint64_t *out);
 
 /* A file read into memory; tensors point into it. */
 typedef struct tmm_safetensors tmm_safetensors;
@@ -68,7 +65,7 @@ const tmm_st_meta *tmm_safetensors_meta_at(const tmm_safetensors *st, uint32_t i
  * lays out as the tensors' bytes back to back, in the order given), e.g. to
  * checksum it. */
 const void *tmm_safetensors_data(const tmm_safetensors *st, size_t *size);
-/* tmm_st_table_hash over the table of a file read. */
+/* The same hash over the table of a file read (its offsets as the header gives them). */
 tmm_status tmm_safetensors_table_hash(const tmm_safetensors *st, uint64_t h, uint64_t *out);
 
 #endif

@@ -60,13 +60,9 @@ tmm_status tmm_distilled_write(const char *path, const tmm_param_table *t, const
     snprintf(head, sizeof head, "%u", d->head);
     snprintf(weights, sizeof weights, "%016" PRIx64, tmm_distilled_weights_hash(t, params));
     snprintf(data, sizeof data, "%016" PRIx64, data_hash);
-    uint64_t *begin = calloc(d->count ? d->count : 1, sizeof *begin), table_hash = 0;
-    if (s == TMM_OK && !begin)
-        s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    uint64_t table_hash = 0;
     if (s == TMM_OK)
-        s = tmm_safetensors_layout(ts, d->count, begin);
-    if (s == TMM_OK)
-        s = tmm_st_table_hash(TMM_FNV1A64_BASIS, ts, begin, d->count, &table_hash);
+        s = tmm_st_table_hash(TMM_FNV1A64_BASIS, ts, d->count, &table_hash);
     snprintf(table, sizeof table, "%016" PRIx64, table_hash);
     tmm_st_meta meta[MAX_EXTRA + 6] = { { "format", DISTILL_FORMAT }, { "format_version", DISTILL_VERSION },
                                         { "head", head }, { "weights_fnv1a64", weights }, { "data_fnv1a64", data },
@@ -75,7 +71,7 @@ tmm_status tmm_distilled_write(const char *path, const tmm_param_table *t, const
         meta[6 + i] = extra[i];
     if (s == TMM_OK)
         s = tmm_safetensors_write(path, ts, d->count, meta, 6 + n_extra);
-    free(ts), free(names), free(begin);
+    free(ts), free(names);
     return s;
 }
 

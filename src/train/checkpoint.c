@@ -237,15 +237,7 @@ static tmm_status write_with_checksums(const char *path, const tmm_st_tensor *ts
     TMM_TRY(meta_hash(meta, n_meta, &mh, &dup));
     if (dup)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: metadata key '%s' given twice", path, dup);
-    /* the table too (version 6): names, dtypes, shapes and offsets as the writer lays them out */
-    uint64_t *begin = malloc((n_ts ? n_ts : 1) * sizeof *begin);
-    if (!begin)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    tmm_status s = tmm_safetensors_layout(ts, n_ts, begin);
-    if (s == TMM_OK)
-        s = tmm_st_table_hash(mh, ts, begin, n_ts, &mh);
-    free(begin);
-    TMM_TRY(s);
+    TMM_TRY(tmm_st_table_hash(mh, ts, n_ts, &mh)); /* the table too (version 6) */
     char dh_text[17], mh_text[17];
     snprintf(dh_text, sizeof dh_text, "%016" PRIx64, data_hash);
     snprintf(mh_text, sizeof mh_text, "%016" PRIx64, mh);
