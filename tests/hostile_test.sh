@@ -249,9 +249,15 @@ expect_fail "resumed on shards of another tokenizer" 1 "another tokenizer" \
   "$tmm" train --resume "$dir/shrun" --data "$dir/sh258" --steps 4 --quiet
 check "... nothing changed" bash -c 'cmp "$1/metrics.jsonl" "$2" && [ "$(cat "$1/checkpoints/latest")" = step-000002 ]' \
   _ "$dir/shrun" "$dir/shrun.metrics"
+# gzip by content, as tmm tokenizer train reads: a .gz name on plain text is that text
 printf 'not gzip at all' > "$dir/fake.gz"
-expect_fail "prepare: a .gz that is not gzip" 1 "not gzip data" \
-  "$tmm" prepare --tokenizer bytes --data "$dir/fake.gz" --out "$dir/shbad" --quiet
+check "prepare: a .gz that is not gzip is read as it is" "$tmm" prepare --tokenizer bytes --data "$dir/fake.gz" \
+  --val-fraction 0 --out "$dir/shfake" --quiet
+check "... its 15 bytes and an end-of-text" grep -q '"tokens": *16' "$dir/shfake/manifest.json"
+gzip -c "$dir/fake.gz" > "$dir/fake.txt"
+check "prepare: gzip data under a plain name is decompressed" "$tmm" prepare --tokenizer bytes \
+  --data "$dir/fake.txt" --val-fraction 0 --out "$dir/shfake2" --quiet
+check "... to the same shards" cmp "$dir/shfake/train_000000.bin" "$dir/shfake2/train_000000.bin"
 head -c 40 "$dir/sc/d1.txt" > /dev/null; gzip -c "$dir/sh/train_000000.bin" | head -c 100 > "$dir/cut.gz"
 expect_fail "prepare: a truncated .gz" 1 "corrupt gzip" \
   "$tmm" prepare --tokenizer bytes --data "$dir/cut.gz" --out "$dir/shbad" --quiet
@@ -302,7 +308,7 @@ expect_fail "an id past the vocabulary" 1 "token id 999 (at 1) is not in the voc
 expect_fail "an id that is not a number" 1 "'12x' is not a token id" "$tmm" tokenizer decode 12x
 expect_fail "a vocabulary below 257" 1 "257" "$tmm" tokenizer train --vocab 100 --data "$tk/text.txt" --out "$tk/x.json"
 printf '{"text": "a"}\n{"txt": "b"}\n' > "$tk/bad.jsonl"
-expect_fail "a JSONL line without text" 1 "bad.jsonl:2: no \"text\" string" \
+expect_fail "a JSONL line without text" 1 "bad.jsonl:2: no \"text\" field" \
   "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/bad.jsonl" --out "$tk/x.json"
 expect_fail "a missing corpus file" 1 "no such file" \
   "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/nothing.txt" --out "$tk/x.json"
@@ -410,7 +416,26 @@ expect_fail "tmm train on a .gz text file (before: trained on the compressed byt
 python3 -c 'import gzip, sys; gzip.open(sys.argv[1], "wb", 9).write(bytes(200 << 20))' "$dir/bomb.gz"
 expect_fail "prepare: a gzip bomb (200 MiB of zeros in $(( $(stat -c %s "$dir/bomb.gz") >> 10 )) KiB)" 1 \
   "decompression bomb" "$tmm" prepare --tokenizer bytes --data "$dir/bomb.gz" --out "$dir/bombsh" --quiet
-check "... leaves no shard behind" bash -c '! ls "$1"/train_* "$1"/val_* 2> /dev/null' _ "$dir/bombsh"
+check "... leaves nothing behind (the directory it made goes too)" test ! -e "$dir/bombsh"
+head -c $(( (64 << 20) + 1 )) /dev/zero | tr '\0' a > "$dir/long.jsonl"
+expect_fail "prepare: a JSONL line of 64 MiB + 1 byte, streamed" 1 "long.jsonl:1: a line longer than 64 MiB" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/long.jsonl" --out "$dir/bombsh" --quiet
+expect_fail "tokenizer train: the same rule" 1 "long.jsonl:1: a line longer than 64 MiB" \
+  "$tmm" tokenizer train --vocab 260 --data "$dir/long.jsonl" --out "$dir/bomb-tok.json" --quiet
+rm "$dir/long.jsonl"
+printf '{"text": "one", "text": "two"}\n' > "$dir/dup.jsonl"
+for cmd in "prepare --tokenizer bytes --out $dir/dupsh" "tokenizer train --vocab 260 --out $dir/dup.json" \
+           "train --task text --d-model 16 --n-ctx 16 --layers 1 --steps 1 --run-dir $dir/duprun"; do
+  # shellcheck disable=SC2086 # the command's words
+  expect_fail "${cmd%% -*}: a JSONL key given twice (before: tmm train and prepare took one of them)" 1 \
+    "dup.jsonl:1: the key 'text' appears twice" "$tmm" $cmd --data "$dir/dup.jsonl" --quiet
+done
+printf '{"text": "a"}\n%.0s' $(seq 4000) > "$dir/lines.jsonl"
+python3 -c 'import gzip, sys; gzip.open(sys.argv[1], "wb", 9).write(open(sys.argv[2], "rb").read() * 1200)' \
+  "$dir/lines.jsonl.gz" "$dir/lines.jsonl"
+expect_fail "prepare: a bomb of short JSONL lines ($(( $(stat -c %s "$dir/lines.jsonl.gz") >> 10 )) KiB)" 1 \
+  "decompression bomb" "$tmm" prepare --tokenizer bytes --data "$dir/lines.jsonl.gz" --out "$dir/bombsh" --quiet
+check "... leaves nothing behind" test ! -e "$dir/bombsh"
 expect_fail "tokenizer train: the same bomb" 1 "decompression bomb" \
   "$tmm" tokenizer train --vocab 260 --data "$dir/bomb.gz" --out "$dir/bomb-tok.json" --quiet
 expect_fail "tokenizer train: a truncated .gz (before: trained on the part that inflated)" 1 "corrupt gzip" \

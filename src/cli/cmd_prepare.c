@@ -1,8 +1,8 @@
 /* tmm prepare: tokenizes a corpus into token shards (docs/formats.md "Token
  * shards", docs/data.md "Prepared shards").
  *
- * One reader thread reads the files in order (decompressing .gz) and cuts
- * them into jobs (a plain file, or a run of JSONL lines); worker threads
+ * One reader thread reads the files in order (decompressing gzip data,
+ * text/corpus.h) and cuts them into jobs (a plain file, or a run of JSONL lines); worker threads
  * encode the jobs' documents; this thread writes the jobs in order. The
  * output depends on the documents and their order only, never on the thread
  * count. A bounded ring of jobs bounds the memory. */
@@ -12,10 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "cli.h"
 #include "files.h"
@@ -38,14 +36,16 @@ static void usage(void)
            "                   [--val-fraction F] [--shard-tokens N] [--threads N] [--force] [--quiet]\n\n"
            "Tokenizes a corpus into token shards that tmm train reads (--data DIR).\n"
            "Inputs: a text file is one document; a .jsonl file holds one document per\n"
-           "line (a JSON object with a string \"text\" field); a .gz file is decompressed\n"
+           "line (a JSON object with a string \"text\" field); gzip data is decompressed\n"
            "first (name.jsonl.gz is JSONL); a directory is read recursively, in sorted\n"
            "order, skipping hidden names and symbolic links. Documents are written in\n"
            "input order, each followed by the tokenizer's end-of-text token. Document i\n"
            "(counting from 0 over the whole corpus) goes to validation when a hash of i\n"
            "is below the validation fraction (docs/data.md). DIR receives train_NNNNNN.bin and\n"
            "val_NNNNNN.bin shards, tokenizer.json and manifest.json (written last).\n"
-           "The output is the same for every thread count.\n\n"
+           "The output is the same for every thread count. Gzip data may inflate to at\n"
+           "most 100 times its size (64 MiB whatever its size); a JSONL line may be at\n"
+           "most 64 MiB long; a truncated or damaged stream is an error.\n\n"
            "  -t, --tokenizer T    a tokenizer.json (byte-level BPE) or \"bytes\"\n"
            "  -d, --data PATH      a text, .jsonl or .gz file, or a directory (repeat for more)\n"
            "  -o, --out DIR        the prepared directory (created)\n"
@@ -85,61 +85,31 @@ static tmm_status add_input(inputs *in, const char *path)
 /* tmm_walk_files' callback: the same files, in the same order, as every corpus reader. */
 static tmm_status add_walked(const char *path, void *user) { return add_input(user, path); }
 
-static bool ends_with(const char *s, const char *suffix)
+/* A plain-text file: one document, so read whole (a .gz file at most
+ * tmm_gz_limit bytes, corpus.h). */
+static tmm_status read_whole(tmm_corpus_file *f, const char *path, char **data, size_t *size)
 {
-    size_t n = strlen(s), k = strlen(suffix);
-    if (n < k)
-        return false;
-    for (size_t i = 0; i < k; i++) {
-        char c = s[n - k + i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != suffix[i])
-            return false;
-    }
-    return true;
-}
-
-/* A .gz file, decompressed whole: at most tmm_gz_limit(path) bytes (corpus.h:
- * the rules every .gz reader follows) and TMM_LIMIT_TEXT. */
-static tmm_status read_gz(const char *path, char **data, size_t *size)
-{
-    *data = NULL;
-    *size = 0;
-    TMM_TRY(tmm_check_regular_file(path, "input file"));
-    gzFile gz = gzopen(path, "rb");
-    if (!gz)
-        return tmm_fail(TMM_ERR_IO, "cannot open %s", path);
-    const uint64_t ratio_limit = tmm_gz_limit(path), limit = ratio_limit < TMM_LIMIT_TEXT ? ratio_limit : TMM_LIMIT_TEXT;
-    size_t cap = 1u << 16, len = 0;
+    const uint64_t file_limit = tmm_corpus_file_limit(f);
+    const uint64_t limit = file_limit < TMM_LIMIT_TEXT ? file_limit : TMM_LIMIT_TEXT;
+    size_t cap = 1u << 16, len = 0, got = 1;
     char *buf = malloc(cap);
     tmm_status s = buf ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK && gzdirect(gz))
-        s = tmm_fail(TMM_ERR_IO, "%s is not gzip data (its name ends in .gz)", path);
-    while (s == TMM_OK) {
-        if (len == cap) {
-            if (cap > limit) {
-                s = tmm_gz_too_large(path, limit);
-                break;
-            }
-            char *bigger = realloc(buf, cap * 2);
+    while (s == TMM_OK && got) {
+        if (len == cap) { /* up to one byte past the limit, which the read then refuses */
+            size_t more = cap * 2 < limit + 1 ? cap * 2 : (size_t)limit + 1;
+            char *bigger = len <= limit ? realloc(buf, more) : NULL;
             if (!bigger) {
-                s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory decompressing %s", path);
+                s = len <= limit ? tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory reading %s", path)
+                                 : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: a document larger than %llu MiB", path,
+                                            (unsigned long long)(limit >> 20));
                 break;
             }
             buf = bigger;
-            cap *= 2;
+            cap = more;
         }
-        size_t want = cap - len > (1u << 30) ? 1u << 30 : cap - len;
-        int got = gzread(gz, buf + len, (unsigned)want);
-        s = tmm_gz_check(gz, got, path);
-        if (s != TMM_OK || got == 0)
-            break;
-        len += (size_t)got;
+        s = tmm_corpus_file_read(f, buf + len, cap - len, &got);
+        len += got;
     }
-    gzclose(gz);
-    if (s == TMM_OK && len > limit)
-        s = tmm_gz_too_large(path, limit);
     if (s != TMM_OK) {
         free(buf);
         return s;
@@ -158,7 +128,7 @@ typedef struct job {
     const char *path;
     char *data;              /* the bytes to encode (owned) */
     size_t size;
-    bool jsonl, last_of_file;
+    bool jsonl;
     uint64_t first_line;
     /* results */
     tmm_tokens tokens;       /* every document's tokens, back to back */
@@ -283,50 +253,87 @@ static bool push_job(prep *P, const job *proto)
     return ok;
 }
 
+/* A JSONL file, streamed: runs of whole lines of about JOB_BYTES, each a job
+ * (so memory stays within the ring's jobs whatever the file's size). False
+ * when the run stops (a failure here is queued as a failed job). */
+static bool read_jsonl(prep *P, tmm_corpus_file *f, const char *path)
+{
+    uint64_t line = 1;
+    size_t have = 0; /* bytes of a line that the last job left over, in carry */
+    char *carry = NULL;
+    tmm_status s = TMM_OK;
+    for (;;) {
+        size_t cap = have + JOB_BYTES, got = 0;
+        job j = { .path = path, .jsonl = true, .first_line = line, .data = malloc(cap) };
+        if (!j.data) {
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            break;
+        }
+        if (have)
+            memcpy(j.data, carry, have);
+        free(carry);
+        carry = NULL;
+        if ((s = tmm_corpus_file_read(f, j.data + have, cap - have, &got)) != TMM_OK) {
+            free(j.data);
+            break;
+        }
+        have += got;
+        j.size = have; /* at the end, the last line with or without its LF */
+        while (got && j.size && j.data[j.size - 1] != '\n')
+            j.size--;
+        if (got && !j.size) { /* no LF yet: one line that grows */
+            if (have > TMM_CORPUS_MAX_LINE) {
+                s = tmm_corpus_long_line(path, line);
+                free(j.data);
+                break;
+            }
+            carry = j.data;
+            continue;
+        }
+        if ((have -= j.size) && !(carry = malloc(have))) {
+            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            free(j.data);
+            break;
+        }
+        if (have)
+            memcpy(carry, j.data + j.size, have);
+        for (size_t k = 0; k < j.size; k++)
+            line += j.data[k] == '\n';
+        if (!j.size) {
+            free(j.data);
+            return true;
+        }
+        if (!push_job(P, &j))
+            return false;
+        if (!got)
+            return true;
+    }
+    free(carry);
+    job j = { .path = path, .jsonl = true };
+    job_fail(&j, s);
+    push_job(P, &j);
+    return false;
+}
+
 static void *reader(void *arg)
 {
     prep *P = arg;
     bool go = true;
     for (uint32_t i = 0; go && i < P->in->count; i++) {
         const char *path = P->in->paths[i];
-        bool gz = ends_with(path, ".gz");
-        size_t plen = strlen(path);
-        bool jsonl = ends_with(path, ".jsonl") || (gz && plen > 3 && plen - 3 >= 6 &&
-                                                   strncasecmp(path + plen - 9, ".jsonl", 6) == 0);
-        char *data = NULL;
-        size_t size = 0;
-        tmm_status s = gz ? read_gz(path, &data, &size)
-                          : tmm_read_file(path, "input file", TMM_LIMIT_TEXT, (void **)&data, &size);
-        job j = { .path = path, .jsonl = jsonl, .first_line = 1 };
-        if (s != TMM_OK) {
-            job_fail(&j, s);
-            go = push_job(P, &j);
-            break;
+        tmm_corpus_file *f;
+        tmm_status s = tmm_corpus_file_open(path, &f);
+        if (s == TMM_OK && tmm_corpus_is_jsonl(path)) {
+            go = read_jsonl(P, f, path);
+        } else {
+            job j = { .path = path };
+            if (s == TMM_OK)
+                s = read_whole(f, path, &j.data, &j.size);
+            if (s != TMM_OK)
+                job_fail(&j, s);
+            go = push_job(P, &j) && s == TMM_OK;
         }
-        if (!jsonl) {
-            j.data = data, j.size = size, j.last_of_file = true;
-            go = push_job(P, &j);
-            continue;
-        }
-        /* JSONL: runs of whole lines of about JOB_BYTES, each a job of its own copy */
-        size_t pos = 0;
-        uint64_t line = 1;
-        do {
-            size_t end = pos + JOB_BYTES < size ? pos + JOB_BYTES : size;
-            const char *nl = end < size ? memchr(data + end, '\n', size - end) : NULL;
-            end = nl ? (size_t)(nl - data) + 1 : size;
-            job c = { .path = path, .jsonl = true, .first_line = line, .size = end - pos,
-                      .last_of_file = end == size };
-            for (size_t k = pos; k < end; k++)
-                line += data[k] == '\n';
-            if (!(c.data = malloc(c.size ? c.size : 1)))
-                job_fail(&c, tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory"));
-            else
-                memcpy(c.data, data + pos, c.size);
-            go = push_job(P, &c);
-            pos = end;
-        } while (go && pos < size);
-        free(data);
+        tmm_corpus_file_close(f);
     }
     pthread_mutex_lock(&P->mu);
     P->inputs_done = true;
@@ -558,13 +565,13 @@ static tmm_status run_prepare(options *o)
     char tok_path[TMM_PATH_MAX];
     if (s == TMM_OK)
         s = check_out_apart(&o->in, o->out);
+    const bool created = !tmm_path_exists(o->out);
     if (s == TMM_OK)
         s = clear_out(o->out, o->force);
     const bool writing = s == TMM_OK; /* from here a failure removes the shards it wrote */
     if (s == TMM_OK)
         s = tmm_path_join(tok_path, sizeof tok_path, o->out, TMM_SHARD_TOKENIZER);
-    if (s == TMM_OK)
-        s = tmm_tokenizer_save(tok, tok_path);
+    const bool saved = s == TMM_OK && (s = tmm_tokenizer_save(tok, tok_path)) == TMM_OK;
     prep P = { .tok = tok, .in = &o->in, .ring_size = 2 * (uint32_t)o->threads + 2 };
     pthread_t threads[MAX_THREADS + 1];
     uint32_t started = 0;
@@ -594,11 +601,13 @@ static tmm_status run_prepare(options *o)
     }
     for (int k = 0; k < 2; k++)
         tmm_shard_writer_abort(out.w[k]);
-    if (s != TMM_OK && writing) { /* no shards without a manifest left for a later command to puzzle over */
+    if (s != TMM_OK && writing) { /* nothing left for a later command to puzzle over: what this run made goes */
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", tmm_last_error());
-        if (clear_out(o->out, true) != TMM_OK)
-            fprintf(stderr, "tmm prepare: could not remove the partial shards in %s: %s\n", o->out, tmm_last_error());
+        if (clear_out(o->out, true) != TMM_OK || (saved && remove(tok_path) != 0))
+            fprintf(stderr, "tmm prepare: could not remove the partial output in %s: %s\n", o->out, tmm_last_error());
+        else if (created)
+            rmdir(o->out);
         s = tmm_fail(s, "%s", msg);
     }
     free(P.ring);

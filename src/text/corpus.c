@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -19,12 +20,6 @@ typedef struct reader {
     char *buf;
     size_t cap;
 } reader;
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
 
 static bool space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
@@ -47,7 +42,8 @@ uint64_t tmm_gz_limit(const char *path)
     return limit < TMM_GZ_MIN_LIMIT ? TMM_GZ_MIN_LIMIT : limit;
 }
 
-tmm_status tmm_gz_check(void *gz, int got, const char *path)
+/* After gzread returned got: TMM_OK while got > 0 or at a clean end; else the error, naming path. */
+static tmm_status gz_check(gzFile gz, int got, const char *path)
 {
     if (got > 0)
         return TMM_OK;
@@ -59,35 +55,182 @@ tmm_status tmm_gz_check(void *gz, int got, const char *path)
                     msg && *msg ? msg : "read error");
 }
 
-tmm_status tmm_gz_too_large(const char *path, uint64_t limit)
+static tmm_status gz_too_large(const char *path, uint64_t limit)
 {
     return tmm_fail(TMM_ERR_IO, "%s inflates to more than %llu MiB, %d times its compressed size: refused as a "
                     "likely decompression bomb (decompress it yourself if it is meant)", path,
                     (unsigned long long)(limit >> 20), TMM_GZ_MAX_RATIO);
 }
 
-static void report(reader *r, gzFile f, uint64_t base)
+/* Only spaces, tabs and CRs. */
+static bool blank(const char *p, size_t len)
 {
-    if (r->progress)
-        r->progress(base + (uint64_t)gzoffset(f), r->total, r->user);
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+            return false;
+    return true;
 }
 
-static tmm_status read_plain(reader *r, gzFile f, const char *path, uint64_t base, uint64_t limit)
+/* Whether a JSON text holds the escape \u0000 (a NUL character: C strings,
+ * and so cJSON's, end there), read escape by escape so "\\u0000" is not one. */
+static bool has_nul_escape(const char *s, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
+            return true;
+        i++; /* the escaped character */
+    }
+    return false;
+}
+
+tmm_status tmm_jsonl_line(const char *path, uint64_t line, const char *s, size_t len, tmm_jsonl_kind *kind,
+                          char **text, size_t *text_len)
+{
+    *kind = TMM_JSONL_BLANK;
+    *text = NULL;
+    *text_len = 0;
+    if (len > TMM_CORPUS_MAX_LINE)
+        return tmm_corpus_long_line(path, line);
+    if (len && s[len - 1] == '\r')
+        len--;
+    if (blank(s, len))
+        return TMM_OK;
+    const char *parse_end = NULL;
+    cJSON *obj = cJSON_ParseWithLengthOpts(s, len, &parse_end, 0);
+    if (!obj) {
+        size_t col = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) + 1 : 1;
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: invalid JSON (column %zu)", path,
+                        (unsigned long long)line, col);
+    }
+    size_t used = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) : len;
+    bool trailing = !blank(s + used, len - used);
+    cJSON *field = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "text") : NULL;
+    tmm_status st = TMM_OK;
+    if (trailing)
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: text after the JSON value (column %zu)", path,
+                      (unsigned long long)line, used + 1);
+    else if (has_nul_escape(s, used))
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: holds the escape \\u0000 (a NUL character), which "
+                      "the text task does not support: remove it from the data", path, (unsigned long long)line);
+    else if (!cJSON_IsObject(obj))
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: not a JSON object (a JSONL corpus has one object with a "
+                      "\"text\" string per line)", path, (unsigned long long)line);
+    else if (tmm_json_duplicate_key(obj))
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: the key '%s' appears twice", path,
+                      (unsigned long long)line, tmm_json_duplicate_key(obj));
+    else if (!field)
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: no \"text\" field", path, (unsigned long long)line);
+    else if (!cJSON_IsString(field) || !field->valuestring)
+        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: the \"text\" field is not a string", path,
+                      (unsigned long long)line);
+    else if (field->valuestring[0] == 0)
+        *kind = TMM_JSONL_EMPTY;
+    else {
+        /* take the string from cJSON (its default allocator is malloc) */
+        *kind = TMM_JSONL_TEXT;
+        *text = field->valuestring;
+        *text_len = strlen(*text);
+        field->valuestring = NULL;
+    }
+    cJSON_Delete(obj);
+    return st;
+}
+
+tmm_status tmm_corpus_long_line(const char *path, uint64_t line)
+{
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: a line longer than %u MiB", path, (unsigned long long)line,
+                    TMM_CORPUS_MAX_LINE >> 20);
+}
+
+bool tmm_corpus_is_jsonl(const char *path)
+{
+    size_t n = strlen(path);
+    if (n >= 3 && strcasecmp(path + n - 3, ".gz") == 0)
+        n -= 3;
+    return n >= 6 && strncasecmp(path + n - 6, ".jsonl", 6) == 0;
+}
+
+struct tmm_corpus_file {
+    gzFile gz;
+    const char *path;
+    uint64_t limit, total;
+};
+
+tmm_status tmm_corpus_file_open(const char *path, tmm_corpus_file **out)
+{
+    *out = NULL;
+    TMM_TRY(tmm_check_regular_file(path, "corpus file"));
+    tmm_corpus_file *f = calloc(1, sizeof *f);
+    if (!f)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (!(f->gz = gzopen(path, "rb"))) {
+        free(f);
+        return tmm_fail(TMM_ERR_IO, "%s: cannot open", path);
+    }
+    gzbuffer(f->gz, 1u << 18);
+    f->path = path;
+    /* a plain file reads through too (gzdirect): at most its own size, and any size is its own */
+    f->limit = gzdirect(f->gz) ? UINT64_MAX : tmm_gz_limit(path);
+    *out = f;
+    return TMM_OK;
+}
+
+tmm_status tmm_corpus_file_read(tmm_corpus_file *f, char *buf, size_t cap, size_t *got)
+{
+    *got = 0;
+    int n = gzread(f->gz, buf, (unsigned)(cap < (1u << 30) ? cap : 1u << 30));
+    TMM_TRY(gz_check(f->gz, n, f->path));
+    if ((f->total += (uint64_t)n) > f->limit)
+        return gz_too_large(f->path, f->limit);
+    *got = (size_t)n;
+    return TMM_OK;
+}
+
+uint64_t tmm_corpus_file_limit(const tmm_corpus_file *f) { return f->limit; }
+
+void tmm_corpus_file_close(tmm_corpus_file *f)
+{
+    if (f)
+        gzclose(f->gz);
+    free(f);
+}
+
+static void report(reader *r, tmm_corpus_file *f, uint64_t base)
+{
+    if (r->progress)
+        r->progress(base + (uint64_t)gzoffset(f->gz), r->total, r->user);
+}
+
+/* Room in r->buf for have + one chunk: the buffer grows as a file needs it
+ * (to TMM_CORPUS_MAX_LINE + 17 chunks at most, which the readers keep to). */
+static tmm_status room(reader *r, size_t have)
+{
+    if (have + TMM_CORPUS_CHUNK <= r->cap)
+        return TMM_OK;
+    size_t cap = r->cap ? 2 * r->cap : 2 * (size_t)TMM_CORPUS_CHUNK;
+    if (cap < have + TMM_CORPUS_CHUNK)
+        cap = have + TMM_CORPUS_CHUNK;
+    char *bigger = realloc(r->buf, cap);
+    if (!bigger)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a read buffer of %zu MiB", cap >> 20);
+    r->buf = bigger;
+    r->cap = cap;
+    return TMM_OK;
+}
+
+static tmm_status read_plain(reader *r, tmm_corpus_file *f, uint64_t base)
 {
     size_t have = 0, cap = 17 * (size_t)TMM_CORPUS_CHUNK;
-    uint64_t total = 0;
     for (;;) {
-        int got = gzread(f, r->buf + have, TMM_CORPUS_CHUNK);
-        TMM_TRY(tmm_gz_check(f, got, path));
-        if ((total += (uint64_t)got) > limit)
-            return tmm_gz_too_large(path, limit);
-        have += (size_t)got;
+        size_t got;
+        TMM_TRY(room(r, have));
+        TMM_TRY(tmm_corpus_file_read(f, r->buf + have, TMM_CORPUS_CHUNK, &got));
+        have += got;
         report(r, f, base);
-        if (got == 0) {
-            tmm_status s = have ? r->fn(r->buf, have, r->user) : TMM_OK;
-            report(r, f, base);
-            return s;
-        }
+        if (got == 0)
+            return have ? r->fn(r->buf, have, r->user) : TMM_OK;
         if (have < TMM_CORPUS_CHUNK)
             continue;
         size_t cut = cut_point(r->buf, have);
@@ -103,38 +246,24 @@ static tmm_status read_plain(reader *r, gzFile f, const char *path, uint64_t bas
 
 static tmm_status json_line(reader *r, const char *path, uint64_t line, const char *p, size_t n)
 {
-    size_t i = 0;
-    while (i < n && space((unsigned char)p[i]))
-        i++;
-    if (i == n)
-        return TMM_OK;
-    cJSON *doc = cJSON_ParseWithLength(p, n);
-    const cJSON *text = cJSON_GetObjectItemCaseSensitive(doc, "text");
-    tmm_status s = TMM_OK;
-    if (!cJSON_IsObject(doc))
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: not a JSON object (a JSONL corpus has one object with a "
-                     "\"text\" string per line)", path, (unsigned long long)line);
-    else if (tmm_json_duplicate_key(doc))
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: the key '%s' appears twice", path, (unsigned long long)line,
-                     tmm_json_duplicate_key(doc));
-    else if (!cJSON_IsString(text))
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: no \"text\" string", path, (unsigned long long)line);
-    else
-        s = r->fn(text->valuestring, strlen(text->valuestring), r->user);
-    cJSON_Delete(doc);
+    tmm_jsonl_kind kind;
+    char *text;
+    size_t len;
+    TMM_TRY(tmm_jsonl_line(path, line, p, n, &kind, &text, &len));
+    tmm_status s = kind == TMM_JSONL_TEXT ? r->fn(text, len, r->user) : TMM_OK;
+    free(text);
     return s;
 }
 
-static tmm_status read_jsonl(reader *r, gzFile f, const char *path, uint64_t base, uint64_t limit)
+static tmm_status read_jsonl(reader *r, tmm_corpus_file *f, const char *path, uint64_t base)
 {
     size_t have = 0;
-    uint64_t line = 1, total = 0;
+    uint64_t line = 1;
     for (;;) {
-        int got = gzread(f, r->buf + have, TMM_CORPUS_CHUNK);
-        TMM_TRY(tmm_gz_check(f, got, path));
-        if ((total += (uint64_t)got) > limit)
-            return tmm_gz_too_large(path, limit);
-        have += (size_t)got;
+        size_t got;
+        TMM_TRY(room(r, have));
+        TMM_TRY(tmm_corpus_file_read(f, r->buf + have, TMM_CORPUS_CHUNK, &got));
+        have += got;
         report(r, f, base);
         size_t start = 0;
         for (const char *nl; (nl = memchr(r->buf + start, '\n', have - start)) != NULL; line++) {
@@ -146,26 +275,19 @@ static tmm_status read_jsonl(reader *r, gzFile f, const char *path, uint64_t bas
         if (got == 0)
             return json_line(r, path, line, r->buf, have);
         if (have > TMM_CORPUS_MAX_LINE)
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: a line longer than %u MiB", path,
-                            (unsigned long long)line, TMM_CORPUS_MAX_LINE >> 20);
+            return tmm_corpus_long_line(path, line);
     }
 }
 
 static tmm_status read_file(reader *r, const char *path)
 {
-    TMM_TRY(tmm_check_regular_file(path, "corpus file"));
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return tmm_fail(TMM_ERR_IO, "%s: cannot open", path);
-    gzbuffer(f, 1u << 18);
+    tmm_corpus_file *f;
+    TMM_TRY(tmm_corpus_file_open(path, &f));
     uint64_t base = r->done;
-    bool jsonl = ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz");
-    /* a plain file reads through too (gzdirect): at most its own size, and any size is its own */
-    const uint64_t limit = gzdirect(f) ? UINT64_MAX : tmm_gz_limit(path);
-    tmm_status s = jsonl ? read_jsonl(r, f, path, base, limit) : read_plain(r, f, path, base, limit);
+    tmm_status s = tmm_corpus_is_jsonl(path) ? read_jsonl(r, f, path, base) : read_plain(r, f, base);
     struct stat st;
     r->done = base + (stat(path, &st) == 0 ? (uint64_t)st.st_size : 0);
-    gzclose(f);
+    tmm_corpus_file_close(f);
     return s;
 }
 
@@ -187,10 +309,6 @@ tmm_status tmm_corpus_read(const char *const *paths, size_t count, tmm_corpus_fn
     reader r = { .fn = fn, .progress = progress, .user = user };
     for (size_t i = 0; i < count; i++)
         TMM_TRY(tmm_walk_files(paths[i], add_size, &r));
-    r.cap = (size_t)TMM_CORPUS_MAX_LINE + 17 * (size_t)TMM_CORPUS_CHUNK;
-    r.buf = malloc(r.cap);
-    if (!r.buf)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a read buffer of %zu MiB", r.cap >> 20);
     tmm_status s = TMM_OK;
     for (size_t i = 0; i < count && s == TMM_OK; i++)
         s = tmm_walk_files(paths[i], read_one, &r);

@@ -1,7 +1,6 @@
 /* Training data: the copy task, MQAR (mqar.c) and byte-level text (layouts in docs/data.md). */
 #include "train/data.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include "io/limits.h"
 #include "model/rng.h"
 #include "status.h"
+#include "text/corpus.h"
 #include "train/shards.h"
 
 typedef struct doc {
@@ -170,67 +170,6 @@ static tmm_status load_paragraphs(loader *ld, const uint8_t *p, size_t size)
     return TMM_OK;
 }
 
-/* Whether a JSON text holds the escape \u0000 (a NUL character: C strings,
- * and so cJSON's, end there), read escape by escape so "\\u0000" is not one. */
-static bool has_nul_escape(const char *s, size_t len)
-{
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (s[i] != '\\')
-            continue;
-        if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
-            return true;
-        i++; /* the escaped character */
-    }
-    return false;
-}
-
-tmm_status tmm_jsonl_line(const char *path, uint64_t line, const char *s, size_t len, tmm_jsonl_kind *kind,
-                          char **text, size_t *text_len)
-{
-    *kind = TMM_JSONL_BLANK;
-    *text = NULL;
-    *text_len = 0;
-    if (len && s[len - 1] == '\r')
-        len--;
-    if (is_blank((const uint8_t *)s, len))
-        return TMM_OK;
-    const char *parse_end = NULL;
-    cJSON *obj = cJSON_ParseWithLengthOpts(s, len, &parse_end, 0);
-    if (!obj) {
-        size_t col = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) + 1 : 1;
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: invalid JSON (column %zu)", path,
-                        (unsigned long long)line, col);
-    }
-    size_t used = parse_end && parse_end >= s && parse_end <= s + len ? (size_t)(parse_end - s) : len;
-    bool trailing = !is_blank((const uint8_t *)s + used, len - used);
-    cJSON *field = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "text") : NULL;
-    tmm_status st = TMM_OK;
-    if (trailing)
-        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: text after the JSON value (column %zu)", path,
-                      (unsigned long long)line, used + 1);
-    else if (has_nul_escape(s, used))
-        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: holds the escape \\u0000 (a NUL character), which "
-                      "the text task does not support: remove it from the data", path, (unsigned long long)line);
-    else if (!cJSON_IsObject(obj))
-        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: not a JSON object", path, (unsigned long long)line);
-    else if (!field)
-        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: no \"text\" field", path, (unsigned long long)line);
-    else if (!cJSON_IsString(field) || !field->valuestring)
-        st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: the \"text\" field is not a string", path,
-                      (unsigned long long)line);
-    else if (field->valuestring[0] == 0)
-        *kind = TMM_JSONL_EMPTY;
-    else {
-        /* take the string from cJSON (its default allocator is malloc) */
-        *kind = TMM_JSONL_TEXT;
-        *text = field->valuestring;
-        *text_len = strlen(*text);
-        field->valuestring = NULL;
-    }
-    cJSON_Delete(obj);
-    return st;
-}
-
 static tmm_status load_jsonl(loader *ld, const char *path, const uint8_t *p, size_t size)
 {
     size_t pos = 0;
@@ -255,29 +194,13 @@ static tmm_status load_jsonl(loader *ld, const char *path, const uint8_t *p, siz
     return TMM_OK;
 }
 
-static bool ends_with_jsonl(const char *path)
-{
-    static const char ext[] = ".jsonl";
-    size_t n = strlen(path), e = sizeof ext - 1;
-    if (n < e)
-        return false;
-    for (size_t i = 0; i < e; i++) {
-        char c = path[n - e + i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != ext[i])
-            return false;
-    }
-    return true;
-}
-
 static tmm_status load_file(loader *ld, const tmm_data_config *c, const char *path, uint64_t *file_bytes)
 {
     void *data;
     size_t size;
     TMM_TRY(tmm_read_file(path, "text file", TMM_LIMIT_TEXT, &data, &size));
     *file_bytes += size;
-    bool jsonl = c->text_format == TMM_TEXT_JSONL || (c->text_format == TMM_TEXT_AUTO && ends_with_jsonl(path));
+    bool jsonl = c->text_format == TMM_TEXT_JSONL || (c->text_format == TMM_TEXT_AUTO && tmm_corpus_is_jsonl(path));
     uint64_t before = ld->d->ndocs;
     tmm_status st = TMM_OK;
     if (size == 0)

@@ -128,12 +128,4 @@ const tmm_data_info *tmm_data_get_info(const tmm_data *data);
 const char *tmm_data_tokenizer_path(const tmm_data *data);
 uint64_t tmm_data_tokenizer_fingerprint(const tmm_data *data);
 
-/* One line of a JSONL file (without its LF; a CR before it is dropped), as
- * docs/data.md defines: BLANK (only spaces, tabs, CRs), EMPTY (a "text" of
- * ""), or TEXT with *text the field's bytes (malloc'ed: free() it). Anything
- * else is an error naming path:line. Shared with tmm prepare. */
-typedef enum tmm_jsonl_kind { TMM_JSONL_BLANK, TMM_JSONL_EMPTY, TMM_JSONL_TEXT } tmm_jsonl_kind;
-tmm_status tmm_jsonl_line(const char *path, uint64_t line, const char *s, size_t len, tmm_jsonl_kind *kind,
-                          char **text, size_t *text_len);
-
 #endif
