@@ -72,6 +72,16 @@ bool h_full(void)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+tmm_model_config h_tiny_row(tmm_arch a)
+{
+    tmm_model_config c = tmm_model_config_default();
+    c.arch = a;
+    c.vocab = 29, c.d_model = 12, c.n_ctx = 13, c.n_layers = 2, c.expansion = 2, c.seed = 3;
+    tmm_model_config_resolve(&c);
+    H_OK(tmm_model_config_check(&c));
+    return c;
+}
+
 static uint64_t splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

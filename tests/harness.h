@@ -39,6 +39,13 @@ bool h_full(void);
         cr_assert_eq(h_s_, TMM_OK, "%s -> %s: %s", #call, tmm_status_name(h_s_), tmm_last_error()); \
     } while (0)
 
+/* A tiny model of architecture a, built through the generic path alone
+ * (tmm_model_config_default, a few small sizes, tmm_model_config_resolve
+ * for the row's defaults): the tests that loop over every row
+ * (model_gpu.every_row, generate.every_row, checkpoint.round_trip_every_row)
+ * cover a new architecture without new test code. */
+tmm_model_config h_tiny_row(tmm_arch a);
+
 /* Uniform floats in [lo, hi) from a seed (splitmix64; same on every machine). */
 void h_rand(float *x, size_t n, uint64_t seed, float lo, float hi);
 /* malloc that fails the test on NULL; n floats (at least 1). */

@@ -258,6 +258,15 @@ Test(checkpoint, round_trip_torch_init)
     cr_assert(!same_config(&c, &other), "init is part of the model config");
 }
 
+/* Every row of the architecture table, as the generic path builds it. */
+Test(checkpoint, round_trip_every_row)
+{
+    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+        const tmm_model_config c = h_tiny_row((tmm_arch)a);
+        round_trip(&c);
+    }
+}
+
 Test(checkpoint, model_only_and_export)
 {
     tmm_model_config config = small_config(0, 1, false, false);

@@ -107,6 +107,14 @@ H_TEST(generate, cached_kernel) { check_cached("kernel 3", (tmm_model_config)CFG
 H_TEST(generate, cached_expanded_fft) { check_cached("expanded heads 2, fft", (tmm_model_config)CFG(23, 2, 2, true), 3, three_lengths, TMM_MIXER_FFT); }
 /* prompts shorter than the context: prefilled by a cropped shorter model
  * (context 32 and 64 here), whose caches the steps then extend */
+/* Every row of the architecture table, as the generic path builds it. */
+static const uint32_t row_lengths[] = { 5, 9, 1 }; /* the rows' n is 13 */
+H_TEST(generate, every_row)
+{
+    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+        check_cached(tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a), 3, row_lengths, TMM_MIXER_AUTO);
+}
+
 static const uint32_t short_lengths[] = { 5, 20 };
 static const uint32_t mixed_lengths[] = { 40, 3 };
 H_TEST(generate, cached_short_prompts) { check_cached("flat n 100, bucket 32", (tmm_model_config)CFG(100, 0, 1, false), 2, short_lengths, TMM_MIXER_DIRECT); }

@@ -211,6 +211,15 @@ H_TEST(model_gpu, activation_memory_grows_linearly_in_n)
     cr_assert_eq(a.total, a.params + a.grads + a.activations + a.workspace);
 }
 
+/* Every row of the architecture table, as the generic path builds it. */
+H_TEST(model_gpu, every_row)
+{
+    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+        const variant v = { tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a) };
+        check_variant(&v, TMM_MIXER_AUTO);
+    }
+}
+
 H_TEST(model_gpu, bad_batches_are_refused)
 {
     tmm_model_config c = CFG(0, 1, false, false);

@@ -7,6 +7,7 @@
 #include "analysis/index.h"
 #include "analysis/parallel.h"
 #include "mixer/toeplitz_mixer.h"
+#include "model/arch.h"
 #include "status.h"
 
 /* Counts the zeros of a against the unit circle from the companion matrix's
@@ -150,7 +151,7 @@ tmm_status tmm_index_model(const tmm_checkpoint *ckpt, const tmm_index_options *
 {
     memset(out, 0, sizeof *out);
     const tmm_model_config *c = &ckpt->table.config;
-    if (c->arch != TMM_ARCH_TMM)
+    if (!tmm_arch_of(c->arch)->toeplitz)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the index is of Toeplitz vectors: this is a %s model, not a TMM",
                         tmm_arch_name(c->arch));
     const uint32_t heads = c->heads ? c->heads : 1, taps = c->kernel, per = c->expanded ? 2 : 1;

@@ -12,6 +12,7 @@
 #include "bench.h"
 #include "buffer.h"
 #include "cli.h"
+#include "model/arch.h"
 #include "ops/ops.h"
 
 #define MAX_REPEAT 10000u
@@ -465,12 +466,9 @@ bool bench_parse_archs(const char *text, bool selected[TMM_ARCH_COUNT])
 
 void bench_set_heads(tmm_model_config *c, uint32_t heads, bool heads_given)
 {
-    if (c->arch == TMM_ARCH_HYENA)
-        c->heads = 0;
-    else if (c->arch == TMM_ARCH_MAMBA2)
-        c->heads = heads_given ? heads : 0;
-    else
-        c->heads = heads;
+    const tmm_heads_rule rule = tmm_arch_of(c->arch)->heads;
+    /* heads of the inner channels: another quantity than the others' default */
+    c->heads = rule == TMM_HEADS_NONE || (rule == TMM_HEADS_OF_64_INNER && !heads_given) ? 0 : heads;
 }
 
 bool bench_parse_window(const char *text, uint32_t *out)
@@ -510,16 +508,7 @@ bool bench_parse_list(const char *option, const char *text, uint32_t *out, unsig
 
 const char *bench_mixing_desc(const tmm_model_config *c, char *buf, size_t size)
 {
-    if (c->arch == TMM_ARCH_TMM && c->heads == 0)
-        snprintf(buf, size, "flat, kernel %u", c->kernel);
-    else if (c->arch == TMM_ARCH_SWA)
-        snprintf(buf, size, "heads %u, window %u", c->heads, c->window);
-    else if (c->arch == TMM_ARCH_MAMBA2)
-        snprintf(buf, size, "heads %u, state %u", c->heads, c->state);
-    else if (c->arch == TMM_ARCH_HYENA)
-        snprintf(buf, size, "implicit filters");
-    else
-        snprintf(buf, size, "heads %u", c->heads);
+    tmm_arch_of(c->arch)->mixer->describe(c, buf, size);
     return buf;
 }
 

@@ -182,7 +182,7 @@ static tmm_status match_models(const arch_opts *o, arch_row rows[N_ARCHS])
         c.vocab = o->vocab, c.d_model = o->d, c.n_ctx = o->n, c.n_layers = o->layers;
         bench_set_heads(&c, o->heads, false);
         c.expansion = TMM_EXPANSION;
-        c.window = c.arch == TMM_ARCH_SWA ? o->window : 0;
+        c.window = tmm_arch_of(c.arch)->default_window ? o->window : 0;
         tmm_model_config_resolve(&c);
         tmm_status s = tmm_model_config_check(&c);
         if (s != TMM_OK) {
@@ -195,10 +195,12 @@ static tmm_status match_models(const arch_opts *o, arch_row rows[N_ARCHS])
         rows[a].c = c;
         rows[a].params = tmm_model_param_count(&c);
     }
-    const uint64_t target = rows[TMM_ARCH_TMM].params;
+    int subject = 0; /* the TMM: the others are matched to its parameter count */
+    while (!tmm_arch_of(rows[subject].c.arch)->toeplitz)
+        subject++;
     for (int a = 0; a < N_ARCHS; a++)
-        if (a != TMM_ARCH_TMM)
-            tmm_model_match_params(&rows[a].c, target, &rows[a].params);
+        if (a != subject)
+            tmm_model_match_params(&rows[a].c, rows[subject].params, &rows[a].params);
     return TMM_OK;
 }
 
@@ -226,15 +228,6 @@ static tmm_status measure(tmm_device *dev, const arch_opts *o, arch_row *row)
     return s;
 }
 
-static const char *arch_label(const tmm_model_config *c, char *buf, size_t size)
-{
-    if (c->arch == TMM_ARCH_SWA)
-        snprintf(buf, size, "swa (W %u)", c->window);
-    else
-        snprintf(buf, size, "%s", tmm_arch_name(c->arch));
-    return buf;
-}
-
 static void print_header(const arch_opts *o, const char *device)
 {
     printf("device: %s\n"
@@ -257,7 +250,7 @@ static void print_row(const arch_opts *o, const arch_row *r)
     char label[32], mem[32], e[8] = "-";
     if (tmm_arch_of(r->c.arch)->mlp != TMM_MLP_NONE)
         snprintf(e, sizeof e, "%u", r->c.expansion);
-    printf("%-12s %11llu %3s %3u %10.1f %9.2f %10s  %15s", arch_label(&r->c, label, sizeof label),
+    printf("%-12s %11llu %3s %3u %10.1f %9.2f %10s  %15s", tmm_arch_label(&r->c, label, sizeof label),
            (unsigned long long)r->params, e, r->c.n_layers, r->train.tokens_per_s, r->train.ms_per_step,
            cli_size(r->mem.total, mem, sizeof mem), "");
     for (unsigned i = 0; i < o->np; i++)
@@ -293,9 +286,9 @@ static int print_json(const arch_opts *o, const char *device, const arch_row row
             cJSON_AddNumberToObject(e, "expansion", r->c.expansion);
         cJSON_AddNumberToObject(e, "n_layers", r->c.n_layers);
         cJSON_AddNumberToObject(e, "heads", r->c.heads);
-        if (r->c.arch == TMM_ARCH_MAMBA2)
+        if (tmm_arch_of(r->c.arch)->default_state)
             cJSON_AddNumberToObject(e, "state", r->c.state);
-        if (r->c.arch == TMM_ARCH_SWA)
+        if (tmm_arch_of(r->c.arch)->default_window)
             cJSON_AddNumberToObject(e, "window", r->c.window);
         cJSON_AddNumberToObject(e, "tokens_per_s", r->train.tokens_per_s);
         cJSON_AddNumberToObject(e, "ms_per_step", r->train.ms_per_step);

@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "gen/generator.h"
+#include "model/arch.h"
 #include "model/rng.h"
 #include "train/checkpoint.h"
 #include "train/train_config.h"
@@ -223,7 +224,7 @@ static int run(bench_gen *b, bench_gen *bd, const uint32_t *prompts, unsigned np
     cJSON_AddStringToObject(root, "device", device_name);
     cJSON_AddStringToObject(root, "model", model_desc);
     cJSON_AddStringToObject(root, "arch", tmm_arch_name(c->arch));
-    if (c->arch == TMM_ARCH_SWA)
+    if (tmm_arch_of(c->arch)->default_window)
         cJSON_AddNumberToObject(root, "window", c->window);
     cJSON *a = cJSON_AddArrayToObject(root, "first_token");
     for (unsigned i = 0; i < np; i++) {

@@ -11,6 +11,7 @@
 #include "buffer.h"
 #include "cli.h"
 #include "cli_dist.h"
+#include "model/arch.h"
 #include "model/model.h"
 #include "train/optim.h"
 #include "train/train_config.h"
@@ -274,7 +275,7 @@ int bench_train(int argc, char **argv)
         cJSON_AddNumberToObject(mc, "n_ctx", c.model.n_ctx);
         cJSON_AddNumberToObject(mc, "n_layers", c.model.n_layers);
         cJSON_AddNumberToObject(mc, "heads", c.model.heads);
-        if (c.model.arch == TMM_ARCH_SWA)
+        if (tmm_arch_of(c.model.arch)->default_window)
             cJSON_AddNumberToObject(mc, "window", c.model.window);
         cJSON_AddNumberToObject(mc, "params", (double)tmm_model_param_count(&c.model));
         cJSON_AddNumberToObject(root, "batch", B);

@@ -14,6 +14,7 @@
 #include "files.h"
 #include "io/limits.h"
 #include "mixer/toeplitz_mixer.h"
+#include "model/arch.h"
 #include "model/distilled.h"
 #include "ops/ops.h"
 #include "ops/tz_ssm_ops.h"
@@ -345,7 +346,7 @@ static int run(const distill_opts *o)
     tmm_lock *lock = NULL;
     char step_dir[TMM_PATH_MAX], path[TMM_PATH_MAX];
     const double t0 = cli_now_ms();
-    if (ck.table.config.arch != TMM_ARCH_TMM)
+    if (!tmm_arch_of(ck.table.config.arch)->toeplitz)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is a %s checkpoint: only a TMM has Toeplitz vectors to distill",
                      o->checkpoint, tmm_arch_name(ck.table.config.arch));
     if (s == TMM_OK)

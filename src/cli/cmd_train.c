@@ -12,6 +12,7 @@
 #include "cli_dist.h"
 #include "files.h"
 #include "io/limits.h"
+#include "model/arch.h"
 #include "model/distilled.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
@@ -399,7 +400,7 @@ int cmd_train(int argc, char **argv)
             printf("reached the target accuracy of %.0f%%\n", 100 * c.target_accuracy);
         if (res.interrupted)
             printf("resume with: %s train --resume %s\n", cli_program, c.run_dir);
-        else if (c.task == TMM_DATA_COPY && !c.model.frozen && c.model.arch == TMM_ARCH_TMM)
+        else if (c.task == TMM_DATA_COPY && !c.model.frozen && tmm_arch_of(c.model.arch)->toeplitz)
             printf("next: %s eval --checkpoint %s   |   %s train --frozen --run-dir runs/frozen (the ablation: "
                    "copying fails)\n", cli_program, c.run_dir, cli_program);
         else

@@ -201,7 +201,7 @@ static tmm_status ae_run(exp_ctx *x, const char *name, const tmm_train_config *d
         return read_result(path, r);
 
     tmm_train_config dc = *data_cfg; /* shallow: prepare only sets values */
-    tmm_model_config dec = { .arch = TMM_ARCH_TMM, .vocab = enc->vocab, .d_model = enc->d_model,
+    tmm_model_config dec = { .arch = exp_arch("tmm"), .vocab = enc->vocab, .d_model = enc->d_model,
                              .n_ctx = enc->n_ctx, .n_layers = b->dec_layers, .heads = b->dec_heads,
                              .expansion = b->dec_expansion, .kernel = 1, .seed = enc->seed + 1 };
     tmm_model_config_resolve(&dec);
@@ -242,7 +242,7 @@ static tmm_status ae_run(exp_ctx *x, const char *name, const tmm_train_config *d
         r->dec_params = tmm_model_param_count(&dec) + (uint64_t)dec.d_model * (enc->d_model / 2 + 1);
         r->done = true;
     }
-    if (s == TMM_OK && r->done && joint && enc->arch == TMM_ARCH_TMM)
+    if (s == TMM_OK && r->done && joint && enc->arch == exp_arch("tmm"))
         s = save_models(a, path, r->steps);
     if (s == TMM_OK && r->done)
         s = write_result(path, r);
@@ -326,7 +326,7 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
             s = exp_resolve(&r->config);
         }
         snprintf(r->name, sizeof r->name, "%s-lm", tmm_arch_name((tmm_arch)a));
-        snprintf(r->label, sizeof r->label, "%s", exp_arch_label(&m, label, sizeof label));
+        snprintf(r->label, sizeof r->label, "%s", tmm_arch_label(&m, label, sizeof label));
     }
     if (s == TMM_OK)
         s = exp_train_runs(&x, runs, n);
@@ -350,7 +350,7 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
         /* the rule: the TMM's trained encoder retains more than each other architecture's */
         int tmm = -1;
         for (uint32_t i = 0; i < n; i++)
-            if (runs[i].config.model.arch == TMM_ARCH_TMM)
+            if (runs[i].config.model.arch == exp_arch("tmm"))
                 tmm = (int)i;
         uint32_t held = 0, tested = 0;
         bool retained = false; /* some trained encoder is clearly above its random floor */
@@ -487,7 +487,7 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
             s = matched(&c.model, (tmm_arch)a, &row->m);
             if (s != TMM_OK)
                 break;
-            snprintf(row->label, sizeof row->label, "%s, n %u, d %u", exp_arch_label(&row->m, label, sizeof label),
+            snprintf(row->label, sizeof row->label, "%s, n %u, d %u", tmm_arch_label(&row->m, label, sizeof label),
                      set_n[k], set_d[k]);
             snprintf(name, sizeof name, "%s-n%u-d%u", tmm_arch_name((tmm_arch)a), set_n[k], set_d[k]);
             if (!o->quiet)
@@ -504,12 +504,12 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
     if (s == TMM_OK && !out->interrupted) {
         /* the rule: the TMM reconstructs at least as well as each other architecture at each setting */
         uint32_t held = 0, tested = 0;
-        for (uint32_t k = 0; k < n_set && present[TMM_ARCH_TMM]; k++)
+        for (uint32_t k = 0; k < n_set && present[exp_arch("tmm")]; k++)
             for (int a = 0; a < TMM_ARCH_COUNT; a++) {
-                if (a == TMM_ARCH_TMM || !present[a])
+                if ((tmm_arch)a == exp_arch("tmm") || !present[a])
                     continue;
                 tested++;
-                held += rows[k * TMM_ARCH_COUNT + TMM_ARCH_TMM].r.accuracy >= rows[k * TMM_ARCH_COUNT + a].r.accuracy;
+                held += rows[k * TMM_ARCH_COUNT + exp_arch("tmm")].r.accuracy >= rows[k * TMM_ARCH_COUNT + a].r.accuracy;
             }
         snprintf(out->verdict, sizeof out->verdict, "%s", verdict_of(held, tested));
 
@@ -591,7 +591,7 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
                         continue;
                     char label[32];
                     fprintf(f, "| %s | %u | %u | %llu | %.4f | %.4f | %.1f |\n",
-                            exp_arch_label(&row->m, label, sizeof label), set_n[k], set_d[k],
+                            tmm_arch_label(&row->m, label, sizeof label), set_n[k], set_d[k],
                             (unsigned long long)row->r.enc_params, row->r.accuracy, row->r.loss, row->r.seconds);
                 }
             fprintf(f, "\nAccuracies are over %u held-out batches of %u windows: n = %u gives %u positions (one "

@@ -47,13 +47,13 @@ static tmm_status add_run(const copy_preset *p, uint64_t seed, uint32_t n, tmm_a
     TMM_TRY(copy_config(p, seed, n, p->d, &r->config));
     tmm_model_config m;
     tmm_status s = exp_matched_model(&r->config.model, arch, &m, knob);
-    if (s == TMM_OK && arch != TMM_ARCH_TMM) {
+    if (s == TMM_OK && arch != exp_arch("tmm")) {
         r->config.model = m;
         s = exp_resolve(&r->config);
     }
     char label[32];
     snprintf(r->name, sizeof r->name, "%s-n%u", tmm_arch_name(arch), n);
-    snprintf(r->label, sizeof r->label, "%s, n %u", exp_arch_label(&r->config.model, label, sizeof label), n);
+    snprintf(r->label, sizeof r->label, "%s, n %u", tmm_arch_label(&r->config.model, label, sizeof label), n);
     return s;
 }
 
@@ -66,7 +66,7 @@ static tmm_status add_width_runs(const copy_preset *p, uint64_t seed, tmm_exp_ru
     snprintf(r[0].name, sizeof r[0].name, "tmm-narrow-d%u-n%u", p->d / 2, n);
     snprintf(r[0].label, sizeof r[0].label, "tmm d %u, n %u", p->d / 2, n);
     TMM_TRY(copy_config(p, seed, n, 2 * p->d, &r[1].config));
-    r[1].config.model.arch = TMM_ARCH_HYENA;
+    r[1].config.model.arch = exp_arch("hyena");
     r[1].config.model.heads = 0, r[1].config.model.kernel = 1;
     snprintf(r[1].name, sizeof r[1].name, "hyena-wide-d%u-n%u", 2 * p->d, n);
     snprintf(r[1].label, sizeof r[1].label, "hyena d %u, n %u", 2 * p->d, n);
@@ -107,15 +107,15 @@ static const char *verdict_of(uint32_t held, uint32_t tested)
 /* The rule at one n: NULL when it cannot be decided (no TMM or transformer). */
 static const char *rule_at(const copy_table *t, uint32_t i, uint32_t eval_every, bool *held)
 {
-    const tmm_exp_run *tmm = t->at[i][TMM_ARCH_TMM], *tr = t->at[i][TMM_ARCH_TRANSFORMER];
+    const tmm_exp_run *tmm = t->at[i][exp_arch("tmm")], *tr = t->at[i][exp_arch("transformer")];
     if (!tmm || !tr)
         return NULL;
     const double T = steps_to(tmm);
     *held = about_as_fast(T, steps_to(tr), eval_every);
-    if (t->at[i][TMM_ARCH_HYENA])
-        *held = *held && struggles(steps_to(t->at[i][TMM_ARCH_HYENA]), T);
-    if (t->at[i][TMM_ARCH_MAMBA2])
-        *held = *held && struggles(steps_to(t->at[i][TMM_ARCH_MAMBA2]), T);
+    if (t->at[i][exp_arch("hyena")])
+        *held = *held && struggles(steps_to(t->at[i][exp_arch("hyena")]), T);
+    if (t->at[i][exp_arch("mamba2")])
+        *held = *held && struggles(steps_to(t->at[i][exp_arch("mamba2")]), T);
     return *held ? "held" : "not held";
 }
 
@@ -312,7 +312,7 @@ tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *
             s = add_run(p, o->seed, p->ns[i], (tmm_arch)a, &runs[n], &knob);
             t.at[i][a] = &runs[n++];
         }
-    const bool width = exp_selected(o, TMM_ARCH_TMM) && exp_selected(o, TMM_ARCH_HYENA);
+    const bool width = exp_selected(o, exp_arch("tmm")) && exp_selected(o, exp_arch("hyena"));
     const uint32_t first_width = n;
     if (s == TMM_OK && width) {
         s = add_width_runs(p, o->seed, &runs[n]);

@@ -81,12 +81,12 @@ static tmm_status add_runs(const eff_preset *p, const tmm_exp_options *o, tmm_ex
         char label[32];
         s = exp_matched_model(&ref.model, (tmm_arch)a, &m, &knob);
         if (s == TMM_OK)
-            s = add_run(p, o, &m, tmm_arch_name((tmm_arch)a), exp_arch_label(&m, label, sizeof label), &runs[*n]);
-        if (a == TMM_ARCH_TMM)
+            s = add_run(p, o, &m, tmm_arch_name((tmm_arch)a), tmm_arch_label(&m, label, sizeof label), &runs[*n]);
+        if ((tmm_arch)a == exp_arch("tmm"))
             *tmm_row = (int)*n;
         (*n)++;
     }
-    if (o->ablations && exp_selected(o, TMM_ARCH_TMM)) {
+    if (o->ablations && exp_selected(o, exp_arch("tmm"))) {
         static const struct {
             const char *name, *label;
             uint32_t heads, kernel;
@@ -204,9 +204,9 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
 
     const tmm_exp_run *hyena = NULL, *mamba = NULL;
     for (uint32_t i = 0; i < n; i++) {
-        if (runs[i].config.model.arch == TMM_ARCH_HYENA)
+        if (runs[i].config.model.arch == exp_arch("hyena"))
             hyena = &runs[i];
-        if (runs[i].config.model.arch == TMM_ARCH_MAMBA2)
+        if (runs[i].config.model.arch == exp_arch("mamba2"))
             mamba = &runs[i];
     }
     char why[256];

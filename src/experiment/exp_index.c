@@ -154,7 +154,7 @@ static tmm_status analyse_autoencoders(exp_ctx *x, idx_point *ae, uint32_t *n_ae
         s = tmm_path_join(path, sizeof path, dir, names[i]);
         if (s == TMM_OK)
             s = tmm_checkpoint_load_model(path, NULL, &ck);
-        if (s == TMM_OK && ck.table.config.arch == TMM_ARCH_TMM) {
+        if (s == TMM_OK && ck.table.config.arch == exp_arch("tmm")) {
             s = analyse(&ck, names[i], ck.step, &ae[*n_ae], f);
             ae[(*n_ae)++].val_loss = NAN; /* reconstruction, not language modelling: E4's report has it */
         }
@@ -357,7 +357,7 @@ static tmm_status write_outputs(exp_ctx *x, const tmm_exp_run *run, idx_point *p
 
 tmm_status exp_index(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
 {
-    if (!exp_selected(o, TMM_ARCH_TMM))
+    if (!exp_selected(o, exp_arch("tmm")))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the index experiment analyses the TMM's Toeplitz layers: "
                         "--archs must include tmm");
     exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("index"), .device = tmm_device_get_info(dev)->name,

@@ -80,13 +80,13 @@ static tmm_status add_run(const recall_preset *p, uint64_t seed, uint32_t n, uin
     tmm_model_config m;
     const char *knob;
     tmm_status s = exp_matched_model(&r->config.model, arch, &m, &knob);
-    if (s == TMM_OK && arch != TMM_ARCH_TMM) {
+    if (s == TMM_OK && arch != exp_arch("tmm")) {
         r->config.model = m;
         s = exp_resolve(&r->config);
     }
     char label[32];
     snprintf(r->name, sizeof r->name, "%s-n%u-p%u", tmm_arch_name(arch), n, pairs);
-    snprintf(r->label, sizeof r->label, "%s, n %u, %u pairs", exp_arch_label(&r->config.model, label, sizeof label),
+    snprintf(r->label, sizeof r->label, "%s, n %u, %u pairs", tmm_arch_label(&r->config.model, label, sizeof label),
              n, pairs);
     return s;
 }
@@ -120,7 +120,7 @@ static int best_baseline(const recall_setting *s)
 {
     int best = -1;
     for (int a = 0; a < TMM_ARCH_COUNT; a++)
-        if (a != TMM_ARCH_TMM && s->at[a] && isfinite(final_accuracy(s->at[a])) &&
+        if ((tmm_arch)a != exp_arch("tmm") && s->at[a] && isfinite(final_accuracy(s->at[a])) &&
             (best < 0 || final_accuracy(s->at[a]) > final_accuracy(s->at[best])))
             best = a;
     return best;
@@ -130,9 +130,9 @@ static int best_baseline(const recall_setting *s)
 static const char *rule_at(const recall_setting *s, bool *held)
 {
     const int b = best_baseline(s);
-    if (!s->at[TMM_ARCH_TMM] || b < 0 || !isfinite(final_accuracy(s->at[TMM_ARCH_TMM])))
+    if (!s->at[exp_arch("tmm")] || b < 0 || !isfinite(final_accuracy(s->at[exp_arch("tmm")])))
         return NULL;
-    *held = final_accuracy(s->at[TMM_ARCH_TMM]) >= final_accuracy(s->at[b]) - MARGIN;
+    *held = final_accuracy(s->at[exp_arch("tmm")]) >= final_accuracy(s->at[b]) - MARGIN;
     return *held ? "held" : "not held";
 }
 
@@ -161,9 +161,9 @@ static tmm_status sweep_chart(exp_ctx *x, const recall_preset *p, const recall_t
         }
         if (!any)
             continue;
-        exp_arch_label(&any->config.model, names[k], sizeof names[k]);
-        if (a == TMM_ARCH_SWA) /* its window follows n */
-            snprintf(names[k], sizeof names[k], "swa (W n/4)");
+        tmm_arch_label(&any->config.model, names[k], sizeof names[k]);
+        if (tmm_arch_of((tmm_arch)a)->default_window) /* its window follows n */
+            snprintf(names[k], sizeof names[k], "%s (W n/4)", tmm_arch_name((tmm_arch)a));
         ser[k] = (tmm_chart_series){ names[k], xs[k], ys[k], m };
         k++;
     }
@@ -211,7 +211,7 @@ static tmm_status curve_chart(exp_ctx *x, const recall_setting *s)
             st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (uint32_t j = 0; st == TMM_OK && j < r->n_points; j++)
             xs[k][j] = (double)r->points[j].step, ys[k][j] = r->points[j].accuracy;
-        ser[k] = (tmm_chart_series){ exp_arch_label(&r->config.model, names[k], sizeof names[k]), xs[k], ys[k],
+        ser[k] = (tmm_chart_series){ tmm_arch_label(&r->config.model, names[k], sizeof names[k]), xs[k], ys[k],
                                      r->n_points };
         k++;
     }
@@ -375,7 +375,7 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
         const bool recalled = top >= no_recall(t->s[i].pairs, p->values) + MARGIN;
         if (at[i])
             fprintf(f, "- n %u, %u pairs: %s (tmm %.4f, best baseline %s %.4f; no recall %.4f)%s\n", t->s[i].n,
-                    t->s[i].pairs, at[i], final_accuracy(t->s[i].at[TMM_ARCH_TMM]), tmm_arch_name((tmm_arch)b),
+                    t->s[i].pairs, at[i], final_accuracy(t->s[i].at[exp_arch("tmm")]), tmm_arch_name((tmm_arch)b),
                     final_accuracy(t->s[i].at[b]), no_recall(t->s[i].pairs, p->values),
                     recalled ? "" : ": no architecture is 0.10 above no recall, so the budget is too small for "
                                     "this setting to say much about recall");

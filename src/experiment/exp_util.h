@@ -55,11 +55,13 @@ tmm_status exp_matched_model(const tmm_model_config *tmm, tmm_arch arch, tmm_mod
  * line per run; stops early, with ctx->out->interrupted, when asked to. */
 tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n);
 
+/* The architecture that the experiments' spec names ("tmm", "hyena", ...:
+ * docs/experiments.md): a claim is about named models, which the loops over
+ * every architecture compare. */
+tmm_arch exp_arch(const char *name);
+
 /* Training FLOPs per token of a model (docs/experiments.md, "FLOPs"). */
 double exp_flops_per_token(const tmm_model_config *c);
-
-/* "tmm", "swa (W 16)", ... */
-const char *exp_arch_label(const tmm_model_config *c, char *buf, size_t size);
 
 /* Files of the results directory, written atomically. */
 tmm_status exp_save_chart(const exp_ctx *x, const char *file, const tmm_chart *chart, bool bars);

@@ -163,12 +163,13 @@ tmm_status exp_matched_model(const tmm_model_config *tmm, tmm_arch arch, tmm_mod
 {
     *c = *tmm;
     *knob = "";
-    if (arch == TMM_ARCH_TMM)
+    const tmm_arch_desc *a = tmm_arch_of(arch);
+    if (a->toeplitz)
         return TMM_OK;
     c->arch = arch;
     c->heads = 0; /* the architecture's default (tmm_model_config_resolve) */
     c->kernel = 1, c->expanded = false, c->frozen = false;
-    c->window = arch == TMM_ARCH_SWA ? (tmm->n_ctx >= 4 ? tmm->n_ctx / 4 : 1) : 0;
+    c->window = a->default_window ? (tmm->n_ctx >= 4 ? tmm->n_ctx / 4 : 1) : 0;
     c->state = 0;
     tmm_model_config_resolve(c);
     tmm_status s = tmm_model_config_check(c);
@@ -202,44 +203,22 @@ tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n)
     return TMM_OK;
 }
 
-/* Hyena's filter MLP runs once per step for the whole batch, not per token. */
-static uint64_t hyena_filter_params(const tmm_model_config *c)
+tmm_arch exp_arch(const char *name)
 {
-    return (uint64_t)c->n_layers * (64 * 3 + 64 + 2 * (64 * 64 + 64) + 3 * 64 + (uint64_t)c->d_model * 64);
+    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+        if (strcmp(tmm_arch_name((tmm_arch)a), name) == 0)
+            return (tmm_arch)a;
+    abort(); /* a name the code gives, not a user */
 }
 
 double exp_flops_per_token(const tmm_model_config *c)
 {
-    const double d = c->d_model, n = c->n_ctx, L = c->n_layers;
-    double dense = (double)tmm_model_param_count(c) - (double)c->vocab * d; /* the embedding is a lookup */
-    if (c->arch == TMM_ARCH_HYENA)
-        dense -= (double)hyena_filter_params(c);
-    double mix = 0; /* per layer and token, forward, averaged over the positions t = 0 .. n-1 */
-    switch (c->arch) {
-    case TMM_ARCH_TMM: mix = d * (c->kernel ? c->kernel : 1) * (n + 1) * (c->expanded ? 2 : 1); break;
-    case TMM_ARCH_TRANSFORMER: mix = 2 * d * (n + 1); break;
-    case TMM_ARCH_SWA: {
-        double keys = 0; /* mean of min(t + 1, W) */
-        for (uint32_t t = 0; t < c->n_ctx; t++)
-            keys += t + 1 < c->window ? t + 1 : c->window;
-        mix = 4 * d * keys / n;
-        break;
-    }
-    case TMM_ARCH_LINEAR: mix = 4 * d * (d / (c->heads ? c->heads : 1)); break;
-    case TMM_ARCH_HYENA: mix = d * (n + 1); break;
-    case TMM_ARCH_MAMBA2: mix = 4 * (2 * d) * c->state; break;
-    default: break;
-    }
+    const double d = c->d_model, L = c->n_layers;
+    uint64_t per_step = 0; /* per layer */
+    const double mix = tmm_arch_of(c->arch)->mixer->flops(c, &per_step); /* per layer and token, forward */
+    /* 2 per weight, the embedding being a lookup and per-step weights not per token */
+    const double dense = (double)tmm_model_param_count(c) - (double)c->vocab * d - L * (double)per_step;
     return 3 * (2 * dense + L * mix); /* forward, and a backward of twice its cost */
-}
-
-const char *exp_arch_label(const tmm_model_config *c, char *buf, size_t size)
-{
-    if (c->arch == TMM_ARCH_SWA)
-        snprintf(buf, size, "swa (W %u)", c->window);
-    else
-        snprintf(buf, size, "%s", tmm_arch_name(c->arch));
-    return buf;
 }
 
 static tmm_status exp_path(const exp_ctx *x, const char *file, char *path, size_t size)
@@ -353,7 +332,7 @@ void exp_report_head(FILE *f, const exp_ctx *x, const tmm_exp_run *runs, uint32_
         if (tmm_arch_of(m->arch)->mlp != TMM_MLP_NONE)
             snprintf(e, sizeof e, "%u", m->expansion);
         fprintf(f, "| %s | %s | %llu | %u | %u | %u | %s | %.3g | %u | %llu | %.3g |\n", runs[i].label,
-                exp_arch_label(m, label, sizeof label), (unsigned long long)runs[i].params, m->d_model, m->n_layers,
+                tmm_arch_label(m, label, sizeof label), (unsigned long long)runs[i].params, m->d_model, m->n_layers,
                 m->heads, e, runs[i].config.schedule.peak_lr, runs[i].config.batch,
                 (unsigned long long)runs[i].config.steps, exp_flops_per_token(m));
     }

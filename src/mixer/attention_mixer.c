@@ -11,6 +11,7 @@
  * log-sum-exp. Decoding: with full attention (or a window of at least n)
  * the cache is the k and v activations themselves [B, n, d]; with a window
  * W < n, a ring buffer of the last W keys and values per layer [B, W, d]. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +40,6 @@ static tmm_status check(const tmm_model_config *c)
     if (dh > TMM_ATTENTION_MAX_HEAD_DIM || dh % 2)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s needs an even head width d_model/heads of at most %u (RoPE "
                         "rotates channel pairs), got %u", name, TMM_ATTENTION_MAX_HEAD_DIM, dh);
-    if (c->arch == TMM_ARCH_SWA && c->window == 0)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "swa needs a window of at least 1 (--window W)");
     return TMM_OK;
 }
 
@@ -292,8 +291,32 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_qkvo_out(&m->base, rec, l, A(dec->o), true, h);
 }
 
+/* Each query meets min(t + 1, W) keys (W = n without a window), for its
+ * scores and its sum of values: 4 d FLOPs each. */
+static double flops(const tmm_model_config *c, uint64_t *per_step)
+{
+    *per_step = 0;
+    const double d = c->d_model, n = c->n_ctx;
+    if (!c->window)
+        return 2 * d * (n + 1);
+    double keys = 0;
+    for (uint32_t t = 0; t < c->n_ctx; t++)
+        keys += t + 1 < c->window ? t + 1 : c->window;
+    return 4 * d * keys / n;
+}
+
+static void describe(const tmm_model_config *c, char *buf, size_t size)
+{
+    if (c->window)
+        snprintf(buf, size, "heads %u, window %u", c->heads, c->window);
+    else
+        snprintf(buf, size, "heads %u", c->heads);
+}
+
 const tmm_mixer_class tmm_attention_mixer = {
     .check = check,
+    .flops = flops,
+    .describe = describe,
     .declare = tmm_qkvo_declare,
     .create = create,
     .destroy = destroy,

@@ -52,6 +52,7 @@
  * full context's first positions, so it computes the same function. */
 #include "mixer/hyena_mixer.h"
 
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -716,8 +717,24 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_op_linear_rows(r, A(dec->g), B, d, d, P(m, l, TMM_HY_OUT_W), P(m, l, TMM_HY_OUT_B), h, true);
 }
 
+/* The long convolutions, d (n + 1) per token; the filter MLP runs once per
+ * step for the whole batch, not per token. */
+static double flops(const tmm_model_config *c, uint64_t *per_step)
+{
+    *per_step = 64 * 3 + 64 + 2 * (64 * 64 + 64) + 3 * 64 + (uint64_t)c->d_model * 64;
+    return (double)c->d_model * (c->n_ctx + 1.0);
+}
+
+static void describe(const tmm_model_config *c, char *buf, size_t size)
+{
+    (void)c;
+    snprintf(buf, size, "implicit filters");
+}
+
 const tmm_mixer_class tmm_hyena_mixer = {
     .check = check,
+    .flops = flops,
+    .describe = describe,
     .declare = declare,
     .create = create,
     .destroy = destroy,

@@ -9,6 +9,7 @@
  * per layer: q, k, v, y and what the chunked op saves. Decoding keeps the
  * constant-size state S [B, H, dh, dh] and z [B, H, dh] per layer: O(dh²) per
  * head and token at every position. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "mixer/qkvo.h"
@@ -213,8 +214,20 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_qkvo_out(&m->base, rec, l, A(dec->y), true, h);
 }
 
+/* The state update and read-out: 4 d (d / heads) per token. */
+static double flops(const tmm_model_config *c, uint64_t *per_step)
+{
+    *per_step = 0;
+    const double d = c->d_model;
+    return 4 * d * (d / (c->heads ? c->heads : 1));
+}
+
+static void describe(const tmm_model_config *c, char *buf, size_t size) { snprintf(buf, size, "heads %u", c->heads); }
+
 const tmm_mixer_class tmm_linear_mixer = {
     .check = check,
+    .flops = flops,
+    .describe = describe,
     .declare = tmm_qkvo_declare,
     .create = create,
     .destroy = destroy,

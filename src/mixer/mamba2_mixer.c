@@ -43,6 +43,7 @@
  * Limits: the SSD's (P, N, nh at most 256 each; checked with the config). */
 #include "mixer/mamba2_mixer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ops/op_util.h"
@@ -427,8 +428,22 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_op_linear_rows(r, A(dec->y), B, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), none, h, true);
 }
 
+/* The SSD's state update and read-out over the 2d inner channels. */
+static double flops(const tmm_model_config *c, uint64_t *per_step)
+{
+    *per_step = 0;
+    return 4.0 * (2.0 * c->d_model) * c->state;
+}
+
+static void describe(const tmm_model_config *c, char *buf, size_t size)
+{
+    snprintf(buf, size, "heads %u, state %u", c->heads, c->state);
+}
+
 const tmm_mixer_class tmm_mamba2_mixer = {
     .check = check,
+    .flops = flops,
+    .describe = describe,
     .declare = declare,
     .create = create,
     .destroy = destroy,

@@ -113,6 +113,14 @@ static inline uint32_t tmm_mixer_set(const tmm_mixer *m, uint32_t layer) { retur
 struct tmm_mixer_class {
     /* The config's rules that are this mixer's (the frame checked the rest). */
     tmm_status (*check)(const tmm_model_config *c);
+    /* Forward FLOPs of one layer's mixing per token that its weights' 2 per
+     * parameter do not count (attention's scores, the Toeplitz products, the
+     * SSD's state), averaged over the positions 0..n-1; *per_step: how many of
+     * its parameters are applied once per step, not per token (Hyena's filter
+     * MLP), which a count of 2 per parameter and token must leave out. */
+    double (*flops)(const tmm_model_config *c, uint64_t *per_step);
+    /* The mixing's shape in words, for reports ("heads 4, window 64"). */
+    void (*describe)(const tmm_model_config *c, char *buf, size_t size);
     /* Declares block `layer`'s tensors, storing their indices in idx (at most
      * TMM_MIXER_MAX_PARAMS). `prefix` names them: blocks.<layer>.<prefix>.* */
     void (*declare)(tmm_param_builder *b, const tmm_model_config *c, uint32_t layer, int *idx);

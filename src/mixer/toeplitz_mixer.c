@@ -12,6 +12,7 @@
  * forward's activations (u1 = x or v, u2 = q), so a prefill fills it. */
 #include "mixer/toeplitz_mixer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -485,8 +486,24 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_op_axpy(r, 1.0f, mix, h, (uint64_t)B * d);
 }
 
+static double flops(const tmm_model_config *c, uint64_t *per_step)
+{
+    *per_step = 0;
+    return (double)c->d_model * (c->kernel ? c->kernel : 1) * (c->n_ctx + 1.0) * (c->expanded ? 2 : 1);
+}
+
+static void describe(const tmm_model_config *c, char *buf, size_t size)
+{
+    if (c->heads == 0)
+        snprintf(buf, size, "flat, kernel %u", c->kernel);
+    else
+        snprintf(buf, size, "heads %u", c->heads);
+}
+
 const tmm_mixer_class tmm_toeplitz_mixer = {
     .check = check,
+    .flops = flops,
+    .describe = describe,
     .declare = declare,
     .create = create,
     .destroy = destroy,

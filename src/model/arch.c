@@ -1,6 +1,7 @@
 /* The architectures' frames (arch.h): one row each. */
 #include "model/arch.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The config values, indexed by tmm_arch (NULL-terminated for the config table). */
@@ -9,26 +10,31 @@ const char *const tmm_arch_names[] = { "tmm", "transformer", "swa", "linear", "h
 static const tmm_arch_desc archs[] = {
     { .arch = TMM_ARCH_TMM, .norm = TMM_NORM_LAYER, .norm_eps = 1e-5, .mlp = TMM_MLP_SILU, .mixer_first = false,
       .final_norm = false, .linear_init = TMM_INIT_KAIMING, .embed_init = TMM_INIT_NORMAL,
-      .mlp_norm_name = "ln1", .mix_norm_name = "ln2", .default_lr = 5e-4, .mixer = &tmm_toeplitz_mixer },
+      .mlp_norm_name = "ln1", .mix_norm_name = "ln2", .default_lr = 5e-4, .heads = TMM_HEADS_AS_GIVEN, .toeplitz = true,
+      .mixer = &tmm_toeplitz_mixer },
     { .arch = TMM_ARCH_TRANSFORMER, .norm = TMM_NORM_RMS, .norm_eps = 1e-6, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
       .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
-      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_attention_mixer },
+      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .heads = TMM_HEADS_OF_64,
+      .mixer = &tmm_attention_mixer },
     { .arch = TMM_ARCH_SWA, .norm = TMM_NORM_RMS, .norm_eps = 1e-6, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
       .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
-      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_attention_mixer },
+      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .heads = TMM_HEADS_OF_64,
+      .default_window = 128, .mixer = &tmm_attention_mixer },
     { .arch = TMM_ARCH_LINEAR, .norm = TMM_NORM_RMS, .norm_eps = 1e-6, .mlp = TMM_MLP_SWIGLU, .mixer_first = true,
       .final_norm = true, .linear_init = TMM_INIT_SMALL, .embed_init = TMM_INIT_SMALL,
-      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .mixer = &tmm_linear_mixer },
+      .mlp_norm_name = "mlp_norm", .mix_norm_name = "attn_norm", .default_lr = 2e-4, .heads = TMM_HEADS_OF_64,
+      .mixer = &tmm_linear_mixer },
     /* Hyena: Kaiming normal Linear weights (the MLP's, the head's; the mixer's
      * projections too), the embedding N(0, 1) as PyTorch's and the TMM's */
     { .arch = TMM_ARCH_HYENA, .norm = TMM_NORM_LAYER, .norm_eps = 1e-5, .mlp = TMM_MLP_GELU, .mixer_first = true,
       .final_norm = false, .linear_init = TMM_INIT_KAIMING, .embed_init = TMM_INIT_NORMAL,
-      .mlp_norm_name = "ln2", .mix_norm_name = "ln1", .default_lr = 2e-4, .mixer = &tmm_hyena_mixer },
+      .mlp_norm_name = "ln2", .mix_norm_name = "ln1", .default_lr = 2e-4, .heads = TMM_HEADS_NONE, .mixer = &tmm_hyena_mixer },
     /* Mamba 2: the LM head a PyTorch-default Linear, the embedding N(0, 0.02²)
      * as mamba_ssm's */
     { .arch = TMM_ARCH_MAMBA2, .norm = TMM_NORM_RMS, .norm_eps = 1e-5, .mlp = TMM_MLP_NONE, .mixer_first = true,
       .final_norm = true, .linear_init = TMM_INIT_UNIFORM, .embed_init = TMM_INIT_SMALL,
-      .mlp_norm_name = NULL, .mix_norm_name = "norm", .default_lr = 2e-4, .mixer = &tmm_mamba2_mixer },
+      .mlp_norm_name = NULL, .mix_norm_name = "norm", .default_lr = 2e-4, .heads = TMM_HEADS_OF_64_INNER,
+      .default_state = 64, .mixer = &tmm_mamba2_mixer },
 };
 
 const tmm_arch_desc *tmm_arch_of(tmm_arch arch)
@@ -42,4 +48,24 @@ const tmm_arch_desc *tmm_arch_of(tmm_arch arch)
 const char *tmm_arch_name(tmm_arch arch)
 {
     return (unsigned)arch < sizeof tmm_arch_names / sizeof tmm_arch_names[0] - 1 ? tmm_arch_names[arch] : NULL;
+}
+
+const char *tmm_arch_label(const tmm_model_config *c, char *buf, size_t size)
+{
+    const tmm_arch_desc *d = tmm_arch_of(c->arch);
+    if (d && d->default_window)
+        snprintf(buf, size, "%s (W %u)", tmm_arch_name(c->arch), c->window);
+    else
+        snprintf(buf, size, "%s", tmm_arch_name(c->arch) ? tmm_arch_name(c->arch) : "?");
+    return buf;
+}
+
+const char *tmm_arch_names_where(bool (*has)(const tmm_arch_desc *d), char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (has(&archs[i]) && len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "", tmm_arch_name(archs[i].arch));
+    return buf;
 }

@@ -24,6 +24,14 @@ typedef enum tmm_mlp_kind {
     TMM_MLP_NONE,    /* no MLP: the block is the mixer's half alone */
 } tmm_mlp_kind;
 
+/* What heads 0 resolves to (tmm_model_config_resolve). */
+typedef enum tmm_heads_rule {
+    TMM_HEADS_AS_GIVEN,    /* stays 0: one vector over all channels (the TMM) */
+    TMM_HEADS_OF_64,       /* heads of 64 channels where 64 divides d, else one; heads divide d */
+    TMM_HEADS_OF_64_INNER, /* the same over the 2d inner channels; heads divide 2d (the mixer checks) */
+    TMM_HEADS_NONE,        /* no heads: always 0, whatever a preset or flag says */
+} tmm_heads_rule;
+
 typedef struct tmm_arch_desc {
     tmm_arch arch;               /* its name: tmm_arch_name */
     tmm_norm_kind norm;
@@ -36,10 +44,20 @@ typedef struct tmm_arch_desc {
     const char *mlp_norm_name;   /* tensor names: blocks.L.<mlp_norm_name>.weight, ... (NULL: no MLP) */
     const char *mix_norm_name;
     double default_lr;           /* the peak learning rate the paper trained it at */
+    tmm_heads_rule heads;
+    uint32_t default_window;     /* what window 0 resolves to; 0: the architecture has no window */
+    uint32_t default_state;      /* what state 0 resolves to; 0: it has no state size */
+    bool toeplitz;               /* its mixing is the TMM's causal Toeplitz matrix: the variants kernel,
+                                    expanded and frozen, tmm distill and tmm index apply to it */
     const tmm_mixer_class *mixer;
 } tmm_arch_desc;
 
 /* The descriptor of an architecture; NULL for one tmm does not build. */
 const tmm_arch_desc *tmm_arch_of(tmm_arch arch);
+/* Its name, with the knob that tells its variants apart ("swa (W 64)"). */
+const char *tmm_arch_label(const tmm_model_config *c, char *buf, size_t size);
+/* The names of the architectures whose row has `has`, comma-separated
+ * ("swa"), for messages. */
+const char *tmm_arch_names_where(bool (*has)(const tmm_arch_desc *d), char *buf, size_t size);
 
 #endif

@@ -18,22 +18,23 @@ tmm_model_config tmm_model_config_default(void)
 
 void tmm_model_config_resolve(tmm_model_config *c)
 {
-    if (c->arch == TMM_ARCH_MAMBA2) {
-        /* heads of P = 64 of the 2d inner channels where 64 divides them, else one */
-        if (c->heads == 0 && c->d_model)
-            c->heads = (2 * c->d_model) % 64 == 0 ? 2 * c->d_model / 64 : 1;
-        if (c->state == 0)
-            c->state = 64;
-    } else if (c->arch != TMM_ARCH_TMM && c->arch != TMM_ARCH_HYENA && c->heads == 0 && c->d_model) {
-        /* attention heads of 64 channels where they divide d, else one */
-        c->heads = c->d_model % 64 == 0 ? c->d_model / 64 : 1;
-    }
-    if (c->arch == TMM_ARCH_SWA && c->window == 0)
-        c->window = 128;
-    /* Hyena has no heads: a preset's or a flag's heads do not apply to it */
-    if (c->arch == TMM_ARCH_HYENA)
-        c->heads = 0;
+    const tmm_arch_desc *a = tmm_arch_of(c->arch);
+    if (!a)
+        return;
+    const uint32_t inner = a->heads == TMM_HEADS_OF_64_INNER ? 2 * c->d_model : c->d_model;
+    if (a->heads == TMM_HEADS_NONE)
+        c->heads = 0; /* a preset's or a flag's heads do not apply */
+    else if (a->heads != TMM_HEADS_AS_GIVEN && c->heads == 0 && c->d_model)
+        c->heads = inner % 64 == 0 ? inner / 64 : 1;
+    if (c->window == 0)
+        c->window = a->default_window;
+    if (c->state == 0)
+        c->state = a->default_state;
 }
+
+static bool has_window(const tmm_arch_desc *d) { return d->default_window != 0; }
+static bool has_state(const tmm_arch_desc *d) { return d->default_state != 0; }
+static bool is_toeplitz(const tmm_arch_desc *d) { return d->toeplitz; }
 
 tmm_status tmm_model_config_check(const tmm_model_config *c)
 {
@@ -51,23 +52,28 @@ tmm_status tmm_model_config_check(const tmm_model_config *c)
         if (fields[i].value < fields[i].lo || fields[i].value > fields[i].hi)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s must be from %u to %u, got %u", fields[i].name, fields[i].lo,
                             fields[i].hi, fields[i].value);
-    if (c->heads && c->arch != TMM_ARCH_MAMBA2 && c->d_model % c->heads) /* mamba2's heads divide 2d: its check */
+    const tmm_arch_desc *a = tmm_arch_of(c->arch);
+    const char *name = tmm_arch_name(c->arch);
+    char which[64];
+    if (c->heads && a->heads != TMM_HEADS_OF_64_INNER && c->d_model % c->heads) /* inner heads: the mixer checks */
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "d_model (%u) must be a multiple of heads (%u)", c->d_model,
                         c->heads);
     if ((uint64_t)c->expansion * c->d_model > (1u << 24) || (uint64_t)c->vocab * c->d_model > (1ull << 31))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model dimensions too large");
-    if (c->window && c->arch != TMM_ARCH_SWA)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "window is for sliding-window attention (swa), not %s",
-                        tmm_arch_name(c->arch));
-    if (c->state && c->arch != TMM_ARCH_MAMBA2)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "state is the SSM state size of mamba2, not of %s",
-                        tmm_arch_name(c->arch));
+    if (c->window && !a->default_window)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "window is for sliding-window attention (%s), not %s",
+                        tmm_arch_names_where(has_window, which, sizeof which), name);
+    if (!c->window && a->default_window)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s needs a window of at least 1 (--window W)", name);
+    if (c->state && !a->default_state)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "state is the SSM state size of %s, not of %s",
+                        tmm_arch_names_where(has_state, which, sizeof which), name);
     if ((unsigned)c->init >= TMM_INIT_SCHEME_COUNT)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "init must be arch or torch (tmm_init_scheme), got %d", (int)c->init);
-    if (c->arch != TMM_ARCH_TMM && (c->kernel != 1 || c->expanded || c->frozen))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel, expanded and frozen are variants of the TMM, not of %s",
-                        tmm_arch_name(c->arch));
-    return tmm_arch_of(c->arch)->mixer->check(c);
+    if (!a->toeplitz && (c->kernel != 1 || c->expanded || c->frozen))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel, expanded and frozen are variants of the TMM (%s), not of %s",
+                        tmm_arch_names_where(is_toeplitz, which, sizeof which), name);
+    return a->mixer->check(c);
 }
 
 struct tmm_param_builder {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "ops/llama_ops.h"
 #include "ref/ref_attention.h"
 #include "ref/ref_linear_attention.h"
@@ -39,7 +40,7 @@ static void *att_forward(const tmm_param_table *t, const double *params, uint32_
     ref_linear_fwd(N, d, d, x, ref_param(t, params, ix[ATT_Q]), NULL, S->q);
     ref_linear_fwd(N, d, d, x, ref_param(t, params, ix[ATT_K]), NULL, S->k);
     ref_linear_fwd(N, d, d, x, ref_param(t, params, ix[ATT_V]), NULL, S->v);
-    if (c->arch == TMM_ARCH_LINEAR) {
+    if (tmm_arch_of(c->arch)->mixer == &tmm_linear_mixer) {
         tmm_linear_attention_desc ld = { .batch = B, .n = n, .d = d, .heads = c->heads };
         ref_linear_attention_forward_d(&ld, S->q, S->k, S->v, S->o, NULL);
     } else {
@@ -62,7 +63,7 @@ static void att_backward(const tmm_param_table *t, const double *params, uint32_
     att_saved *S = saved;
     double *dout = ref_zalloc(N * d), *dq = ref_zalloc(N * d), *dk = ref_zalloc(N * d), *dv = ref_zalloc(N * d);
     ref_linear_bwd(N, d, d, S->o, ref_param(t, params, ix[ATT_O]), dy, dout, ref_grad(t, grads, ix[ATT_O]), NULL);
-    if (c->arch == TMM_ARCH_LINEAR) {
+    if (tmm_arch_of(c->arch)->mixer == &tmm_linear_mixer) {
         tmm_linear_attention_desc ld = { .batch = B, .n = n, .d = d, .heads = c->heads };
         ref_linear_attention_backward_d(&ld, S->q, S->k, S->v, dout, dq, dk, dv);
     } else {
@@ -86,4 +87,5 @@ static void att_free(void *saved)
     free(S);
 }
 
-const ref_mixer ref_attention_mixer = { att_forward, att_backward, att_free };
+static const tmm_mixer_class *const att_of[] = { &tmm_attention_mixer, &tmm_linear_mixer, NULL };
+const ref_mixer ref_attention_mixer = { att_of, att_forward, att_backward, att_free };

@@ -160,4 +160,5 @@ static void hy_free(void *saved)
     free(S);
 }
 
-const ref_mixer ref_hyena_mixer = { hy_forward, hy_backward, hy_free };
+static const tmm_mixer_class *const hy_of[] = { &tmm_hyena_mixer, NULL };
+const ref_mixer ref_hyena_mixer = { hy_of, hy_forward, hy_backward, hy_free };

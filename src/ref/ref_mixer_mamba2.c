@@ -187,4 +187,5 @@ static void m2_free(void *saved)
     free(S);
 }
 
-const ref_mixer ref_mamba2_mixer = { m2_forward, m2_backward, m2_free };
+static const tmm_mixer_class *const m2_of[] = { &tmm_mamba2_mixer, NULL };
+const ref_mixer ref_mamba2_mixer = { m2_of, m2_forward, m2_backward, m2_free };

@@ -138,4 +138,5 @@ static void tz_free(void *saved)
     free(S);
 }
 
-const ref_mixer ref_toeplitz_mixer = { tz_forward, tz_backward, tz_free };
+static const tmm_mixer_class *const tz_of[] = { &tmm_toeplitz_mixer, NULL };
+const ref_mixer ref_toeplitz_mixer = { tz_of, tz_forward, tz_backward, tz_free };

@@ -159,17 +159,17 @@ double *ref_grad(const tmm_param_table *t, double *grads, int idx)
 
 /* ---- the frame -------------------------------------------------------------- */
 
+/* The reference of the architecture's device mixer. */
 static const ref_mixer *mixer_of(tmm_arch arch)
 {
-    switch (arch) {
-    case TMM_ARCH_TMM: return &ref_toeplitz_mixer;
-    case TMM_ARCH_TRANSFORMER:
-    case TMM_ARCH_SWA:
-    case TMM_ARCH_LINEAR: return &ref_attention_mixer;
-    case TMM_ARCH_HYENA: return &ref_hyena_mixer;
-    case TMM_ARCH_MAMBA2: return &ref_mamba2_mixer;
-    }
-    abort(); /* the table was built from a checked config */
+    static const ref_mixer *const refs[] = { &ref_toeplitz_mixer, &ref_attention_mixer, &ref_hyena_mixer,
+                                             &ref_mamba2_mixer };
+    const tmm_mixer_class *cls = tmm_arch_of(arch)->mixer;
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
+        for (const tmm_mixer_class *const *of = refs[i]->of; *of; of++)
+            if (*of == cls)
+                return refs[i];
+    abort(); /* every device mixer has a reference */
 }
 
 /* A norm: y = Norm(x); keeps x, xhat and rstd for the backward. */

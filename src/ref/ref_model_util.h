@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "mixer/mixer.h"
 #include "model/params.h"
 
 /* Zeroed doubles; aborts when out of memory (a test tool: small shapes only). */
@@ -37,6 +38,7 @@ double *ref_grad(const tmm_param_table *t, double *grads, int idx);
  * backward needs); backward adds dL/dx into dx and the gradients into grads
  * (when not NULL). */
 typedef struct ref_mixer {
+    const tmm_mixer_class *const *of; /* the device mixers it is the reference of, NULL-terminated */
     void *(*forward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, const double *x,
                      double *y);
     void (*backward)(const tmm_param_table *t, const double *params, uint32_t l, uint32_t B, void *saved,
