@@ -30,7 +30,7 @@ mpi=("$mpirun" -np 2 --oversubscribe --bind-to none)
 cd "$dir"
 
 args=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 8 --eval-every 4 --eval-batches 2 --log-every 1
-      --target-acc 0 --mixer-impl direct --check-every 2)
+      --target-acc 0 --toeplitz-impl direct --check-every 2)
 
 # compare A B: the metrics of two runs agree within the bound, line by line
 compare() {
@@ -106,7 +106,7 @@ check "bench train under mpirun: the total" grep -q "total: .* tokens/s" bench.l
 
 # faults: a long run saving every 2 steps; wait for a checkpoint, then kill or stop rank 1
 long=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1000000 --save-every 2 --eval-every 0 --log-every 0
-      --target-acc 0 --mixer-impl direct --quiet)
+      --target-acc 0 --toeplitz-impl direct --quiet)
 fault() { # NAME SIGNAL WORDS EXTRA...: exits non-zero within 60 s, says WORDS, last checkpoint loads
   local name="$1" sig="$2" words="$3"; shift 3
   "${mpi[@]}" "$tmm" train "${long[@]}" --run-dir "$name" "$@" > "$name.log" 2>&1 &

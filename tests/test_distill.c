@@ -105,8 +105,8 @@ static void check_low_order(uint32_t head)
     enum { B = 3, STEPS = 30 };
     const uint32_t V = config.vocab, lengths[B] = { 1, 7, 40 }; /* 1 and 7 through the 32-position prefill model */
     tmm_generator *exact, *dist;
-    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, B, TMM_MIXER_AUTO, NULL, &exact));
-    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, B, TMM_MIXER_AUTO, &set, &dist));
+    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO, NULL, &exact));
+    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO, &set, &dist));
     cr_assert(!tmm_generator_get_info(exact)->distilled && tmm_generator_get_info(dist)->distilled);
     cr_assert_eq(tmm_generator_get_info(dist)->distill_head, head);
     uint32_t prompts[B][40], tok[B];
@@ -160,7 +160,7 @@ static void check_equals_applied(uint32_t order, uint32_t head)
     for (uint32_t i = 0; i < n; i++)
         seq[i] = (i * 5 + i * i / 3) % V, ignore[i] = TMM_TARGET_IGNORE;
     tmm_model *m;
-    H_OK(tmm_model_create_impl(h_dev, &config, 1, TMM_MIXER_AUTO, &m));
+    H_OK(tmm_model_create_impl(h_dev, &config, 1, TMM_TOEPLITZ_AUTO, &m));
     H_OK(tmm_model_write_params(m, applied));
     H_OK(tmm_model_set_batch(m, seq, ignore));
     H_OK(tmm_model_run(m, false));
@@ -168,7 +168,7 @@ static void check_equals_applied(uint32_t order, uint32_t head)
     H_OK(tmm_model_logits_rows(m, 0, n, full));
 
     tmm_generator *g;
-    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, 1, TMM_MIXER_AUTO, &set, &g));
+    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, 1, TMM_TOEPLITZ_AUTO, &set, &g));
     const uint32_t *pp = seq;
     H_OK(tmm_generator_prefill(g, &pp, &head, got));
     h_compare("prefill within the head", got, full + (size_t)(head - 1) * V, V, 1e-4, 1e-4);
@@ -220,10 +220,10 @@ H_TEST(distill, file_round_trip_and_refusals)
 
     /* tmm_gen_load decodes with it; TMM_LOAD_EXACT does not */
     tmm_generator *g;
-    H_OK(tmm_gen_load(h_dev, f.path, 1, TMM_MIXER_AUTO, 0, &g));
+    H_OK(tmm_gen_load(h_dev, f.path, 1, TMM_TOEPLITZ_AUTO, 0, &g));
     cr_assert(tmm_generator_get_info(g)->distilled);
     tmm_generator_destroy(g);
-    H_OK(tmm_gen_load(h_dev, f.path, 1, TMM_MIXER_AUTO, TMM_LOAD_EXACT, &g));
+    H_OK(tmm_gen_load(h_dev, f.path, 1, TMM_TOEPLITZ_AUTO, TMM_LOAD_EXACT, &g));
     cr_assert(!tmm_generator_get_info(g)->distilled);
     tmm_generator_destroy(g);
 
@@ -237,7 +237,7 @@ H_TEST(distill, file_round_trip_and_refusals)
     fclose(fp);
     cr_assert_eq(tmm_distilled_read(path, &f.table, f.params, &back), TMM_ERR_IO);
     cr_assert_null(back.t);
-    cr_assert_neq(tmm_gen_load(h_dev, f.path, 1, TMM_MIXER_AUTO, 0, &g), TMM_OK);
+    cr_assert_neq(tmm_gen_load(h_dev, f.path, 1, TMM_TOEPLITZ_AUTO, 0, &g), TMM_OK);
 
     /* other weights */
     float *other = h_floats(f.table.arena_floats);

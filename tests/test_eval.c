@@ -402,7 +402,7 @@ static double forward_loglik(tmm_model *m, const tmm_model_config *c, const char
 static tmm_model *forward_model(h_checkpoint *f, const tmm_model_config *c)
 {
     tmm_model *m;
-    H_OK(tmm_model_create_impl(h_dev, c, 1, TMM_MIXER_DIRECT, &m));
+    H_OK(tmm_model_create_impl(h_dev, c, 1, TMM_TOEPLITZ_DIRECT, &m));
     H_OK(tmm_model_write_params(m, f->params));
     return m;
 }
@@ -416,7 +416,7 @@ static void check_loglik(tmm_model_config c)
     h_checkpoint f;
     h_checkpoint_make(&f, &c, "bytes", 3);
     tmm_generator *g;
-    H_OK(tmm_generator_load(h_dev, f.path, 3, TMM_MIXER_AUTO, &g));
+    H_OK(tmm_generator_load(h_dev, f.path, 3, TMM_TOEPLITZ_AUTO, &g));
     char longer[200];
     for (int i = 0; i < 150; i++)
         longer[i] = (char)('a' + i % 26);
@@ -556,7 +556,7 @@ H_TEST(eval, tasks)
     h_checkpoint f;
     h_checkpoint_make(&f, &c, "bytes", 3);
     tmm_generator *g;
-    H_OK(tmm_generator_load(h_dev, f.path, 4, TMM_MIXER_AUTO, &g));
+    H_OK(tmm_generator_load(h_dev, f.path, 4, TMM_TOEPLITZ_AUTO, &g));
     tmm_model *m = forward_model(&f, &c);
     check_choice_task(&f, &c, g, m, "hellaswag", "hellaswag.jsonl", 0);
     check_choice_task(&f, &c, g, m, "arc_easy", "arc_easy.jsonl", 1);

@@ -28,7 +28,7 @@ static double row_error(const float *got, const double *ref, uint32_t V)
     return worst / (1 + big);
 }
 
-static void check_cached(const char *name, tmm_model_config c, uint32_t B, const uint32_t *lengths, tmm_mixer_impl impl)
+static void check_cached(const char *name, tmm_model_config c, uint32_t B, const uint32_t *lengths, tmm_toeplitz_impl impl)
 {
     h_checkpoint f;
     h_checkpoint_make(&f, &c, "copy-symbols", 7);
@@ -43,9 +43,9 @@ static void check_cached(const char *name, tmm_model_config c, uint32_t B, const
     ref_model_run(&f.table, pd, B, tok, tgt, ref, NULL);
 
     tmm_generator *g;
-    /* loaded for AUTO, then switched: set_mixer is exercised too */
-    H_OK(tmm_generator_load(h_dev, f.path, B, TMM_MIXER_AUTO, &g));
-    H_OK(tmm_generator_set_mixer(g, impl));
+    /* loaded for AUTO, then switched: set_toeplitz_impl is exercised too */
+    H_OK(tmm_generator_load(h_dev, f.path, B, TMM_TOEPLITZ_AUTO, &g));
+    H_OK(tmm_generator_set_toeplitz_impl(g, impl));
     const uint32_t *prompts[8];
     for (uint32_t b = 0; b < B; b++)
         prompts[b] = tok + (size_t)b * n;
@@ -101,10 +101,10 @@ static void check_cached(const char *name, tmm_model_config c, uint32_t B, const
 static const uint32_t two_lengths[] = { 1, 9 };
 static const uint32_t three_lengths[] = { 5, 17, 2 };
 
-H_TEST(generate, cached_flat) { check_cached("flat", (tmm_model_config)CFG(23, 0, 1, false), 2, two_lengths, TMM_MIXER_DIRECT); }
-H_TEST(generate, cached_heads) { check_cached("heads 3", (tmm_model_config)CFG(23, 3, 1, false), 3, three_lengths, TMM_MIXER_DIRECT); }
-H_TEST(generate, cached_kernel) { check_cached("kernel 3", (tmm_model_config)CFG(23, 0, 3, false), 2, two_lengths, TMM_MIXER_DIRECT); }
-H_TEST(generate, cached_expanded_fft) { check_cached("expanded heads 2, fft", (tmm_model_config)CFG(23, 2, 2, true), 3, three_lengths, TMM_MIXER_FFT); }
+H_TEST(generate, cached_flat) { check_cached("flat", (tmm_model_config)CFG(23, 0, 1, false), 2, two_lengths, TMM_TOEPLITZ_DIRECT); }
+H_TEST(generate, cached_heads) { check_cached("heads 3", (tmm_model_config)CFG(23, 3, 1, false), 3, three_lengths, TMM_TOEPLITZ_DIRECT); }
+H_TEST(generate, cached_kernel) { check_cached("kernel 3", (tmm_model_config)CFG(23, 0, 3, false), 2, two_lengths, TMM_TOEPLITZ_DIRECT); }
+H_TEST(generate, cached_expanded_fft) { check_cached("expanded heads 2, fft", (tmm_model_config)CFG(23, 2, 2, true), 3, three_lengths, TMM_TOEPLITZ_FFT); }
 /* prompts shorter than the context: prefilled by a cropped shorter model
  * (context 32 and 64 here), whose caches the steps then extend */
 /* Every row of the architecture table, as the generic path builds it. */
@@ -112,38 +112,38 @@ static const uint32_t row_lengths[] = { 5, 9, 1 }; /* the rows' n is 13 */
 H_TEST(generate, every_row)
 {
     for (int a = 0; a < TMM_ARCH_COUNT; a++)
-        check_cached(tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a), 3, row_lengths, TMM_MIXER_AUTO);
+        check_cached(tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a), 3, row_lengths, TMM_TOEPLITZ_AUTO);
 }
 
 static const uint32_t short_lengths[] = { 5, 20 };
 static const uint32_t mixed_lengths[] = { 40, 3 };
-H_TEST(generate, cached_short_prompts) { check_cached("flat n 100, bucket 32", (tmm_model_config)CFG(100, 0, 1, false), 2, short_lengths, TMM_MIXER_DIRECT); }
-H_TEST(generate, cached_short_prompts_expanded) { check_cached("expanded n 70, bucket 64", (tmm_model_config)CFG(70, 2, 2, true), 2, mixed_lengths, TMM_MIXER_FFT); }
+H_TEST(generate, cached_short_prompts) { check_cached("flat n 100, bucket 32", (tmm_model_config)CFG(100, 0, 1, false), 2, short_lengths, TMM_TOEPLITZ_DIRECT); }
+H_TEST(generate, cached_short_prompts_expanded) { check_cached("expanded n 70, bucket 64", (tmm_model_config)CFG(70, 2, 2, true), 2, mixed_lengths, TMM_TOEPLITZ_FFT); }
 /* the baselines: a KV cache (the activations), ring buffers of the window
  * (wrapping around several times), and both after a shorter model's prefill */
 #define ARCH(a, n, h, w) { .arch = (a), .vocab = 29, .d_model = 12, .n_ctx = (n), .n_layers = 2, .heads = (h), \
                            .expansion = 2, .kernel = 1, .window = (w), .seed = 5 }
-H_TEST(generate, cached_transformer) { check_cached("transformer heads 2", (tmm_model_config)ARCH(TMM_ARCH_TRANSFORMER, 23, 2, 0), 3, three_lengths, TMM_MIXER_AUTO); }
-H_TEST(generate, cached_swa) { check_cached("swa window 5", (tmm_model_config)ARCH(TMM_ARCH_SWA, 23, 2, 5), 3, three_lengths, TMM_MIXER_AUTO); }
-H_TEST(generate, cached_transformer_short_prompts) { check_cached("transformer n 100, bucket 32", (tmm_model_config)ARCH(TMM_ARCH_TRANSFORMER, 100, 1, 0), 2, short_lengths, TMM_MIXER_AUTO); }
-H_TEST(generate, cached_linear) { check_cached("linear heads 3", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 23, 3, 0), 3, three_lengths, TMM_MIXER_AUTO); }
-H_TEST(generate, cached_linear_short_prompts) { check_cached("linear n 70, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 70, 2, 0), 2, mixed_lengths, TMM_MIXER_AUTO); }
-H_TEST(generate, cached_swa_short_prompts) { check_cached("swa n 70 window 6, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_SWA, 70, 3, 6), 2, mixed_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_transformer) { check_cached("transformer heads 2", (tmm_model_config)ARCH(TMM_ARCH_TRANSFORMER, 23, 2, 0), 3, three_lengths, TMM_TOEPLITZ_AUTO); }
+H_TEST(generate, cached_swa) { check_cached("swa window 5", (tmm_model_config)ARCH(TMM_ARCH_SWA, 23, 2, 5), 3, three_lengths, TMM_TOEPLITZ_AUTO); }
+H_TEST(generate, cached_transformer_short_prompts) { check_cached("transformer n 100, bucket 32", (tmm_model_config)ARCH(TMM_ARCH_TRANSFORMER, 100, 1, 0), 2, short_lengths, TMM_TOEPLITZ_AUTO); }
+H_TEST(generate, cached_linear) { check_cached("linear heads 3", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 23, 3, 0), 3, three_lengths, TMM_TOEPLITZ_AUTO); }
+H_TEST(generate, cached_linear_short_prompts) { check_cached("linear n 70, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_LINEAR, 70, 2, 0), 2, mixed_lengths, TMM_TOEPLITZ_AUTO); }
+H_TEST(generate, cached_swa_short_prompts) { check_cached("swa n 70 window 6, bucket 64", (tmm_model_config)ARCH(TMM_ARCH_SWA, 70, 3, 6), 2, mixed_lengths, TMM_TOEPLITZ_AUTO); }
 /* Hyena: the long conv's cache (its inputs), the short conv's windows and
  * the filter of the full n; short prompts prefilled by models of context 32
  * and 64 that take the full context's positions (the filter depends on n);
  * d = 9 stages its unaligned part views */
 #define HYENA(n, d) { .arch = TMM_ARCH_HYENA, .vocab = 29, .d_model = (d), .n_ctx = (n), .n_layers = 2, \
                       .expansion = 2, .kernel = 1, .seed = 5 }
-H_TEST(generate, cached_hyena) { check_cached("hyena", (tmm_model_config)HYENA(23, 12), 3, three_lengths, TMM_MIXER_DIRECT); }
-H_TEST(generate, cached_hyena_fft_unaligned) { check_cached("hyena d 9, fft", (tmm_model_config)HYENA(23, 9), 3, three_lengths, TMM_MIXER_FFT); }
-H_TEST(generate, cached_hyena_short_prompts) { check_cached("hyena n 100, bucket 32", (tmm_model_config)HYENA(100, 12), 2, short_lengths, TMM_MIXER_DIRECT); }
+H_TEST(generate, cached_hyena) { check_cached("hyena", (tmm_model_config)HYENA(23, 12), 3, three_lengths, TMM_TOEPLITZ_DIRECT); }
+H_TEST(generate, cached_hyena_fft_unaligned) { check_cached("hyena d 9, fft", (tmm_model_config)HYENA(23, 9), 3, three_lengths, TMM_TOEPLITZ_FFT); }
+H_TEST(generate, cached_hyena_short_prompts) { check_cached("hyena n 100, bucket 32", (tmm_model_config)HYENA(100, 12), 2, short_lengths, TMM_TOEPLITZ_DIRECT); }
 H_TEST(generate, cached_hyena_long)
 {
     static const uint32_t lengths[] = { 590 };
-    check_cached("hyena n 600", (tmm_model_config)HYENA(600, 12), 1, lengths, TMM_MIXER_AUTO);
+    check_cached("hyena n 600", (tmm_model_config)HYENA(600, 12), 1, lengths, TMM_TOEPLITZ_AUTO);
 }
-H_TEST(generate, cached_hyena_short_prompts_fft) { check_cached("hyena n 70, bucket 64, fft", (tmm_model_config)HYENA(70, 9), 2, mixed_lengths, TMM_MIXER_FFT); }
+H_TEST(generate, cached_hyena_short_prompts_fft) { check_cached("hyena n 70, bucket 64, fft", (tmm_model_config)HYENA(70, 9), 2, mixed_lengths, TMM_TOEPLITZ_FFT); }
 /* Mamba 2: the SSD state and the conv window per layer, set by the prefill
  * (of the model itself, n 23; or of a shorter model, context 32 or 64, two
  * SSD chunks of 32) and carried by the steps; sequences at different
@@ -152,23 +152,23 @@ H_TEST(generate, cached_hyena_short_prompts_fft) { check_cached("hyena n 70, buc
 #define M2(n, h, st) { .arch = TMM_ARCH_MAMBA2, .vocab = 29, .d_model = 12, .n_ctx = (n), .n_layers = 2, \
                        .heads = (h), .state = (st), .expansion = 2, .kernel = 1, .seed = 5 }
 static const uint32_t m2_tiny_lengths[] = { 1, 3, 2 };
-H_TEST(generate, cached_mamba2) { check_cached("mamba2 heads 3 N 5", (tmm_model_config)M2(23, 3, 5), 3, three_lengths, TMM_MIXER_AUTO); }
-H_TEST(generate, cached_mamba2_tiny_prompts) { check_cached("mamba2 heads 2 N 4, 1-3 tokens", (tmm_model_config)M2(23, 2, 4), 3, m2_tiny_lengths, TMM_MIXER_AUTO); }
-H_TEST(generate, cached_mamba2_short_prompts) { check_cached("mamba2 n 70, bucket 64", (tmm_model_config)M2(70, 1, 7), 2, mixed_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_mamba2) { check_cached("mamba2 heads 3 N 5", (tmm_model_config)M2(23, 3, 5), 3, three_lengths, TMM_TOEPLITZ_AUTO); }
+H_TEST(generate, cached_mamba2_tiny_prompts) { check_cached("mamba2 heads 2 N 4, 1-3 tokens", (tmm_model_config)M2(23, 2, 4), 3, m2_tiny_lengths, TMM_TOEPLITZ_AUTO); }
+H_TEST(generate, cached_mamba2_short_prompts) { check_cached("mamba2 n 70, bucket 64", (tmm_model_config)M2(70, 1, 7), 2, mixed_lengths, TMM_TOEPLITZ_AUTO); }
 /* d = 7: the in-projection's xbc and dtr blocks start at byte offsets that
  * are not multiples of 16, so the steps take the matmul instead of the row kernel */
 H_TEST(generate, cached_mamba2_odd_width)
 {
     tmm_model_config c = M2(23, 2, 3);
     c.d_model = 7;
-    check_cached("mamba2 d 7 heads 2 N 3", c, 3, three_lengths, TMM_MIXER_AUTO);
+    check_cached("mamba2 d 7 heads 2 N 3", c, 3, three_lengths, TMM_TOEPLITZ_AUTO);
 }
-H_TEST(generate, cached_mamba2_bucket32) { check_cached("mamba2 n 100, bucket 32", (tmm_model_config)M2(100, 4, 3), 2, short_lengths, TMM_MIXER_AUTO); }
+H_TEST(generate, cached_mamba2_bucket32) { check_cached("mamba2 n 100, bucket 32", (tmm_model_config)M2(100, 4, 3), 2, short_lengths, TMM_TOEPLITZ_AUTO); }
 /* several chunks of the step kernel */
 H_TEST(generate, cached_long)
 {
     static const uint32_t lengths[] = { 590 };
-    check_cached("flat n 600", (tmm_model_config)CFG(600, 0, 1, false), 1, lengths, TMM_MIXER_AUTO);
+    check_cached("flat n 600", (tmm_model_config)CFG(600, 0, 1, false), 1, lengths, TMM_TOEPLITZ_AUTO);
 }
 
 H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
@@ -177,7 +177,7 @@ H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
     h_checkpoint f;
     h_checkpoint_make(&f, &c, "copy-symbols", 7);
     tmm_generator *g;
-    H_OK(tmm_generator_load(h_dev, f.path, 1, TMM_MIXER_AUTO, &g));
+    H_OK(tmm_generator_load(h_dev, f.path, 1, TMM_TOEPLITZ_AUTO, &g));
     const uint32_t prompt[] = { 3, 1, 4, 1, 5 }, len = 5;
     const uint32_t *pp = prompt;
     tmm_sampler greedy = TMM_SAMPLER_DEFAULT, hot = TMM_SAMPLER_DEFAULT;
@@ -280,9 +280,9 @@ H_TEST(generate, errors)
     h_checkpoint f;
     h_checkpoint_make(&f, &c, "copy-symbols", 7);
     tmm_generator *g;
-    cr_assert_eq(tmm_generator_load(h_dev, "/nonexistent/run", 1, TMM_MIXER_AUTO, &g), TMM_ERR_IO);
+    cr_assert_eq(tmm_generator_load(h_dev, "/nonexistent/run", 1, TMM_TOEPLITZ_AUTO, &g), TMM_ERR_IO);
     cr_assert_null(g);
-    H_OK(tmm_generator_load(h_dev, f.path, 1, TMM_MIXER_AUTO, &g));
+    H_OK(tmm_generator_load(h_dev, f.path, 1, TMM_TOEPLITZ_AUTO, &g));
     uint32_t tok = 1, len = 9;
     const uint32_t *pp = &tok;
     cr_assert_eq(tmm_generator_step(g, &tok, NULL), TMM_ERR_INVALID_ARGUMENT, "step before prefill");

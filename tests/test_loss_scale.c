@@ -207,7 +207,7 @@ static void trainee_create(trainee *tr, const tmm_model_config *c, bool scaled, 
     tmm_optim_config cfg = tmm_optim_config_default();
     cfg.weight_decay = 0.01;
     memset(tr, 0, sizeof *tr);
-    H_OK(tmm_model_create_impl(h_dev, c, B, TMM_MIXER_DIRECT, &tr->model));
+    H_OK(tmm_model_create_impl(h_dev, c, B, TMM_TOEPLITZ_DIRECT, &tr->model));
     H_OK(tmm_optim_create(h_dev, tmm_model_table(tr->model), &cfg, &tr->optim));
     tr->n = tmm_model_table(tr->model)->arena_floats;
     if (scaled) {

@@ -78,7 +78,7 @@ static void small_run(tmm_train_config *c, const char *dir)
     c->eval_every = 0;
     c->log_every = 0;
     c->target_accuracy = 0;
-    c->mixer_impl = TMM_MIXER_DIRECT;
+    c->toeplitz_impl = TMM_TOEPLITZ_DIRECT;
     snprintf(c->run_dir, sizeof c->run_dir, "%s", dir);
 }
 

@@ -63,12 +63,12 @@ static double deviation(const float *got, const double *ref, uint64_t n, double 
     return worst;
 }
 
-static void check_variant(const variant *v, tmm_mixer_impl impl)
+static void check_variant(const variant *v, tmm_toeplitz_impl impl)
 {
     const tmm_model_config *c = &v->config;
     tmm_model *m;
     H_OK(tmm_model_create(h_dev, c, B, &m));
-    H_OK(tmm_model_set_mixer_impl(m, impl));
+    H_OK(tmm_model_set_toeplitz_impl(m, impl));
     const tmm_param_table *t = tmm_model_table(m);
     float *w = h_floats(t->arena_floats), *g = h_floats(t->arena_floats);
     double *wd = calloc(t->arena_floats, sizeof *wd), *gd = calloc(t->arena_floats, sizeof *gd);
@@ -98,7 +98,7 @@ static void check_variant(const variant *v, tmm_mixer_impl impl)
     H_OK(tmm_model_logits(m, logits));
     double scale, dev = deviation(logits, ref_logits, (uint64_t)N * V, &scale);
     printf("  %-18s %-6s logits: max|dev| %.2g (scale %.2g); loss %.7g vs %.7g\n", v->name,
-           tmm_mixer_impl_name(impl), dev, scale, (double)loss, ref_loss);
+           tmm_toeplitz_impl_name(impl), dev, scale, (double)loss, ref_loss);
     cr_assert(dev <= 1e-5 * (1 + scale), "%s: logits deviate by %g", v->name, dev);
     cr_assert(fabs(loss - ref_loss) <= 1e-5 * (1 + ref_loss), "%s: loss %g vs %g", v->name, (double)loss, ref_loss);
 
@@ -128,7 +128,7 @@ static void check_variant(const variant *v, tmm_mixer_impl impl)
             cr_assert_eq(scale, 0.0, "%s: frozen %s has a gradient", v->name, p->name);
     }
     printf("  %-18s %-6s gradients: max |dev| / max |ref| over tensors = %.2g\n", v->name,
-           tmm_mixer_impl_name(impl), worst_rel);
+           tmm_toeplitz_impl_name(impl), worst_rel);
 
     /* replaying the recording gives the same bits */
     float *g2 = h_floats(t->arena_floats);
@@ -140,35 +140,35 @@ static void check_variant(const variant *v, tmm_mixer_impl impl)
     tmm_model_destroy(m);
 }
 
-H_TEST(model_gpu, flat) { check_variant(&variants[0], TMM_MIXER_DIRECT); }
-H_TEST(model_gpu, heads4) { check_variant(&variants[1], TMM_MIXER_DIRECT); }
-H_TEST(model_gpu, kernel3) { check_variant(&variants[2], TMM_MIXER_DIRECT); }
-H_TEST(model_gpu, expanded) { check_variant(&variants[3], TMM_MIXER_DIRECT); }
-H_TEST(model_gpu, frozen) { check_variant(&variants[4], TMM_MIXER_DIRECT); }
-H_TEST(model_gpu, transformer) { check_variant(&variants[5], TMM_MIXER_AUTO); }
-H_TEST(model_gpu, swa) { check_variant(&variants[6], TMM_MIXER_AUTO); }
-H_TEST(model_gpu, linear) { check_variant(&variants[7], TMM_MIXER_AUTO); }
-H_TEST(model_gpu, hyena) { check_variant(&variants[8], TMM_MIXER_DIRECT); }
-H_TEST(model_gpu, hyena_unaligned) { check_variant(&variants[9], TMM_MIXER_DIRECT); }
+H_TEST(model_gpu, flat) { check_variant(&variants[0], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, heads4) { check_variant(&variants[1], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, kernel3) { check_variant(&variants[2], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, expanded) { check_variant(&variants[3], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, frozen) { check_variant(&variants[4], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, transformer) { check_variant(&variants[5], TMM_TOEPLITZ_AUTO); }
+H_TEST(model_gpu, swa) { check_variant(&variants[6], TMM_TOEPLITZ_AUTO); }
+H_TEST(model_gpu, linear) { check_variant(&variants[7], TMM_TOEPLITZ_AUTO); }
+H_TEST(model_gpu, hyena) { check_variant(&variants[8], TMM_TOEPLITZ_DIRECT); }
+H_TEST(model_gpu, hyena_unaligned) { check_variant(&variants[9], TMM_TOEPLITZ_DIRECT); }
 /* Hyena's long conv (G = d groups of one channel) in many passes of 3 loop
  * iterations, and the FFT path in chunks of 7 channel rows */
 H_TEST(model_gpu, hyena_many_passes)
 {
     h_dev->tuning.loop_budget = 3;
-    check_variant(&variants[8], TMM_MIXER_DIRECT);
+    check_variant(&variants[8], TMM_TOEPLITZ_DIRECT);
     h_dev->tuning.max_chunk_rows = 7;
-    check_variant(&variants[9], TMM_MIXER_FFT);
+    check_variant(&variants[9], TMM_TOEPLITZ_FFT);
     h_dev->tuning.loop_budget = 0, h_dev->tuning.max_chunk_rows = 0;
 }
 
 /* The same checks with the Toeplitz layers computed by FFT */
-H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_MIXER_FFT); }
-H_TEST(model_gpu_fft, heads4) { check_variant(&variants[1], TMM_MIXER_FFT); }
-H_TEST(model_gpu_fft, kernel3) { check_variant(&variants[2], TMM_MIXER_FFT); }
-H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_MIXER_FFT); }
-H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_MIXER_FFT); }
-H_TEST(model_gpu_fft, hyena) { check_variant(&variants[8], TMM_MIXER_FFT); }
-H_TEST(model_gpu_fft, hyena_unaligned) { check_variant(&variants[9], TMM_MIXER_FFT); }
+H_TEST(model_gpu_fft, flat) { check_variant(&variants[0], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, heads4) { check_variant(&variants[1], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, kernel3) { check_variant(&variants[2], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, expanded) { check_variant(&variants[3], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, frozen) { check_variant(&variants[4], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, hyena) { check_variant(&variants[8], TMM_TOEPLITZ_FFT); }
+H_TEST(model_gpu_fft, hyena_unaligned) { check_variant(&variants[9], TMM_TOEPLITZ_FFT); }
 
 /* Mamba 2: n = 41 is two SSD chunks of 32 (the second partial), d = 20 (di
  * 40, conv 50); two heads of 20 and N = 5, or one head of 40 and N = 16 with
@@ -180,11 +180,11 @@ static const variant mamba2_variants[] = {
     { "mamba2 1 head N 16", { .arch = TMM_ARCH_MAMBA2, .vocab = 37, .d_model = 20, .n_ctx = 41, .n_layers = 2,
                               .heads = 1, .state = 16, .expansion = 2, .kernel = 1, .seed = 4 } },
 };
-H_TEST(model_gpu, mamba2) { check_variant(&mamba2_variants[0], TMM_MIXER_AUTO); }
+H_TEST(model_gpu, mamba2) { check_variant(&mamba2_variants[0], TMM_TOEPLITZ_AUTO); }
 H_TEST(model_gpu, mamba2_one_pass_per_chunk)
 {
     h_dev->tuning.loop_budget = 1;
-    check_variant(&mamba2_variants[1], TMM_MIXER_AUTO);
+    check_variant(&mamba2_variants[1], TMM_TOEPLITZ_AUTO);
     h_dev->tuning.loop_budget = 0;
 }
 
@@ -193,17 +193,17 @@ H_TEST(model_gpu, activation_memory_grows_linearly_in_n)
     tmm_model_config c = { .vocab = 256, .d_model = 256, .n_ctx = 512, .n_layers = 4, .heads = 4, .expansion = 4,
                            .kernel = 1, .seed = 1 };
     tmm_model_memory a, b, fa, fb;
-    H_OK(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_DIRECT }, &a));
-    H_OK(tmm_model_memory_plan(h_dev, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_FFT }, &fa));
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_TOEPLITZ_DIRECT }, &a));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, &(tmm_model_options){ .impl = TMM_TOEPLITZ_FFT }, &fa));
     c.n_ctx = 1024;
-    H_OK(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_DIRECT }, &b));
-    H_OK(tmm_model_memory_plan(h_dev, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_FFT }, &fb));
+    H_OK(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_TOEPLITZ_DIRECT }, &b));
+    H_OK(tmm_model_memory_plan(h_dev, &c, 2, &(tmm_model_options){ .impl = TMM_TOEPLITZ_FFT }, &fb));
     /* the FFT plan's buffers are planned with the model, and linear in n too */
-    printf("  FFT plan: %llu bytes at n=512, %llu at n=1024\n", (unsigned long long)fa.mixer,
-           (unsigned long long)fb.mixer);
-    cr_assert(a.mixer == 0 && fa.mixer > 0 && fb.mixer <= 2 * fa.mixer);
-    cr_assert_eq(fa.total, a.total + fa.mixer);
-    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_FFT }, &fa), TMM_ERR_INVALID_ARGUMENT);
+    printf("  FFT plan: %llu bytes at n=512, %llu at n=1024\n", (unsigned long long)fa.fft_plans,
+           (unsigned long long)fb.fft_plans);
+    cr_assert(a.fft_plans == 0 && fa.fft_plans > 0 && fb.fft_plans <= 2 * fa.fft_plans);
+    cr_assert_eq(fa.total, a.total + fa.fft_plans);
+    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_TOEPLITZ_FFT }, &fa), TMM_ERR_INVALID_ARGUMENT);
     printf("  n=512: params %llu, activations %llu bytes; n=1024: activations %llu bytes\n",
            (unsigned long long)a.params, (unsigned long long)a.activations, (unsigned long long)b.activations);
     cr_assert_eq(b.activations, 2 * a.activations, "activations are not linear in n");
@@ -216,7 +216,7 @@ H_TEST(model_gpu, every_row)
 {
     for (int a = 0; a < TMM_ARCH_COUNT; a++) {
         const variant v = { tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a) };
-        check_variant(&v, TMM_MIXER_AUTO);
+        check_variant(&v, TMM_TOEPLITZ_AUTO);
     }
 }
 

@@ -232,10 +232,10 @@ Test(params, new_archs_have_names_and_device_plans)
     /* the device frame plans each model through its mixer */
     tmm_model_memory mem;
     tmm_model_config c = tiny_hyena(5);
-    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_DIRECT }, &mem), TMM_OK, "%s", tmm_last_error());
+    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_TOEPLITZ_DIRECT }, &mem), TMM_OK, "%s", tmm_last_error());
     cr_assert_gt(mem.activations, 0);
     c = tiny_mamba2(2, 3);
-    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_MIXER_DIRECT }, &mem), TMM_OK, "%s", tmm_last_error());
+    cr_assert_eq(tmm_model_memory_plan(NULL, &c, 2, &(tmm_model_options){ .impl = TMM_TOEPLITZ_DIRECT }, &mem), TMM_OK, "%s", tmm_last_error());
     cr_assert_gt(mem.activations, 0);
 }
 

@@ -22,16 +22,16 @@ enum { B = 2, L = 3 };
 static const struct {
     const char *name;
     tmm_model_config c;
-    tmm_mixer_impl impl;
+    tmm_toeplitz_impl impl;
 } variants[] = {
-    { "tmm flat", { .arch = TMM_ARCH_TMM, BASE, .n_ctx = 13 }, TMM_MIXER_DIRECT },
+    { "tmm flat", { .arch = TMM_ARCH_TMM, BASE, .n_ctx = 13 }, TMM_TOEPLITZ_DIRECT },
     { "tmm expanded heads 4 fft", { .arch = TMM_ARCH_TMM, BASE, .n_ctx = 13, .heads = 4, .expanded = true },
-      TMM_MIXER_FFT },
-    { "transformer", { .arch = TMM_ARCH_TRANSFORMER, BASE, .n_ctx = 13, .heads = 2 }, TMM_MIXER_AUTO },
-    { "swa", { .arch = TMM_ARCH_SWA, BASE, .n_ctx = 13, .heads = 2, .window = 4 }, TMM_MIXER_AUTO },
-    { "linear", { .arch = TMM_ARCH_LINEAR, BASE, .n_ctx = 13, .heads = 4 }, TMM_MIXER_AUTO },
-    { "hyena", { .arch = TMM_ARCH_HYENA, BASE, .n_ctx = 13 }, TMM_MIXER_DIRECT },
-    { "mamba2", { .arch = TMM_ARCH_MAMBA2, BASE, .n_ctx = 41, .heads = 2, .state = 5 }, TMM_MIXER_AUTO },
+      TMM_TOEPLITZ_FFT },
+    { "transformer", { .arch = TMM_ARCH_TRANSFORMER, BASE, .n_ctx = 13, .heads = 2 }, TMM_TOEPLITZ_AUTO },
+    { "swa", { .arch = TMM_ARCH_SWA, BASE, .n_ctx = 13, .heads = 2, .window = 4 }, TMM_TOEPLITZ_AUTO },
+    { "linear", { .arch = TMM_ARCH_LINEAR, BASE, .n_ctx = 13, .heads = 4 }, TMM_TOEPLITZ_AUTO },
+    { "hyena", { .arch = TMM_ARCH_HYENA, BASE, .n_ctx = 13 }, TMM_TOEPLITZ_DIRECT },
+    { "mamba2", { .arch = TMM_ARCH_MAMBA2, BASE, .n_ctx = 41, .heads = 2, .state = 5 }, TMM_TOEPLITZ_AUTO },
 };
 #define N_VARIANTS (sizeof variants / sizeof variants[0])
 
@@ -203,7 +203,7 @@ Test(recompute, memory_plan)
     tmm_model_memory m[TMM_PRECISION_COUNT][TMM_RECOMPUTE_COUNT];
     for (int p = 0; p < TMM_PRECISION_COUNT; p++)
         for (int r = 0; r < TMM_RECOMPUTE_COUNT; r++) {
-            tmm_model_options o = { .impl = TMM_MIXER_DIRECT, .precision = (tmm_precision)p,
+            tmm_model_options o = { .impl = TMM_TOEPLITZ_DIRECT, .precision = (tmm_precision)p,
                                     .recompute = (tmm_recompute)r };
             H_OK(tmm_model_memory_plan(NULL, &c, 4, &o, &m[p][r]));
             /* 16 bits add the weights' 16-bit copy: 2 bytes per parameter, in whole words */

@@ -33,7 +33,7 @@ typedef struct shape {
 
 static tmm_toeplitz_desc desc_of(shape s)
 {
-    tmm_toeplitz_desc d = { s.B, s.n, s.d, s.G, s.K, TMM_MIXER_AUTO };
+    tmm_toeplitz_desc d = { s.B, s.n, s.d, s.G, s.K, TMM_TOEPLITZ_AUTO };
     return d;
 }
 
@@ -548,7 +548,7 @@ H_TEST(toeplitz_tiled, auto_picks_per_device)
     cr_assert_eq(tmm_op_toeplitz_forward(r, &p.desc, v, v, v, v), TMM_ERR_UNSUPPORTED);
     cr_assert(strstr(tmm_last_error(), "shared memory"), "%s", tmm_last_error());
     h_dev->info.max_shared_memory = shared;
-    tmm_toeplitz_desc narrow = { 1, 8, 4, 4, 3, TMM_MIXER_DIRECT }; /* taps wider than a group: fine now */
+    tmm_toeplitz_desc narrow = { 1, 8, 4, 4, 3, TMM_TOEPLITZ_DIRECT }; /* taps wider than a group: fine now */
     H_OK(tmm_toeplitz_check(r, &narrow));
     h_run(r);
     h_dev->info.type = type;
@@ -615,17 +615,17 @@ H_TEST(toeplitz, bad_arguments_are_errors)
     free(ones);
     tmm_view v = tmm_whole(b);
     tmm_recorder *r = h_begin();
-    tmm_toeplitz_desc d = { 2, 16, 12, 4, 2, TMM_MIXER_AUTO };
+    tmm_toeplitz_desc d = { 2, 16, 12, 4, 2, TMM_TOEPLITZ_AUTO };
 
-    d.impl = TMM_MIXER_FFT;
+    d.impl = TMM_TOEPLITZ_FFT;
     cr_assert_eq(tmm_op_toeplitz_forward(r, &d, v, v, v, v), TMM_ERR_UNSUPPORTED);
     cr_assert(strstr(tmm_last_error(), "FFT"), "%s", tmm_last_error());
     cr_assert_eq(tmm_op_toeplitz_backward(r, &d, 0, v, v, v, v, v, v, v), TMM_ERR_UNSUPPORTED);
     d.impl = 7;
     cr_assert_eq(tmm_toeplitz_check(r, &d), TMM_ERR_INVALID_ARGUMENT);
-    d.impl = TMM_MIXER_DIRECT;
+    d.impl = TMM_TOEPLITZ_DIRECT;
     cr_assert_eq(tmm_toeplitz_check(r, &d), TMM_OK);
-    cr_assert_str_eq(tmm_mixer_impl_name(TMM_MIXER_DIRECT), "direct");
+    cr_assert_str_eq(tmm_toeplitz_impl_name(TMM_TOEPLITZ_DIRECT), "direct");
 
     d.groups = 5;
     cr_assert_eq(tmm_op_toeplitz_forward(r, &d, v, v, v, v), TMM_ERR_INVALID_ARGUMENT);
@@ -664,12 +664,12 @@ H_TEST(toeplitz, bad_arguments_are_errors)
                                   none, none, none));
 
     /* a sequence that no binding can hold: refused before any view is looked at */
-    tmm_toeplitz_desc huge = { 1, 65536, 1024, 1, 1, TMM_MIXER_DIRECT };
+    tmm_toeplitz_desc huge = { 1, 65536, 1024, 1, 1, TMM_TOEPLITZ_DIRECT };
     cr_assert_eq(tmm_op_toeplitz_forward(r, &huge, v, v, v, v), TMM_ERR_UNSUPPORTED);
     cr_assert(strstr(tmm_last_error(), "maxStorageBufferRange"), "%s", tmm_last_error());
 
     /* empty shapes: nothing to do, and zero gradients for the parameters */
-    tmm_toeplitz_desc empty = { 0, 8, 4, 1, 1, TMM_MIXER_DIRECT };
+    tmm_toeplitz_desc empty = { 0, 8, 4, 1, 1, TMM_TOEPLITZ_DIRECT };
     H_OK(tmm_op_toeplitz_forward(r, &empty, none, none, none, none));
     H_OK(tmm_op_toeplitz_backward(r, &empty, 0, none, none, none, none, none, tmm_sub(s, 0, 8 * 4),
                                   tmm_sub(s, 1024 * 4, 8 * 4)));

@@ -68,7 +68,7 @@ static void check_param(fd_problem *p, const char *name, double *x, const double
 
 static void check_fd(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint64_t seed)
 {
-    fd_problem p = { { B, n, d, G, K, TMM_MIXER_DIRECT }, (size_t)B * n * d, (size_t)G * K * n, (size_t)G * n,
+    fd_problem p = { { B, n, d, G, K, TMM_TOEPLITZ_DIRECT }, (size_t)B * n * d, (size_t)G * K * n, (size_t)G * n,
                      NULL, NULL, NULL, NULL, NULL };
     p.u = rand_doubles(p.na, seed);
     p.w = rand_doubles(p.nw, seed + 1);

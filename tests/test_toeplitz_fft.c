@@ -205,7 +205,7 @@ static void check(const char *what, shape s, const float *got, const double *ref
 
 static tmm_toeplitz_desc desc_of(shape s)
 {
-    tmm_toeplitz_desc desc = { s.B, s.n, s.d, s.G, s.K, TMM_MIXER_DIRECT };
+    tmm_toeplitz_desc desc = { s.B, s.n, s.d, s.G, s.K, TMM_TOEPLITZ_DIRECT };
     return desc;
 }
 
@@ -449,7 +449,7 @@ H_TEST(toeplitz_fft, multi_pass)
  * n = 65536; and a plan allocates what it plans. */
 H_TEST(toeplitz_fft, memory_grows_at_most_linearly_in_n)
 {
-    tmm_toeplitz_desc desc = { 1, 0, 256, 4, 1, TMM_MIXER_FFT };
+    tmm_toeplitz_desc desc = { 1, 0, 256, 4, 1, TMM_TOEPLITZ_FFT };
     const double per_m = 8.0 * (5 * 256 + 3 * 4);
     static const uint32_t ns[] = { 1, 2, 7, 100, 1000, 1024, 3000, 4096, 8192, 10000, 16384, 32768, 50000, 65536 };
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
@@ -463,7 +463,7 @@ H_TEST(toeplitz_fft, memory_grows_at_most_linearly_in_n)
         if (n >= 1024 && !(n & (n - 1)))
             printf("  toeplitz_fft plan at n = %u, d 256: %.1f MiB\n", n, (double)bytes / (1 << 20));
     }
-    tmm_toeplitz_desc small = { 2, 1000, 8, 2, 2, TMM_MIXER_FFT };
+    tmm_toeplitz_desc small = { 2, 1000, 8, 2, 2, TMM_TOEPLITZ_FFT };
     tmm_memory_stats before, after;
     tmm_device_memory_stats(h_dev, &before);
     tmm_toeplitz_fft *plan = NULL;
@@ -516,11 +516,11 @@ H_TEST(toeplitz_fft, small_bindings)
 
 H_TEST(toeplitz_fft, errors)
 {
-    tmm_toeplitz_desc bad = { 1, 8, 6, 4, 1, TMM_MIXER_FFT };
+    tmm_toeplitz_desc bad = { 1, 8, 6, 4, 1, TMM_TOEPLITZ_FFT };
     tmm_toeplitz_fft *plan = (tmm_toeplitz_fft *)1;
     cr_assert_eq(tmm_toeplitz_fft_create(h_dev, &bad, &plan), TMM_ERR_INVALID_ARGUMENT);
     cr_assert_null(plan);
-    tmm_toeplitz_desc ok = { 1, 8, 4, 1, 1, TMM_MIXER_FFT };
+    tmm_toeplitz_desc ok = { 1, 8, 4, 1, 1, TMM_TOEPLITZ_FFT };
     H_OK(tmm_toeplitz_fft_create(h_dev, &ok, &plan));
     tmm_buffer *small = h_buffer(NULL, 8), *big = h_buffer(NULL, 64);
     tmm_recorder *r = h_begin();

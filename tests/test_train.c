@@ -206,11 +206,11 @@ H_TEST(train, fft_and_direct_runs_agree)
     tmm_train_result rd, rf;
     tiny_copy(&c, a);
     c.steps = 20;
-    c.mixer_impl = TMM_MIXER_DIRECT;
+    c.toeplitz_impl = TMM_TOEPLITZ_DIRECT;
     H_OK(tmm_train(h_dev, &c, NULL, NULL, &rd));
     tiny_copy(&c, b);
     c.steps = 20;
-    c.mixer_impl = TMM_MIXER_FFT;
+    c.toeplitz_impl = TMM_TOEPLITZ_FFT;
     H_OK(tmm_train(h_dev, &c, NULL, NULL, &rf));
     uint64_t na, nb;
     float *pa = load_params(a, &na), *pb = load_params(b, &nb);

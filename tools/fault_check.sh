@@ -23,7 +23,7 @@ bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
 steps=24
 args=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps "$steps" --save-every 2 --keep 2 --eval-every 0
-      --log-every 0 --target-acc 0 --mixer-impl direct --quiet)
+      --log-every 0 --target-acc 0 --toeplitz-impl direct --quiet)
 
 # The weights of a run's final checkpoint: the model file's data checksum (every byte of every tensor).
 weights() {

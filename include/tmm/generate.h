@@ -1,7 +1,7 @@
 /* Text generation from a trained checkpoint: load, prefill, step, sample.
  *
  *   tmm_device *dev;           tmm_device_create(NULL, &dev)
- *   tmm_generator *g;          tmm_generator_load(dev, "runs/copy", 1, TMM_MIXER_AUTO, &g)
+ *   tmm_generator *g;          tmm_generator_load(dev, "runs/copy", 1, TMM_TOEPLITZ_AUTO, &g)
  *   tokens = tmm_tokenize(g, "some text", ...)
  *   tmm_generator_prefill(g, &tokens, &count, logits)        one forward pass
  *   loop: tok = tmm_sample(&sampler, logits, vocab, draw++)
@@ -50,15 +50,17 @@ typedef struct tmm_generator_info {
 } tmm_generator_info;
 
 /* Loads a checkpoint (a run directory, a checkpoints directory, a step
- * directory or a model .safetensors file) for `batch` sequences; mixer: how
+ * directory or a model .safetensors file) for `batch` sequences; impl: how
  * prefills compute the Toeplitz layers (AUTO: as the device's measured
  * crossover picks). */
-TMM_API tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
-                                      tmm_generator **out);
+TMM_API tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch,
+                                      tmm_toeplitz_impl impl, tmm_generator **out);
 TMM_API void tmm_generator_destroy(tmm_generator *gen);
 TMM_API const tmm_generator_info *tmm_generator_get_info(const tmm_generator *gen);
 /* Changes how prefills compute the Toeplitz layers; FFT plans are made here. */
-TMM_API tmm_status tmm_generator_set_mixer(tmm_generator *gen, tmm_mixer_impl impl);
+TMM_API tmm_status tmm_generator_set_toeplitz_impl(tmm_generator *gen, tmm_toeplitz_impl impl);
+/* Its name in version 0.1: deprecated, removed in version 0.3. */
+TMM_API tmm_status tmm_generator_set_mixer(tmm_generator *gen, tmm_toeplitz_impl impl);
 
 /* Starts every sequence anew: prompts[b] holds lengths[b] tokens, 1 <=
  * lengths[b] <= n_ctx, for b < batch. One forward pass; logits (when not

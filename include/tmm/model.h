@@ -63,11 +63,17 @@ typedef struct tmm_model_config {
 } tmm_model_config;
 
 /* How the Toeplitz layers are computed (docs/model.md "Computing the mixing"). */
-typedef enum tmm_mixer_impl {
-    TMM_MIXER_AUTO = 0,  /* FFT from the crossover length measured on the device, direct below */
-    TMM_MIXER_DIRECT,    /* O(n^2) per channel, w[t-s] read by index, no n x n matrix */
-    TMM_MIXER_FFT,       /* O(n log n) per channel */
-} tmm_mixer_impl;
+typedef enum tmm_toeplitz_impl {
+    TMM_TOEPLITZ_AUTO = 0,  /* FFT from the crossover length measured on the device, direct below */
+    TMM_TOEPLITZ_DIRECT,    /* O(n^2) per channel, w[t-s] read by index, no n x n matrix */
+    TMM_TOEPLITZ_FFT,       /* O(n log n) per channel */
+} tmm_toeplitz_impl;
+/* The names of version 0.1 ("mixer" meant the Toeplitz choice there;
+  * now it means any sequence mixer): deprecated, removed in version 0.3. */
+typedef tmm_toeplitz_impl tmm_mixer_impl;
+#define TMM_MIXER_AUTO TMM_TOEPLITZ_AUTO
+#define TMM_MIXER_DIRECT TMM_TOEPLITZ_DIRECT
+#define TMM_MIXER_FFT TMM_TOEPLITZ_FFT
 
 /* The number format of the activations kept between the forward and the
  * backward pass and of the weight matrices the matmuls read (a 16-bit copy

@@ -219,7 +219,7 @@ static tmm_status measure(tmm_device *dev, const arch_opts *o, arch_row *row)
     bench_gen g = { 0 };
     double warm;
     if (s == TMM_OK)
-        s = bench_gen_random(dev, &row->c, TMM_MIXER_AUTO, o->repeat, &g);
+        s = bench_gen_random(dev, &row->c, TMM_TOEPLITZ_AUTO, o->repeat, &g);
     if (s == TMM_OK)
         s = bench_gen_cached(&g, 1, &warm); /* warm-up: compiles the decoding kernels */
     for (unsigned i = 0; i < o->np && s == TMM_OK; i++)
@@ -299,7 +299,7 @@ static int print_json(const arch_opts *o, const char *device, const arch_row row
         cJSON_AddNumberToObject(m, "grads", (double)r->mem.model.grads);
         cJSON_AddNumberToObject(m, "optimizer", (double)r->mem.optimizer);
         cJSON_AddNumberToObject(m, "activations", (double)r->mem.model.activations);
-        cJSON_AddNumberToObject(m, "workspace", (double)(r->mem.model.workspace + r->mem.model.mixer));
+        cJSON_AddNumberToObject(m, "workspace", (double)(r->mem.model.workspace + r->mem.model.fft_plans));
         cJSON *dec = cJSON_AddArrayToObject(e, "decode");
         for (unsigned i = 0; i < o->np; i++) {
             cJSON *p = cJSON_CreateObject();

@@ -23,7 +23,7 @@ static void usage(void)
     printf("usage: tmm bench generate [--checkpoint DIR | [--arch A] [--window W]\n"
            "                          --d-model D --n-ctx N --layers L --heads H --vocab V]\n"
            "                          [--prompts P,P,...] [--positions T,T,...] [--repeat R]\n"
-           "                          [--mixer-impl auto|direct|fft] [--device N] [--json]\n\n"
+           "                          [--toeplitz-impl auto|direct|fft] [--device N] [--json]\n\n"
            "Measures generation: the time to first token (prefill of the prompt in one forward\n"
            "pass, plus sampling) for each prompt length, and the time per decoded token at each\n"
            "position with cached decoding (the TMM and Hyena: one dot product over the cache\n"
@@ -37,7 +37,7 @@ static void usage(void)
            "(naive / cached ms per token at position 1000; null when n <= 1000).\n"
            "Defaults: --prompts 16,64,256,1000 --positions 1,10,100,500,1000 --repeat 5 (values\n"
            "beyond the context are left out) and the position n - R (R = --repeat: its steps end at\n"
-           "the last position). --mixer-impl chooses how the TMM's Toeplitz layers\n"
+           "the last position). --toeplitz-impl chooses how the TMM's Toeplitz layers\n"
            "are computed (the other architectures ignore it).\n"
            "A distilled checkpoint (tmm distill) is decoded both ways: exact cached decoding and\n"
            "the state-space realizations side by side (ms/token and their ratio), and how far the\n"
@@ -87,7 +87,7 @@ void bench_gen_close(bench_gen *b)
 }
 
 tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, tmm_mixer_impl impl, uint32_t repeat,
+                          tmm_gen_tokenizer tokenizer, tmm_toeplitz_impl impl, uint32_t repeat,
                           const tmm_distilled *distilled, bench_gen *out)
 {
     const tmm_model_config *c = &table->config;
@@ -108,7 +108,7 @@ tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const f
     return s;
 }
 
-tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_mixer_impl impl, uint32_t repeat,
+tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_toeplitz_impl impl, uint32_t repeat,
                             bench_gen *out)
 {
     memset(out, 0, sizeof *out);
@@ -279,14 +279,14 @@ static unsigned keep_fitting(uint32_t *v, unsigned count, uint32_t limit)
 
 int bench_generate(int argc, char **argv)
 {
-    enum { O_D = 256, O_N, O_L, O_H, O_V, O_PROMPTS, O_POSITIONS, O_REPEAT, O_MIXER, O_DEVICE, O_JSON, O_CKPT,
+    enum { O_D = 256, O_N, O_L, O_H, O_V, O_PROMPTS, O_POSITIONS, O_REPEAT, O_MIXER, O_MIXER_OLD, O_DEVICE, O_JSON, O_CKPT,
            O_ARCH, O_WINDOW };
     static const struct option longopts[] = {
         { "checkpoint", required_argument, NULL, O_CKPT }, { "d-model", required_argument, NULL, O_D },
         { "n-ctx", required_argument, NULL, O_N },         { "layers", required_argument, NULL, O_L },
         { "heads", required_argument, NULL, O_H },         { "vocab", required_argument, NULL, O_V },
         { "prompts", required_argument, NULL, O_PROMPTS }, { "positions", required_argument, NULL, O_POSITIONS },
-        { "repeat", required_argument, NULL, O_REPEAT },   { "mixer-impl", required_argument, NULL, O_MIXER },
+        { "repeat", required_argument, NULL, O_REPEAT },   { "toeplitz-impl", required_argument, NULL, O_MIXER }, { "mixer-impl", required_argument, NULL, O_MIXER_OLD },
         { "device", required_argument, NULL, O_DEVICE },   { "json", no_argument, NULL, O_JSON },
         { "arch", required_argument, NULL, O_ARCH },       { "window", required_argument, NULL, O_WINDOW },
         { "help", no_argument, NULL, 'h' },                { 0, 0, 0, 0 },
@@ -297,7 +297,7 @@ int bench_generate(int argc, char **argv)
     unsigned np = 4, nq = 5;
     unsigned long v, repeat = 5;
     const char *checkpoint = NULL;
-    tmm_mixer_impl mixer = TMM_MIXER_AUTO;
+    tmm_toeplitz_impl mixer = TMM_TOEPLITZ_AUTO;
     int opt, device = -1;
     bool json = false, ok = true, arch_given = false, heads_given = false, positions_given = false;
     optind = 1;
@@ -320,10 +320,11 @@ int bench_generate(int argc, char **argv)
             if (!ok)
                 cli_fail("--repeat is 1 to %u\n", BENCH_MAX_REPEAT);
             break;
+        case O_MIXER_OLD: cli_deprecated("mixer-impl", "toeplitz-impl"); /* fall through */
         case O_MIXER:
-            ok = tmm_mixer_impl_parse(optarg, &mixer) == TMM_OK;
+            ok = tmm_toeplitz_impl_parse(optarg, &mixer) == TMM_OK;
             if (!ok)
-                cli_fail("--mixer-impl is auto, direct or fft, got '%s'\n", optarg);
+                cli_fail("--toeplitz-impl is auto, direct or fft, got '%s'\n", optarg);
             break;
         case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v); device = (int)v; break;
         case O_JSON: json = true; break;

@@ -162,7 +162,7 @@ static void print_json(const tmm_device *dev, const tmm_train_config *c, uint64_
         cJSON_AddNumberToObject(e, "params_grads", (double)(p->model.params + p->model.grads));
         cJSON_AddNumberToObject(e, "optimizer", (double)p->optimizer);
         cJSON_AddNumberToObject(e, "activations", (double)p->model.activations);
-        cJSON_AddNumberToObject(e, "workspace", (double)(p->model.workspace + p->model.mixer));
+        cJSON_AddNumberToObject(e, "workspace", (double)(p->model.workspace + p->model.fft_plans));
         cJSON_AddNumberToObject(e, "planned_bytes", (double)p->total);
         cJSON_AddNumberToObject(e, "measured_peak_bytes", (double)r->peak);
         cJSON_AddNumberToObject(e, "heap_delta_bytes", (double)r->heap_delta);
@@ -207,7 +207,7 @@ static void print_table(const tmm_device *dev, const tmm_train_config *c, uint64
         const tmm_train_memory *p = &r->plan;
         printf("%-15s %12s %11s %11s %11s %11s %6.2f %11s %11s %9u", name,
                cli_size(p->model.params + p->model.grads, t[0], 32), cli_size(p->optimizer, t[1], 32),
-               cli_size(p->model.activations, t[2], 32), cli_size(p->model.workspace + p->model.mixer, t[3], 32),
+               cli_size(p->model.activations, t[2], 32), cli_size(p->model.workspace + p->model.fft_plans, t[3], 32),
                cli_size(p->total, t[4], 32), (double)p->total / (double)ref->plan.total,
                cli_size(r->peak, t[5], 32), signed_size(r->heap_delta, t[6], 32), r->max_batch);
         if (steps)

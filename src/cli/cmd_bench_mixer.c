@@ -15,7 +15,7 @@
 #include "ops/linear_attention.h"
 #include "ops/toeplitz.h"
 #include "ops/toeplitz_fft.h"
-#include "mixer/mixer_select.h"
+#include "mixer/toeplitz_select.h"
 #include "tmm/model.h"
 
 enum { IMPL_DIRECT, IMPL_FFT, IMPL_AUTO, IMPL_ATTENTION, IMPL_SWA, IMPL_LINEAR, N_IMPLS };
@@ -89,7 +89,7 @@ static tmm_status record(tmm_recorder *r, int impl, const shape *sh, uint32_t n,
                         : TMM_OK;
     }
     tmm_toeplitz_desc td = { sh->batch, n, sh->d, sh->heads, 1,
-                             impl == IMPL_DIRECT ? TMM_MIXER_DIRECT : TMM_MIXER_AUTO };
+                             impl == IMPL_DIRECT ? TMM_TOEPLITZ_DIRECT : TMM_TOEPLITZ_AUTO };
     if (fft) {
         TMM_TRY(tmm_toeplitz_fft_record_forward(r, fft, v[0], v[1], v[2], v[3]));
         return backward ? tmm_toeplitz_fft_record_backward(r, fft, 0, v[0], v[1], v[4], v[5], v[6], v[7]) : TMM_OK;
@@ -143,12 +143,12 @@ static tmm_status measure(tmm_device *dev, int impl, const shape *sh, uint32_t n
         for (int i = 0; i < 10 && s == TMM_OK; i++)
             s = make(dev, &set, sizes[i], &v[i]);
     } else {
-        tmm_toeplitz_desc td = { sh->batch, n, sh->d, sh->heads, 1, TMM_MIXER_DIRECT };
+        tmm_toeplitz_desc td = { sh->batch, n, sh->d, sh->heads, 1, TMM_TOEPLITZ_DIRECT };
         bool use_fft = impl == IMPL_FFT;
         if (impl == IMPL_AUTO) {
-            tmm_mixer_impl chosen;
-            s = tmm_mixer_resolve(dev, TMM_MIXER_AUTO, n, (uint64_t)sh->batch * sh->d, &chosen);
-            use_fft = chosen == TMM_MIXER_FFT;
+            tmm_toeplitz_impl chosen;
+            s = tmm_toeplitz_resolve(dev, TMM_TOEPLITZ_AUTO, n, (uint64_t)sh->batch * sh->d, &chosen);
+            use_fft = chosen == TMM_TOEPLITZ_FFT;
         }
         /* u, w, beta, y, gy, du, dw, dbeta, and the direct path's scratch */
         uint64_t sizes[9] = { act, G * n, G * n, act, act, act, G * n, G * n,

@@ -316,7 +316,7 @@ int bench_train(int argc, char **argv)
                (unsigned long long)tmm_model_param_count(&c.model), cli_size(mem.total, t[0], 32),
                cli_size(mem.model.params + mem.model.grads + mem.accumulation, t[1], 32),
                cli_size(mem.optimizer, t[2], 32),
-               cli_size(mem.model.activations + mem.model.workspace + mem.model.mixer, t[3], 32));
+               cli_size(mem.model.activations + mem.model.workspace + mem.model.fft_plans, t[3], 32));
         printf("%.1f tokens/s   %.2f ms per step   %.2f ms CPU per step\n", res.tokens_per_s, res.ms_per_step,
                res.cpu_ms_per_step);
         if (ranks > 1) {

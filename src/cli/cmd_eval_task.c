@@ -257,7 +257,7 @@ int cmd_eval_task(int argc, char **argv)
     tmm_eval_report r = { 0 };
     progress p = { !quiet, isatty(STDERR_FILENO), cli_now_ms(), cli_now_ms(), task_name };
     o.on_progress = on_progress, o.user = &p;
-    s = tmm_gen_load(dev, checkpoint, (uint32_t)batch, TMM_MIXER_AUTO, 0, &g);
+    s = tmm_gen_load(dev, checkpoint, (uint32_t)batch, TMM_TOEPLITZ_AUTO, 0, &g);
     int rc = 0;
     if (s != TMM_OK) {
         rc = cli_error("cannot load the checkpoint", s);

@@ -58,7 +58,7 @@ static tmm_status decode(tmm_device *dev, const tmm_model_config *c, const uint3
     (void)user;
     bench_gen g = { 0 };
     double warm;
-    tmm_status s = bench_gen_random(dev, c, TMM_MIXER_AUTO, DECODE_REPEAT, &g);
+    tmm_status s = bench_gen_random(dev, c, TMM_TOEPLITZ_AUTO, DECODE_REPEAT, &g);
     if (s == TMM_OK)
         s = bench_gen_cached(&g, 1, &warm); /* compiles the decoding kernels */
     for (uint32_t i = 0; i < count && s == TMM_OK; i++)

@@ -18,7 +18,7 @@ static void usage(void)
 {
     printf("usage: tmm generate --checkpoint DIR (--prompt TEXT | --prompt-file F) [-n N]\n"
            "                    [--temperature T] [--top-k K] [--top-p P] [--seed S] [--greedy]\n"
-           "                    [--slide] [--mixer-impl auto|direct|fft] [--exact] [--device N] [--quiet]\n\n"
+           "                    [--slide] [--toeplitz-impl auto|direct|fft] [--exact] [--device N] [--quiet]\n\n"
            "Continues a prompt with a trained model. The prompt is tokenized with the\n"
            "checkpoint's tokenizer (bytes for text models, the run's tokenizer.json for models\n"
            "trained on prepared shards; for copy-task models the symbols\n"
@@ -43,8 +43,9 @@ static void usage(void)
            "                         last n/2 tokens are prefilled again and decoding goes on\n"
            "                         (a prompt longer than n is cut to its last n/2 tokens).\n"
            "                         Without it, generation stops when the context is full.\n"
-           "  --mixer-impl I         how the prefill computes the Toeplitz layers (auto: FFT from\n"
-           "                         the crossover length measured on the device)\n"
+           "  --toeplitz-impl I      how the prefill computes the Toeplitz layers (auto: FFT from\n"
+           "                         the crossover length measured on the device; it was\n"
+           "                         --mixer-impl, still accepted until version 0.3)\n"
            "  --exact                a distilled checkpoint decodes exactly (the cached dot product)\n"
            "  --device N             Vulkan device (see tmm devices)\n"
            "  --allow-nonfinite      load weights holding NaN or infinite values (debugging;\n"
@@ -52,7 +53,7 @@ static void usage(void)
            "  -q, --quiet            no speeds on stderr\n");
 }
 
-enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER, O_NONFINITE, O_EXACT };
+enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER, O_MIXER_OLD, O_NONFINITE, O_EXACT };
 
 static const struct option longopts[] = {
     { "checkpoint", required_argument, NULL, 'c' }, { "prompt", required_argument, NULL, 'p' },
@@ -60,7 +61,7 @@ static const struct option longopts[] = {
     { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
     { "top-p", required_argument, NULL, O_TOPP }, { "seed", required_argument, NULL, O_SEED },
     { "greedy", no_argument, NULL, O_GREEDY }, { "slide", no_argument, NULL, O_SLIDE },
-    { "mixer-impl", required_argument, NULL, O_MIXER }, { "device", required_argument, NULL, 'd' },
+    { "toeplitz-impl", required_argument, NULL, O_MIXER }, { "mixer-impl", required_argument, NULL, O_MIXER_OLD }, { "device", required_argument, NULL, 'd' },
     { "quiet", no_argument, NULL, 'q' }, { "allow-nonfinite", no_argument, NULL, O_NONFINITE },
     { "exact", no_argument, NULL, O_EXACT }, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
 };
@@ -83,7 +84,7 @@ typedef struct options {
     tmm_sampler sampler;
     bool slide, quiet;
     unsigned load_flags;
-    tmm_mixer_impl mixer;
+    tmm_toeplitz_impl mixer;
     int device;
 } options;
 
@@ -114,9 +115,10 @@ static int parse(int argc, char **argv, options *o)
         case O_SLIDE: o->slide = true; break;
         case O_NONFINITE: o->load_flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
         case O_EXACT: o->load_flags |= TMM_LOAD_EXACT; break;
+        case O_MIXER_OLD: cli_deprecated("mixer-impl", "toeplitz-impl"); /* fall through */
         case O_MIXER:
-            if (tmm_mixer_impl_parse(optarg, &o->mixer) != TMM_OK) {
-                cli_fail("--mixer-impl is auto, direct or fft, got '%s'\n", optarg);
+            if (tmm_toeplitz_impl_parse(optarg, &o->mixer) != TMM_OK) {
+                cli_fail("--toeplitz-impl is auto, direct or fft, got '%s'\n", optarg);
                 return 2;
             }
             break;

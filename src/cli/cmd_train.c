@@ -44,9 +44,12 @@ static void build_options(struct option *opts)
     for (size_t i = 0; i < N_COMMAND_OPTIONS; i++)
         opts[n++] = command_options[i];
     for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
-        if (f->flag && n + 1 < MAX_OPTIONS)
-            opts[n++] = (struct option){ f->flag, f->type == TMM_CONFIG_BOOL ? optional_argument : required_argument,
-                                         NULL, O_FIELD + (int)(f - tmm_config_fields) };
+        for (int old = 0; old < 2; old++) {
+            const char *name = old ? f->old_flag : f->flag;
+            if (name && n + 1 < MAX_OPTIONS)
+                opts[n++] = (struct option){ name, f->type == TMM_CONFIG_BOOL ? optional_argument : required_argument,
+                                             NULL, O_FIELD + (int)(f - tmm_config_fields) };
+        }
     opts[n] = (struct option){ 0, 0, 0, 0 };
 }
 
@@ -257,9 +260,12 @@ int cmd_train(int argc, char **argv)
         if (opt == O_CONFIG && cli_load_config(&c, optarg))
             return 1;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int which;
+    while ((opt = getopt_long(argc, argv, "h", opts, &which)) != -1) {
         if (opt >= O_FIELD) {
             const tmm_config_field *f = &tmm_config_fields[opt - O_FIELD];
+            if (f->old_flag && strcmp(opts[which].name, f->old_flag) == 0)
+                cli_deprecated(f->old_flag, f->flag);
             bool first = f->type == TMM_CONFIG_FILES && !data_given;
             tmm_status s = tmm_config_set_text(&c, f, optarg ? optarg : "true", first);
             if (s != TMM_OK) {
@@ -358,7 +364,7 @@ int cmd_train(int argc, char **argv)
                    cli_size(mem.model.params, t[1], 32), cli_size(mem.model.grads + mem.accumulation, t[2], 32),
                    cli_size(mem.optimizer, t[3], 32), cli_size(mem.model.activations, t[4], 32),
                    cli_size(mem.model.workspace, t[5], 32),
-                   mem.model.mixer ? cli_size(mem.model.mixer, t[6], 32) : "none");
+                   mem.model.fft_plans ? cli_size(mem.model.fft_plans, t[6], 32) : "none");
         }
         if (resume)
             printf("resuming from %s\n", resume);

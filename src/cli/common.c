@@ -19,6 +19,11 @@ void cli_fail(const char *fmt, ...)
     va_end(ap);
 }
 
+void cli_deprecated(const char *old_flag, const char *flag)
+{
+    cli_fail("--%s is deprecated (it goes in version 0.3): use --%s\n", old_flag, flag);
+}
+
 int cli_error(const char *what, tmm_status status)
 {
     const char *msg = tmm_last_error();

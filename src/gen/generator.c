@@ -61,7 +61,7 @@ struct tmm_generator {
     tmm_recorder *step;
 
     float *params;            /* host copy of the weights, to crop for buckets */
-    tmm_mixer_impl mixer;
+    tmm_toeplitz_impl mixer;
     prefiller main;           /* the model itself */
     prefiller buckets[GEN_MAX_BUCKETS];  /* bucket k: context GEN_MIN_BUCKET << k */
 };
@@ -238,7 +238,7 @@ static tmm_status make_decoder(tmm_generator *g, const tmm_distilled *distilled)
 }
 
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer,
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_toeplitz_impl mixer,
                           const tmm_distilled *distilled, tmm_generator **out)
 {
     *out = NULL;
@@ -288,13 +288,13 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     return TMM_OK;
 }
 
-tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
+tmm_status tmm_generator_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_toeplitz_impl mixer,
                               tmm_generator **out)
 {
     return tmm_gen_load(device, checkpoint, batch, mixer, 0, out);
 }
 
-tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
+tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_toeplitz_impl mixer,
                         unsigned load_flags, tmm_generator **out)
 {
     *out = NULL;
@@ -330,14 +330,19 @@ tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t bat
 
 const tmm_generator_info *tmm_generator_get_info(const tmm_generator *g) { return &g->info; }
 
-tmm_status tmm_generator_set_mixer(tmm_generator *g, tmm_mixer_impl impl)
+tmm_status tmm_generator_set_toeplitz_impl(tmm_generator *g, tmm_toeplitz_impl impl)
 {
     g->mixer = impl;
-    TMM_TRY(tmm_model_set_mixer_impl(g->model, impl));
+    TMM_TRY(tmm_model_set_toeplitz_impl(g->model, impl));
     for (int k = 0; k < GEN_MAX_BUCKETS; k++)
         if (g->buckets[k].model)
-            TMM_TRY(tmm_model_set_mixer_impl(g->buckets[k].model, impl));
+            TMM_TRY(tmm_model_set_toeplitz_impl(g->buckets[k].model, impl));
     return TMM_OK;
+}
+
+tmm_status tmm_generator_set_mixer(tmm_generator *g, tmm_toeplitz_impl impl)
+{
+    return tmm_generator_set_toeplitz_impl(g, impl);
 }
 
 /* The weights of a shorter context: the same tensors with every Toeplitz

@@ -37,7 +37,7 @@ size_t tmm_gen_detokenize_text(const tmm_tokenizer *tok, uint32_t token, char *b
 /* tmm_generator_load with tmm_checkpoint_load's flags (tmm generate
  * --allow-nonfinite) and TMM_LOAD_EXACT. A checkpoint directory that
  * holds distill.safetensors (tmm distill) decodes with its realizations. */
-tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_mixer_impl mixer,
+tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_toeplitz_impl mixer,
                         unsigned load_flags, tmm_generator **out);
 
 /* One forward pass of sequence b = seqs[b][0 .. lengths[b]) for every b <
@@ -54,7 +54,7 @@ tmm_status tmm_gen_forward(tmm_generator *gen, const uint32_t *const *seqs, cons
  * instead of a checkpoint: tmm bench generate's random models; distilled:
  * decode with these realizations (NULL: exactly). */
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_mixer_impl mixer,
+                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_toeplitz_impl mixer,
                           const tmm_distilled *distilled, tmm_generator **out);
 
 #endif

@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer/mixer_select.h"
+#include "mixer/toeplitz_select.h"
 #include "ops/decode_ops.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -170,7 +170,7 @@ static tmm_view W(const hy_mixer *m, uint32_t l, int which) { return tmm_mixer_w
 /* Floats [first, first + count) of a tensor view (its row block). */
 static tmm_view rows_of(tmm_view v, uint64_t first, uint64_t count) { return tmm_op_sub(v, first, count); }
 
-static tmm_toeplitz_desc desc_of(const hy_mixer *m, tmm_mixer_impl impl)
+static tmm_toeplitz_desc desc_of(const hy_mixer *m, tmm_toeplitz_impl impl)
 {
     const tmm_model_config *c = config_of(m);
     return (tmm_toeplitz_desc){ .batch = m->base.s.batch, .n = c->n_ctx, .d = c->d_model, .groups = c->d_model,
@@ -185,33 +185,33 @@ static tmm_toeplitz_desc desc_of(const hy_mixer *m, tmm_mixer_impl impl)
  * at 256 when d = 512 about ties). So Hyena takes the FFT path from a
  * quarter of the crossover length (never below TMM_MIXER_CALIBRATE_FROM). */
 #define HY_DIRECT_SLOWDOWN 4u
-static tmm_status resolve(tmm_device *dev, tmm_mixer_impl impl, uint32_t n, uint64_t work, tmm_mixer_impl *out)
+static tmm_status resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n, uint64_t work, tmm_toeplitz_impl *out)
 {
     *out = impl;
-    if (impl != TMM_MIXER_AUTO)
+    if (impl != TMM_TOEPLITZ_AUTO)
         return TMM_OK;
-    *out = TMM_MIXER_DIRECT;
+    *out = TMM_TOEPLITZ_DIRECT;
     if (n < TMM_MIXER_CALIBRATE_FROM)
         return TMM_OK;
     uint32_t crossover;
-    TMM_TRY(tmm_mixer_crossover(dev, work, &crossover));
+    TMM_TRY(tmm_toeplitz_crossover(dev, work, &crossover));
     if (crossover != UINT32_MAX && n >= crossover / HY_DIRECT_SLOWDOWN)
-        *out = TMM_MIXER_FFT;
+        *out = TMM_TOEPLITZ_FFT;
     return TMM_OK;
 }
 
 /* Resolves the implementation and makes or frees the FFT plan to match. */
-static tmm_status set_plan(hy_mixer *m, tmm_mixer_impl impl)
+static tmm_status set_plan(hy_mixer *m, tmm_toeplitz_impl impl)
 {
     const tmm_model_config *c = config_of(m);
     tmm_device *dev = m->base.s.alloc->device;
     m->base.s.impl = impl;
     TMM_TRY(resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
     const tmm_toeplitz_desc td = desc_of(m, impl);
-    return tmm_mixer_match_plan(dev, impl, &td, &m->fft);
+    return tmm_toeplitz_match_plan(dev, impl, &td, &m->fft);
 }
 
-static tmm_status set_impl(tmm_mixer *base, tmm_mixer_impl impl) { return set_plan((hy_mixer *)base, impl); }
+static tmm_status set_impl(tmm_mixer *base, tmm_toeplitz_impl impl) { return set_plan((hy_mixer *)base, impl); }
 
 static void destroy(tmm_mixer *base)
 {
@@ -304,19 +304,19 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->base = (tmm_mixer){ .cls = &tmm_hyena_mixer, .s = *s, .rows = s->batch * c->n_ctx };
     m->n_pos = c->n_ctx;
-    tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
+    tmm_toeplitz_desc td = desc_of(m, TMM_TOEPLITZ_DIRECT);
     tmm_status st = tmm_toeplitz_check(NULL, &td);
     if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
         st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (st == TMM_OK)
         st = allocate(m);
     if (st == TMM_OK && s->alloc->dry) {
-        tmm_mixer_impl impl = s->impl;
-        if (impl == TMM_MIXER_AUTO && s->alloc->device)
+        tmm_toeplitz_impl impl = s->impl;
+        if (impl == TMM_TOEPLITZ_AUTO && s->alloc->device)
             st = resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
         td = desc_of(m, impl);
-        if (st == TMM_OK && impl == TMM_MIXER_FFT)
-            s->alloc->dry->mixer += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
+        if (st == TMM_OK && impl == TMM_TOEPLITZ_FFT)
+            s->alloc->dry->fft_plans += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
     } else if (st == TMM_OK) {
         st = set_plan(m, s->impl);
     }
@@ -346,7 +346,7 @@ static uint64_t scratch_floats(const tmm_mixer *base)
     const tmm_model_config *c = config_of(m);
     const uint32_t N = base->rows, d = c->d_model, n = c->n_ctx;
     /* the direct path's, whatever the choice now: set_impl may switch to it */
-    tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
+    tmm_toeplitz_desc td = desc_of(m, TMM_TOEPLITZ_DIRECT);
     uint64_t s = tmm_op_toeplitz_backward_scratch(base->s.alloc->device, &td, 0);
     s = max_u64(s, tmm_op_conv1d_backward_scratch(base->s.batch, n, d, KS, false));
     s = max_u64(s, tmm_op_sine_backward_scratch(n, O));
@@ -570,7 +570,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     free(dec);
 }
 
-static tmm_toeplitz_desc step_desc(const hy_mixer *m) { return desc_of(m, TMM_MIXER_DIRECT); }
+static tmm_toeplitz_desc step_desc(const hy_mixer *m) { return desc_of(m, TMM_TOEPLITZ_DIRECT); }
 
 /* Layer l's part views for the step, staging the unaligned ones into a buffer of the decoder: recorded into r. */
 static tmm_status stage_layer(hy_decoder *dec, tmm_recorder *r, uint32_t l)

@@ -74,7 +74,7 @@ typedef struct tmm_mixer_setup {
     const tmm_allocation *alloc;
     const tmm_param_table *table;   /* the config, and blocks[l].mix: the mixer's tensors */
     uint32_t batch;
-    tmm_mixer_impl impl;            /* how Toeplitz layers are computed (others ignore it) */
+    tmm_toeplitz_impl impl;            /* how Toeplitz layers are computed (others ignore it) */
     tmm_buffer *params, *grads;     /* the arenas (NULL in a dry run) */
     tmm_buffer *weights16;          /* the 16-bit copy of params that the frame packs at the start of every
                                        forward (--precision fp16/bf16), or NULL: what tmm_mixer_weight gives */
@@ -127,7 +127,7 @@ struct tmm_mixer_class {
     /* The mixer of a model: its activations (s->act_sets sets, through
      * tmm_alloc_act; the forward of a layer may depend on nothing else that
      * it writes, so that running it again recomputes them), its workspace
-     * (and for a dry run, their bytes and any plan's in dry->mixer). */
+     * (and for a dry run, their bytes and any plan's in dry->fft_plans). */
     tmm_status (*create)(const tmm_mixer_setup *s, tmm_mixer **out);
     void (*destroy)(tmm_mixer *m);
     /* Floats of the model's shared scratch that forward and backward use. */
@@ -140,7 +140,7 @@ struct tmm_mixer_class {
     tmm_status (*backward)(tmm_mixer *m, const tmm_rec *rec, uint32_t layer, tmm_view x, tmm_view dh,
                            const tmm_view tmp[2], tmm_view *dx);
     /* How Toeplitz layers are computed (NULL: nothing to choose). */
-    tmm_status (*set_impl)(tmm_mixer *m, tmm_mixer_impl impl);
+    tmm_status (*set_impl)(tmm_mixer *m, tmm_toeplitz_impl impl);
     /* Positions as in a context of n_pos >= n_ctx (NULL: the mixer computes
      * the same function at every context length). A model of a shorter
      * context that prefills for a longer one with the same weights then

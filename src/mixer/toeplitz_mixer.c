@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer/mixer_select.h"
+#include "mixer/toeplitz_select.h"
 #include "ops/decode_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
@@ -73,7 +73,7 @@ static void declare(tmm_param_builder *b, const tmm_model_config *c, uint32_t l,
 
 static const tmm_model_config *config_of(const tz_mixer *m) { return &m->base.s.table->config; }
 
-static tmm_toeplitz_desc desc_of(const tz_mixer *m, tmm_mixer_impl impl)
+static tmm_toeplitz_desc desc_of(const tz_mixer *m, tmm_toeplitz_impl impl)
 {
     const tmm_model_config *c = config_of(m);
     return (tmm_toeplitz_desc){ .batch = m->base.s.batch, .n = c->n_ctx, .d = c->d_model,
@@ -81,17 +81,17 @@ static tmm_toeplitz_desc desc_of(const tz_mixer *m, tmm_mixer_impl impl)
 }
 
 /* Resolves the implementation and makes or frees the FFT plan to match. */
-static tmm_status set_plan(tz_mixer *m, tmm_mixer_impl impl)
+static tmm_status set_plan(tz_mixer *m, tmm_toeplitz_impl impl)
 {
     const tmm_model_config *c = config_of(m);
     tmm_device *dev = m->base.s.alloc->device;
     m->base.s.impl = impl;
-    TMM_TRY(tmm_mixer_resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
+    TMM_TRY(tmm_toeplitz_resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
     const tmm_toeplitz_desc td = desc_of(m, impl);
-    return tmm_mixer_match_plan(dev, impl, &td, &m->fft);
+    return tmm_toeplitz_match_plan(dev, impl, &td, &m->fft);
 }
 
-static tmm_status set_impl(tmm_mixer *base, tmm_mixer_impl impl) { return set_plan((tz_mixer *)base, impl); }
+static tmm_status set_impl(tmm_mixer *base, tmm_toeplitz_impl impl) { return set_plan((tz_mixer *)base, impl); }
 
 static void destroy(tmm_mixer *base)
 {
@@ -154,13 +154,13 @@ static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
     if (st == TMM_OK)
         st = allocate(m);
     if (st == TMM_OK && s->alloc->dry) {
-        tmm_mixer_impl impl = s->impl;
+        tmm_toeplitz_impl impl = s->impl;
         const tmm_model_config *c = &s->table->config;
-        if (impl == TMM_MIXER_AUTO && s->alloc->device)
-            st = tmm_mixer_resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
+        if (impl == TMM_TOEPLITZ_AUTO && s->alloc->device)
+            st = tmm_toeplitz_resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
         tmm_toeplitz_desc td = desc_of(m, impl);
-        if (st == TMM_OK && impl == TMM_MIXER_FFT)
-            s->alloc->dry->mixer += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
+        if (st == TMM_OK && impl == TMM_TOEPLITZ_FFT)
+            s->alloc->dry->fft_plans += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
     } else if (st == TMM_OK) {
         st = set_plan(m, s->impl);
     }
@@ -176,7 +176,7 @@ static uint64_t scratch_floats(const tmm_mixer *base)
 {
     const tz_mixer *m = (const tz_mixer *)base;
     /* the direct path's, whatever the choice now: set_impl may switch to it */
-    tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
+    tmm_toeplitz_desc td = desc_of(m, TMM_TOEPLITZ_DIRECT);
     return tmm_op_toeplitz_backward_scratch(base->s.alloc->device, &td,
                                             config_of(m)->frozen ? TMM_TOEPLITZ_SKIP_PARAMS : 0);
 }
@@ -300,7 +300,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
 
 static tmm_toeplitz_desc step_desc(const tz_mixer *m)
 {
-    tmm_toeplitz_desc td = desc_of(m, TMM_MIXER_DIRECT);
+    tmm_toeplitz_desc td = desc_of(m, TMM_TOEPLITZ_DIRECT);
     return td;
 }
 

@@ -210,7 +210,7 @@ static tmm_status allocate(tmm_model *m)
 
 static tmm_status check_options(const tmm_model_options *o)
 {
-    if ((unsigned)o->impl > TMM_MIXER_FFT || (unsigned)o->precision >= TMM_PRECISION_COUNT ||
+    if ((unsigned)o->impl > TMM_TOEPLITZ_FFT || (unsigned)o->precision >= TMM_PRECISION_COUNT ||
         (unsigned)o->recompute >= TMM_RECOMPUTE_COUNT)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "model options out of range (impl %d, precision %d, recompute %d)",
                         (int)o->impl, (int)o->precision, (int)o->recompute);
@@ -315,16 +315,16 @@ tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *con
                                  const tmm_model_options *options, tmm_model_memory *out)
 {
     const tmm_model_options opts = options ? *options : (tmm_model_options){ 0 };
-    const tmm_mixer_impl impl = opts.impl;
+    const tmm_toeplitz_impl impl = opts.impl;
     memset(out, 0, sizeof *out);
     TMM_TRY(check_options(&opts));
     TMM_TRY(check_size(config, batch));
-    if (impl == TMM_MIXER_FFT && !device)
+    if (impl == TMM_TOEPLITZ_FFT && !device)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the FFT path's memory depends on the device: pass one");
     tmm_model m = { .batch = batch, .rows = batch * config->n_ctx, .alloc = { .device = device, .dry = out } };
     tmm_status s = build(&m, config, &opts);
     release(&m);
-    out->total = out->params + out->grads + out->activations + out->workspace + out->mixer;
+    out->total = out->params + out->grads + out->activations + out->workspace + out->fft_plans;
     return s;
 }
 
@@ -342,7 +342,7 @@ tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, 
 }
 
 tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_mixer_impl impl, tmm_model **out)
+                                 tmm_toeplitz_impl impl, tmm_model **out)
 {
     return tmm_model_create_opts(device, config, batch, &(tmm_model_options){ .impl = impl }, out);
 }
@@ -401,7 +401,7 @@ void tmm_model_set_profile(tmm_model *m, bool profile)
     m->recorded = -1;
 }
 
-tmm_status tmm_model_set_mixer_impl(tmm_model *m, tmm_mixer_impl impl)
+tmm_status tmm_model_set_toeplitz_impl(tmm_model *m, tmm_toeplitz_impl impl)
 {
     m->recorded = -1;
     return m->mixer->cls->set_impl ? m->mixer->cls->set_impl(m->mixer, impl) : TMM_OK;

@@ -29,7 +29,7 @@ typedef struct tmm_model_memory {
     uint64_t grads;        /* bytes of the gradient arena */
     uint64_t activations;  /* bytes kept from the forward for the backward */
     uint64_t workspace;    /* gradient temporaries, logits, batch inputs and op scratch */
-    uint64_t mixer;        /* the FFT plan's buffers (0 on the direct path) */
+    uint64_t fft_plans;    /* the FFT plans' buffers (0 on the direct path) */
     uint64_t total;
 } tmm_model_memory;
 
@@ -38,7 +38,7 @@ typedef struct tmm_model_memory {
  * weights and activations that precision stores in 16 bits). Zero: AUTO,
  * fp32, no recomputation. */
 typedef struct tmm_model_options {
-    tmm_mixer_impl impl;        /* how the Toeplitz layers are computed */
+    tmm_toeplitz_impl impl;        /* how the Toeplitz layers are computed */
     tmm_precision precision;    /* the format of the kept activations and of the weights the matmuls read */
     tmm_recompute recompute;    /* what the backward recomputes instead of keeping */
 } tmm_model_options;
@@ -46,7 +46,7 @@ typedef struct tmm_model_options {
 /* Device memory a model of this config needs at this batch size with these
  * options (NULL: the zero options). The Toeplitz layers computed by FFT add
  * the plan's buffers (mixer, which depend on the device's binding limits:
- * device must not be NULL); DIRECT adds none; AUTO asks tmm_mixer_resolve
+ * device must not be NULL); DIRECT adds none; AUTO asks tmm_toeplitz_resolve
  * (which may calibrate the device once), or counts no plan when device is NULL. */
 tmm_status tmm_model_memory_plan(tmm_device *device, const tmm_model_config *config, uint32_t batch,
                                  const tmm_model_options *options, tmm_model_memory *out);
@@ -59,7 +59,7 @@ tmm_status tmm_model_create(tmm_device *device, const tmm_model_config *config, 
 /* tmm_model_create with the Toeplitz implementation given up front (AUTO
  * measures the crossover, once per device; DIRECT makes no plan). */
 tmm_status tmm_model_create_impl(tmm_device *device, const tmm_model_config *config, uint32_t batch,
-                                 tmm_mixer_impl impl, tmm_model **out);
+                                 tmm_toeplitz_impl impl, tmm_model **out);
 /* tmm_model_create with every option (NULL: the zero options). */
 tmm_status tmm_model_create_opts(tmm_device *device, const tmm_model_config *config, uint32_t batch,
                                  const tmm_model_options *options, tmm_model **out);
@@ -70,7 +70,7 @@ uint32_t tmm_model_batch(const tmm_model *model);
 /* Chooses how the Toeplitz layers are computed (default AUTO; other mixers
  * ignore it): makes (or frees) the FFT plan now; recordings made before must
  * be made again. */
-tmm_status tmm_model_set_mixer_impl(tmm_model *model, tmm_mixer_impl impl);
+tmm_status tmm_model_set_toeplitz_impl(tmm_model *model, tmm_toeplitz_impl impl);
 
 /* Wrap every op in a timestamp region labelled by op ("matmul", "toeplitz bwd",
  * ...) for per-op device time (tmm_recorder_region_time); next record. */

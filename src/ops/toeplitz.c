@@ -66,14 +66,14 @@ static void tuning_of(const tmm_device *dev, geom *g)
     g->forced = dev ? dev->tuning.kernel_variant : TMM_TOEPLITZ_VARIANT_AUTO;
 }
 
-const char *tmm_mixer_impl_name(tmm_mixer_impl impl)
+const char *tmm_toeplitz_impl_name(tmm_toeplitz_impl impl)
 {
     switch (impl) {
-    case TMM_MIXER_AUTO:
+    case TMM_TOEPLITZ_AUTO:
         return "auto";
-    case TMM_MIXER_DIRECT:
+    case TMM_TOEPLITZ_DIRECT:
         return "direct";
-    case TMM_MIXER_FFT:
+    case TMM_TOEPLITZ_FFT:
         return "fft";
     }
     return "invalid";
@@ -145,10 +145,10 @@ static tmm_status resolve(const char *op, const tmm_device *dev, const tmm_toepl
     if (!desc)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL descriptor", op);
     switch (desc->impl) {
-    case TMM_MIXER_AUTO:
-    case TMM_MIXER_DIRECT:
+    case TMM_TOEPLITZ_AUTO:
+    case TMM_TOEPLITZ_DIRECT:
         break;
-    case TMM_MIXER_FFT:
+    case TMM_TOEPLITZ_FFT:
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: the FFT implementation is a plan object "
                         "(tmm_toeplitz_fft_create), not this op", op);
     default:

@@ -36,9 +36,9 @@
 
 #include "recorder.h"
 
-/* How the Toeplitz layers are computed: tmm_mixer_impl (include/tmm/model.h).
+/* How the Toeplitz layers are computed: tmm_toeplitz_impl (include/tmm/model.h).
  * The ops here are DIRECT (AUTO counts as DIRECT; the model picks per shape
- * and device, mixer/mixer_select.h); FFT is a plan object (toeplitz_fft.h). */
+ * and device, mixer/toeplitz_select.h); FFT is a plan object (toeplitz_fft.h). */
 #include "tmm/model.h"
 
 /* Kernels of the DIRECT implementation (the same results up to rounding). */
@@ -57,14 +57,14 @@ typedef struct tmm_toeplitz_desc {
     uint32_t d;      /* channels */
     uint32_t groups; /* G, divides d; 0 counts as 1 */
     uint32_t taps;   /* K, 1..TMM_TOEPLITZ_MAX_TAPS; 0 counts as 1 */
-    tmm_mixer_impl impl;
+    tmm_toeplitz_impl impl;
 } tmm_toeplitz_desc;
 
 /* Backward flags. */
 #define TMM_TOEPLITZ_SKIP_DU 1u     /* du is not computed (first layer); du may be an empty view */
 #define TMM_TOEPLITZ_SKIP_PARAMS 2u /* dw and dbeta are not computed (frozen layer); they may be empty */
 
-const char *tmm_mixer_impl_name(tmm_mixer_impl impl);
+const char *tmm_toeplitz_impl_name(tmm_toeplitz_impl impl);
 const char *tmm_toeplitz_variant_name(tmm_toeplitz_variant variant);
 
 /* Checks a descriptor without recording anything: G divides d, K in range,

@@ -144,7 +144,7 @@ uint64_t tmm_toeplitz_fft_planned_bytes(const tmm_device *device, const tmm_toep
     if (!device || !desc)
         return 0;
     tmm_toeplitz_desc shape = *desc;
-    shape.impl = TMM_MIXER_DIRECT; /* shape checks only */
+    shape.impl = TMM_TOEPLITZ_DIRECT; /* shape checks only */
     tmm_toeplitz_fft p = { .device = (tmm_device *)device };
     if (tmm_toeplitz_check(NULL, &shape) != TMM_OK)
         return 0;
@@ -164,7 +164,7 @@ tmm_status tmm_toeplitz_fft_create(tmm_device *device, const tmm_toeplitz_desc *
     if (!device || !desc)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: NULL device or descriptor", op);
     tmm_toeplitz_desc shape = *desc;
-    shape.impl = TMM_MIXER_DIRECT; /* shape checks only */
+    shape.impl = TMM_TOEPLITZ_DIRECT; /* shape checks only */
     TMM_TRY(tmm_toeplitz_check(NULL, &shape));
     tmm_toeplitz_fft *p = calloc(1, sizeof *p);
     if (!p)

@@ -71,28 +71,28 @@ const char *const *tmm_train_preset_names(void) { return tmm_preset_names; }
 static const char *const task_names[] = { "copy", "text", "mqar", NULL }; /* tmm_data_task */
 static const char *const mode_names[] = { "windows", "documents", NULL }; /* tmm_text_mode */
 static const char *const lr_names[] = { "linear", "cosine", "constant", NULL };  /* tmm_lr_kind */
-static const char *const mixer_names[] = { "auto", "direct", "fft", NULL };      /* tmm_mixer_impl */
+static const char *const impl_names[] = { "auto", "direct", "fft", NULL };       /* tmm_toeplitz_impl */
 extern const char *const tmm_arch_names[];                                       /* tmm_arch */
 static const char *const init_names[] = { "arch", "torch", NULL };               /* tmm_init_scheme */
 static const char *const precision_names[] = { "fp32", "fp16", "bf16", NULL };   /* tmm_precision */
 static const char *const recompute_names[] = { "none", "mixer", "block", NULL }; /* tmm_recompute */
 _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
-               sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_mixer_impl) == sizeof(int) &&
+               sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_toeplitz_impl) == sizeof(int) &&
                sizeof(tmm_arch) == sizeof(int) && sizeof(tmm_init_scheme) == sizeof(int) &&
                sizeof(tmm_precision) == sizeof(int) && sizeof(tmm_recompute) == sizeof(int),
                "enum fields are stored as int");
 
 #define AT(member) offsetof(tmm_train_config, member)
 #define U32(sec, key, flag, member, lo, hi, help) \
-    { sec, key, flag, "N", TMM_CONFIG_U32, AT(member), lo, hi, 0, 0, NULL, help }
+    { sec, key, flag, "N", TMM_CONFIG_U32, AT(member), lo, hi, 0, 0, NULL, help, NULL, NULL }
 #define U64(sec, key, flag, member, lo, hi, help) \
-    { sec, key, flag, "N", TMM_CONFIG_U64, AT(member), lo, hi, 0, 0, NULL, help }
+    { sec, key, flag, "N", TMM_CONFIG_U64, AT(member), lo, hi, 0, 0, NULL, help, NULL, NULL }
 #define F64(sec, key, flag, member, lo, hi, help) \
-    { sec, key, flag, "X", TMM_CONFIG_F64, AT(member), 0, 0, lo, hi, NULL, help }
+    { sec, key, flag, "X", TMM_CONFIG_F64, AT(member), 0, 0, lo, hi, NULL, help, NULL, NULL }
 #define BOOL(sec, key, flag, member, help) \
-    { sec, key, flag, NULL, TMM_CONFIG_BOOL, AT(member), 0, 0, 0, 0, NULL, help }
+    { sec, key, flag, NULL, TMM_CONFIG_BOOL, AT(member), 0, 0, 0, 0, NULL, help, NULL, NULL }
 #define ENUM(sec, key, flag, arg, member, names, help) \
-    { sec, key, flag, arg, TMM_CONFIG_ENUM, AT(member), 0, 0, 0, 0, names, help }
+    { sec, key, flag, arg, TMM_CONFIG_ENUM, AT(member), 0, 0, 0, 0, names, help, NULL, NULL }
 
 const tmm_config_field tmm_config_fields[] = {
     ENUM("model", "arch", "arch", "ARCH", model.arch, tmm_arch_names,
@@ -134,7 +134,7 @@ const tmm_config_field tmm_config_fields[] = {
         "mqar: value tokens (vocab 1 + keys + values: the filler, the keys, the values)"),
     { "task", "files", "data", "FILE", TMM_CONFIG_FILES, AT(text_files), 0, 0, 0, 0, NULL,
       "text: a UTF-8 text or .jsonl file, or token shards (a tmm prepare directory or its .bin files) "
-      "(repeat for more; sets the task to text)" },
+      "(repeat for more; sets the task to text)", NULL, NULL },
     ENUM("task", "mode", "text-mode", "MODE", text_mode, mode_names,
          "text: random windows, or one document per row (cut to n+1 tokens)"),
     F64("task", "val_fraction", "val-fraction", val_fraction, 0, 1,
@@ -150,8 +150,9 @@ const tmm_config_field tmm_config_fields[] = {
     U32("train", "keep", "keep", keep, 0, 1u << 20, "checkpoints kept (0: all)"),
     F64("train", "target_accuracy", "target-acc", target_accuracy, 0, 1,
         "copy, mqar: stop once held-out accuracy reaches it (0: never)"),
-    ENUM("train", "mixer_impl", "mixer-impl", "IMPL", mixer_impl, mixer_names,
-         "Toeplitz layers: direct, FFT, or auto (FFT from the device's measured crossover)"),
+    /* "mixer_impl" and --mixer-impl until version 0.1 ("mixer" now means any sequence mixer) */
+    { "train", "toeplitz_impl", "toeplitz-impl", "IMPL", TMM_CONFIG_ENUM, AT(toeplitz_impl), 0, 0, 0, 0, impl_names,
+      "Toeplitz layers: direct, FFT, or auto (FFT from the device's measured crossover)", "mixer_impl", "mixer-impl" },
     ENUM("train", "precision", "precision", "P", precision, precision_names,
          "fp32, fp16 (with dynamic loss scaling) or bf16: the activations kept for the backward and the "
          "weight matrices the matmuls read; arithmetic, master weights, gradients and optimizer state stay fp32"),
@@ -164,7 +165,7 @@ const tmm_config_field tmm_config_fields[] = {
          "keep every activation (none), or recompute each mixer's (mixer) or each block's (block) in the backward"),
     { "train", "max_memory", "max-memory", "GIB", TMM_CONFIG_F64, AT(max_memory_gib), 0, 0, 0, 1 << 20, NULL,
       "refuse, before allocating, a run planned above GIB GiB of device memory, on every device type (0: the "
-      "device's budget or heap size, which a CPU device only warns about)" },
+      "device's budget or heap size, which a CPU device only warns about)", NULL, NULL },
     U32("train", "check_every", "check-every", check_every, 0, UINT32_MAX,
         "several ranks (mpirun): steps between comparisons of the weights' checksum across ranks, which "
         "stops the run if they differ (0: only at the start)"),
@@ -172,8 +173,8 @@ const tmm_config_field tmm_config_fields[] = {
         "several ranks (mpirun): seconds a rank waits for the others in an exchange before it stops them "
         "all (a rank died or hangs)"),
     { "train", "run_dir", "run-dir", "DIR", TMM_CONFIG_PATH, AT(run_dir), 0, 0, 0, 0, NULL,
-      "where checkpoints and metrics.jsonl go" },
-    { NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL },
+      "where checkpoints and metrics.jsonl go", NULL, NULL },
+    { NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL },
 };
 
 const tmm_config_field *tmm_config_field_by_flag(const char *flag)
@@ -336,7 +337,8 @@ void tmm_config_value_text(const tmm_train_config *c, const tmm_config_field *f,
 static const tmm_config_field *field_by_key(const char *section, const char *key)
 {
     for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
-        if (strcmp(f->section, section) == 0 && strcmp(f->key, key) == 0)
+        if (strcmp(f->section, section) == 0 &&
+            (strcmp(f->key, key) == 0 || (f->old_key && strcmp(f->old_key, key) == 0)))
             return f;
     return NULL;
 }
@@ -437,11 +439,11 @@ tmm_status tmm_train_config_apply_json(tmm_train_config *c, const char *json, co
     return s;
 }
 
-tmm_status tmm_mixer_impl_parse(const char *name, tmm_mixer_impl *out)
+tmm_status tmm_toeplitz_impl_parse(const char *name, tmm_toeplitz_impl *out)
 {
-    static const tmm_mixer_impl all[] = { TMM_MIXER_AUTO, TMM_MIXER_DIRECT, TMM_MIXER_FFT };
+    static const tmm_toeplitz_impl all[] = { TMM_TOEPLITZ_AUTO, TMM_TOEPLITZ_DIRECT, TMM_TOEPLITZ_FFT };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(name, tmm_mixer_impl_name(all[i])) == 0) {
+        if (strcmp(name, tmm_toeplitz_impl_name(all[i])) == 0) {
             *out = all[i];
             return TMM_OK;
         }

@@ -40,7 +40,7 @@ typedef struct tmm_train_config {
     uint64_t data_seed;
     uint32_t eval_every, eval_batches, log_every, save_every, keep;
     double target_accuracy;       /* copy, mqar: stop once held-out accuracy reaches it (0: never) */
-    tmm_mixer_impl mixer_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
+    tmm_toeplitz_impl toeplitz_impl; /* how the Toeplitz layers are computed: auto, direct, fft */
     tmm_precision precision;      /* how activations are kept for the backward */
     double loss_scale;            /* fp16: the initial dynamic loss scale, a power of two in [1, 2^24] */
     uint32_t loss_scale_window;   /* fp16: good steps in a row before the loss scale doubles */
@@ -68,6 +68,7 @@ typedef struct tmm_config_field {
     double lo, hi;              /* F64: accepted range (finite) */
     const char *const *names;   /* ENUM: NULL-terminated */
     const char *help;
+    const char *old_key, *old_flag; /* its names in version 0.1, still read (deprecated), or NULL */
 } tmm_config_field;
 
 /* The table, terminated by a row with section NULL. */
@@ -95,7 +96,7 @@ const char *tmm_train_preset(const char *name);
 /* Names of the built-in presets, NULL-terminated. */
 const char *const *tmm_train_preset_names(void);
 /* "auto", "direct" or "fft". */
-tmm_status tmm_mixer_impl_parse(const char *name, tmm_mixer_impl *out);
+tmm_status tmm_toeplitz_impl_parse(const char *name, tmm_toeplitz_impl *out);
 /* Checks the whole config (after the vocab is known). */
 tmm_status tmm_train_config_check(const tmm_train_config *config);
 /* The resolved config as JSON (malloc'ed), in the layout above. */

@@ -588,7 +588,7 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
 
 tmm_model_options tmm_train_model_options(const tmm_train_config *c)
 {
-    return (tmm_model_options){ .impl = c->mixer_impl, .precision = c->precision, .recompute = c->recompute };
+    return (tmm_model_options){ .impl = c->toeplitz_impl, .precision = c->precision, .recompute = c->recompute };
 }
 
 /* The plan of a run without its limit. */
@@ -769,7 +769,7 @@ static tmm_status check_memory(tmm_device *dev, const tmm_train_config *c)
                     size_text(need.model.params, t[1], sizeof t[1]),
                     size_text(need.model.grads + need.accumulation, t[2], sizeof t[2]),
                     size_text(need.optimizer, t[3], sizeof t[3]), size_text(need.model.activations, t[4], sizeof t[4]),
-                    size_text(need.model.workspace + need.model.mixer, t[5], sizeof t[5]), c->batch / c->accum, limit,
+                    size_text(need.model.workspace + need.model.fft_plans, t[5], sizeof t[5]), c->batch / c->accum, limit,
                     advice);
 }
 
@@ -1004,7 +1004,7 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     }
     tmm_distilled_free(&set);
     if (s == TMM_OK)
-        s = tmm_model_create_impl(dev, &c.model, B, c.mixer_impl, &m);
+        s = tmm_model_create_impl(dev, &c.model, B, c.toeplitz_impl, &m);
     if (s == TMM_OK)
         s = tmm_model_write_params(m, ck.params);
     if (s == TMM_OK) {

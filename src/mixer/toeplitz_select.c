@@ -1,5 +1,5 @@
 /* The fft/direct crossover per device and work size (mixer_select.h). */
-#include "mixer/mixer_select.h"
+#include "mixer/toeplitz_select.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -16,14 +16,14 @@
  * the crossover (3: the chunked FFT path). */
 #define CACHE_HEADER "tmm mixer calibration 3\n"
 
-const uint32_t tmm_mixer_bucket_work[TMM_MIXER_BUCKETS] = { 16, 128, 512 };
+const uint32_t tmm_mixer_bucket_work[TMM_TOEPLITZ_BUCKETS] = { 16, 128, 512 };
 
 /* Device time of forward + backward at length n with B = 1 and d = work,
  * direct or FFT, of the last of `runs` runs (llvmpipe compiles kernels at
  * their first dispatch: a first run is not timed). */
 static tmm_status time_mixer(tmm_device *dev, uint32_t n, uint32_t work, bool fft_path, int runs, double *ms)
 {
-    tmm_toeplitz_desc td = { 1, n, work, 1, 1, TMM_MIXER_DIRECT };
+    tmm_toeplitz_desc td = { 1, n, work, 1, 1, TMM_TOEPLITZ_DIRECT };
     const uint64_t act = (uint64_t)n * work;
     const uint64_t sizes[9] = { act, n, n, act, act, act, n, n, tmm_op_toeplitz_backward_scratch(dev, &td, 0) };
     tmm_buffer *b[9] = { 0 };
@@ -106,7 +106,7 @@ static tmm_status measure_bucket(tmm_device *dev, uint32_t work, uint32_t start,
     return TMM_OK;
 }
 
-void tmm_mixer_cache_path(const tmm_device *dev, char *out, size_t size)
+void tmm_toeplitz_cache_path(const tmm_device *dev, char *out, size_t size)
 {
     char dir[2048];
     out[0] = '\0';
@@ -121,13 +121,13 @@ void tmm_mixer_cache_path(const tmm_device *dev, char *out, size_t size)
 }
 
 /* The header, then "work W crossover N|never" per bucket, in order. */
-static bool parse(const char *text, uint32_t x[TMM_MIXER_BUCKETS])
+static bool parse(const char *text, uint32_t x[TMM_TOEPLITZ_BUCKETS])
 {
     size_t head = strlen(CACHE_HEADER);
     if (strncmp(text, CACHE_HEADER, head) != 0)
         return false;
     text += head;
-    for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
+    for (int i = 0; i < TMM_TOEPLITZ_BUCKETS; i++) {
         unsigned long work;
         char value[16];
         int used = 0;
@@ -146,11 +146,11 @@ static bool parse(const char *text, uint32_t x[TMM_MIXER_BUCKETS])
     return true;
 }
 
-static void save(char *path, const uint32_t x[TMM_MIXER_BUCKETS])
+static void save(char *path, const uint32_t x[TMM_TOEPLITZ_BUCKETS])
 {
     char text[256];
     int len = snprintf(text, sizeof text, "%s", CACHE_HEADER);
-    for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
+    for (int i = 0; i < TMM_TOEPLITZ_BUCKETS; i++) {
         char value[16];
         snprintf(value, sizeof value, x[i] == UINT32_MAX ? "never" : "%u", x[i]);
         len += snprintf(text + len, sizeof text - (size_t)len, "work %u crossover %s\n", tmm_mixer_bucket_work[i],
@@ -169,11 +169,11 @@ static void save(char *path, const uint32_t x[TMM_MIXER_BUCKETS])
 }
 
 /* Every bucket's crossover, each search starting from the previous one's. */
-static tmm_status measure_all(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
+static tmm_status measure_all(tmm_device *dev, uint32_t x[TMM_TOEPLITZ_BUCKETS])
 {
     bool warm = false;
     uint32_t start = TMM_MIXER_CALIBRATE_FROM;
-    for (int i = 0; i < TMM_MIXER_BUCKETS; i++) {
+    for (int i = 0; i < TMM_TOEPLITZ_BUCKETS; i++) {
         TMM_TRY(measure_bucket(dev, tmm_mixer_bucket_work[i], start, &warm, &x[i]));
         start = x[i] < TMM_MIXER_CALIBRATE_TO ? x[i] : TMM_MIXER_CALIBRATE_TO;
     }
@@ -181,7 +181,7 @@ static tmm_status measure_all(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
 }
 
 /* The cached calibration, if path holds a valid one; warns when a file is there but not valid. */
-static bool load_cached(const char *path, uint32_t x[TMM_MIXER_BUCKETS], bool warn)
+static bool load_cached(const char *path, uint32_t x[TMM_TOEPLITZ_BUCKETS], bool warn)
 {
     void *data = NULL;
     size_t size;
@@ -194,10 +194,10 @@ static bool load_cached(const char *path, uint32_t x[TMM_MIXER_BUCKETS], bool wa
     return ok;
 }
 
-tmm_status tmm_mixer_calibration(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
+tmm_status tmm_toeplitz_calibration(tmm_device *dev, uint32_t x[TMM_TOEPLITZ_BUCKETS])
 {
     char path[2300], lock_path[2310];
-    tmm_mixer_cache_path(dev, path, sizeof path);
+    tmm_toeplitz_cache_path(dev, path, sizeof path);
     if (load_cached(path, x, false))
         return TMM_OK;
     /* One process measures at a time: others starting together wait for its
@@ -228,42 +228,42 @@ tmm_status tmm_mixer_calibration(tmm_device *dev, uint32_t x[TMM_MIXER_BUCKETS])
 }
 
 
-tmm_status tmm_mixer_crossover(tmm_device *dev, uint64_t work, uint32_t *out)
+tmm_status tmm_toeplitz_crossover(tmm_device *dev, uint64_t work, uint32_t *out)
 {
-    uint32_t x[TMM_MIXER_BUCKETS];
-    TMM_TRY(tmm_mixer_calibration(dev, x));
+    uint32_t x[TMM_TOEPLITZ_BUCKETS];
+    TMM_TRY(tmm_toeplitz_calibration(dev, x));
     /* the bucket nearest in log scale */
     const double lw = log2(work ? (double)work : 1.0);
     int best = 0;
-    for (int i = 1; i < TMM_MIXER_BUCKETS; i++)
+    for (int i = 1; i < TMM_TOEPLITZ_BUCKETS; i++)
         if (fabs(lw - log2(tmm_mixer_bucket_work[i])) < fabs(lw - log2(tmm_mixer_bucket_work[best])))
             best = i;
     *out = x[best];
     return TMM_OK;
 }
 
-tmm_status tmm_mixer_resolve(tmm_device *dev, tmm_mixer_impl impl, uint32_t n, uint64_t work,
-                             tmm_mixer_impl *out)
+tmm_status tmm_toeplitz_resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n, uint64_t work,
+                             tmm_toeplitz_impl *out)
 {
     *out = impl;
-    if (impl != TMM_MIXER_AUTO)
+    if (impl != TMM_TOEPLITZ_AUTO)
         return TMM_OK;
-    *out = TMM_MIXER_DIRECT;
+    *out = TMM_TOEPLITZ_DIRECT;
     if (n < TMM_MIXER_CALIBRATE_FROM)
         return TMM_OK;
     uint32_t crossover;
-    TMM_TRY(tmm_mixer_crossover(dev, work, &crossover));
+    TMM_TRY(tmm_toeplitz_crossover(dev, work, &crossover));
     if (n >= crossover)
-        *out = TMM_MIXER_FFT;
+        *out = TMM_TOEPLITZ_FFT;
     return TMM_OK;
 }
 
-tmm_status tmm_mixer_match_plan(tmm_device *device, tmm_mixer_impl impl, const tmm_toeplitz_desc *desc,
+tmm_status tmm_toeplitz_match_plan(tmm_device *device, tmm_toeplitz_impl impl, const tmm_toeplitz_desc *desc,
                                 tmm_toeplitz_fft **fft)
 {
-    if (impl == TMM_MIXER_FFT && !*fft)
+    if (impl == TMM_TOEPLITZ_FFT && !*fft)
         return tmm_toeplitz_fft_create(device, desc, fft);
-    if (impl != TMM_MIXER_FFT && *fft) {
+    if (impl != TMM_TOEPLITZ_FFT && *fft) {
         tmm_toeplitz_fft_destroy(*fft);
         *fft = NULL;
     }
