@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end checks of the tmm command line: help, bad input, a short training
 # run, Ctrl-C (saves a checkpoint, exit 130), exact resume, tmm eval, tmm
-# generate on the default copy run, and a corrupt checkpoint refused with a
-# clear message.
+# generate on the default copy run, a corrupt checkpoint refused with a
+# clear message, and README.md: its links and those of docs/ resolve, and every
+# command in its code blocks runs.
 #   tests/cli_test.sh PATH/TO/tmm [PATH/TO/examples/generate]
 set -u
 tmm="$1"
@@ -268,6 +269,161 @@ check "generate decodes with the run's BPE tokenizer" bash -c '"$@" > /dev/null'
 rm "$dir/shE/tokenizer.json"
 expect_fail "generate without the run's tokenizer.json" 1 "tokenizer.json" \
   "$tmm" generate --checkpoint "$dir/shE" --prompt "the" -n 2 --quiet
+
+# ---- README.md and docs/: the links resolve, and every command in README's code blocks runs ----
+# (README cannot drift from the program: each command runs in order, in a scratch directory with a
+# small corpus/, with tiny settings where it would be long; see readme_commands below)
+root="$(cd "$(dirname "$0")/.." && pwd)"
+check "relative links in README.md and docs/ resolve" python3 -c 'import glob, os, re, sys
+root = sys.argv[1]
+def slug(h):  # a GitHub heading anchor
+    return re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+bad = []
+files = [os.path.join(root, "README.md")]
+files += glob.glob(os.path.join(root, "docs", "**", "*.md"), recursive=True)
+for f in files:
+    text = re.sub(r"```.*?```", "", open(f, encoding="utf-8").read(), flags=re.S)
+    for link in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", link):
+            continue
+        path, _, anchor = link.partition("#")
+        target = os.path.normpath(os.path.join(os.path.dirname(f), path)) if path else f
+        if not os.path.exists(target):
+            bad.append("%s: %s (no such file)" % (os.path.relpath(f, root), link))
+        elif anchor and target.endswith(".md"):
+            heads = [slug(h) for h in re.findall(r"^#+ (.*)$", open(target, encoding="utf-8").read(), re.M)]
+            if anchor not in heads:
+                bad.append("%s: %s (no such heading)" % (os.path.relpath(f, root), link))
+assert len(files) > 10, files
+assert not bad, "\n".join(bad)' "$root"
+
+# readme_commands README TMM ROOT: one line per command of README's code blocks, "COMMAND<TAB>ARGS":
+# COMMAND as README writes it, ARGS the words to run (shell-quoted), with TMM for build/tmm and tiny
+# settings substituted. A command is a line of a ```sh block (or a "$ " line of any other block)
+# whose first word is tmm, build/tmm, tools/... or mpirun; "\" continues it, "#" starts a comment.
+readme_commands() {
+  python3 -c 'import re, shlex, sys
+readme, tmm, root = sys.argv[1:4]
+def set_opt(w, flag, value):  # replace every value of flag, or append it
+    if flag in w:
+        for i, x in enumerate(w):
+            if x == flag:
+                w[i + 1] = value
+    else:
+        w += [flag, value]
+def drop_opt(w, flag):
+    while flag in w:
+        i = w.index(flag)
+        del w[i:i + 2]
+def tiny(w):  # w: the words after the binary
+    if "--help" in w or "-h" in w or "--list-config" in w:
+        return w
+    cmd, sub = w[0], (w[1] if len(w) > 1 else "")
+    if cmd == "train" and "--resume" in w:
+        set_opt(w, "--steps", "4")
+    elif cmd == "train":
+        for f, v in (("--steps", "2"), ("--batch", "2"), ("--eval-batches", "2")):
+            set_opt(w, f, v)
+        if "--preset" in w and w[w.index("--preset") + 1] != "tiny-copy":
+            for f, v in (("--d-model", "32"), ("--layers", "1"), ("--n-ctx", "64")):
+                set_opt(w, f, v)
+    elif cmd == "bench":
+        small = {"train": [("--d-model", "16"), ("--n-ctx", "16"), ("--layers", "1"), ("--batch", "2"), ("--steps", "1")],
+                 "memory": [("--d-model", "16"), ("--n-ctx", "16"), ("--layers", "1"), ("--batch", "2"), ("--steps", "0")],
+                 "arch": [("--d-model", "16"), ("--n-ctx", "32"), ("--layers", "1"), ("--heads", "2"), ("--window", "8"),
+                          ("--batch", "2"), ("--steps", "1"), ("--vocab", "16"), ("--positions", "1,20"), ("--repeat", "2")],
+                 "generate": [("--prompts", "8"), ("--positions", "1,40"), ("--repeat", "2")],
+                 "matmul": [("--m", "64"), ("--n", "64"), ("--k", "64")],
+                 "mixer": [("--n", "64"), ("--d", "16"), ("--heads", "2"), ("--repeat", "1")]}
+        if sub == "generate" and "--checkpoint" not in w:
+            small[sub] += [("--d-model", "16"), ("--n-ctx", "64"), ("--layers", "1"), ("--heads", "2")]
+        if sub == "mixer":
+            for f in ("--max-n", "--fit-from", "--time-cap"):
+                drop_opt(w, f)
+        assert sub in small, "no tiny settings for tmm bench %s: add them to tests/cli_test.sh" % sub
+        for f, v in small[sub]:
+            set_opt(w, f, v)
+    if cmd in ("train", "prepare", "distill", "experiment") or (cmd == "tokenizer" and sub == "train"):
+        w.append("--quiet")
+    return w
+block, pending, seen = None, "", set()
+for line in open(readme, encoding="utf-8"):
+    line = line.rstrip("\n")
+    fence = re.match(r"^```(\S*)", line)
+    if fence:
+        block = fence.group(1) if block is None else None
+        continue
+    if block is None:
+        continue
+    s = line.strip()
+    if pending:
+        s, pending = pending + " " + s, ""
+    elif s.startswith("$ "):
+        s = s[2:]
+    elif block != "sh":
+        continue
+    if s.endswith("\\"):
+        pending = s[:-1]
+        continue
+    w = shlex.split(s, comments=True)
+    if not w or not (w[0] in ("tmm", "build/tmm", "mpirun") or w[0].startswith("tools/")):
+        continue
+    name = shlex.join(w)
+    if name in seen:
+        continue
+    seen.add(name)
+    if w[0] in ("tmm", "build/tmm"):
+        w = [tmm] + tiny(w[1:])
+    elif w[0] == "tools/bench_eval.sh":
+        w = [root + "/" + w[0], "--tmm", tmm] + w[1:]
+    elif w[0].startswith("tools/"):
+        w = [root + "/" + w[0]] + w[1:]
+    print(name + "\t" + shlex.join(w))' "$1" "$2" "$3"
+}
+readme_skip() { # COMMAND: why README's COMMAND cannot run in this test, or nothing (keep this list short)
+  case "$1" in
+    tools/run.sh*) echo "installs packages (root, a network) and trains the whole default run" ;;
+    tools/test.sh*) echo "the whole suite, this test among it" ;;
+    mpirun*) echo "several processes under MPI; tests/mpi_test.sh runs 2 ranks" ;;
+    "build/tmm experiment --help"*|"tmm experiment --help"*) ;;
+    "build/tmm experiment "*|"tmm experiment "*)
+      echo "minutes of training even at --preset small; CI's experiments stage runs all six (tools/experiments.sh)" ;;
+  esac
+}
+# the scratch directory of README's examples: a small corpus/ (text, JSONL, .gz) and tests/data
+mkdir -p "$dir/readme/corpus"
+for i in $(seq 12); do
+  printf 'document %d: the quick brown fox jumps over the lazy dog %d times. Copying is permitted.\n' "$i" "$i" \
+    > "$dir/readme/corpus/doc$i.txt"
+done
+printf '{"text": "This program is free software."}\n{"text": "a jsonl document about foxes"}\n' \
+  > "$dir/readme/corpus/lines.jsonl"
+gzip -c "$dir/fox.txt" > "$dir/readme/corpus/fox.txt.gz"
+ln -s "$root/tests" "$dir/readme/tests"
+readme_tmm="$(cd "$(dirname "$tmm")" && pwd)/$(basename "$tmm")"
+if readme_commands "$root/README.md" "$readme_tmm" "$root" > "$dir/readme.cmds" 2> "$dir/readme.err"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "FAIL: README's commands could not be read"; sed 's/^/    /' "$dir/readme.err" | tail -5
+fi
+ran=0
+cd "$dir/readme" || exit 1
+while IFS=$'\t' read -r name words; do
+  why="$(readme_skip "$name")"
+  if [ -n "$why" ]; then
+    echo "README: not run here: $name ($why)"
+    continue
+  fi
+  eval "args=($words)"
+  check "README: $name" timeout 120 "${args[@]}"
+  ran=$((ran + 1))
+done < "$dir/readme.cmds"
+cd - > /dev/null || exit 1
+check "README: its commands were found and run (at least 15)" test "$ran" -ge 15
+# every command of tmm --help is shown in README's code blocks
+for c in $("$tmm" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }'); do
+  check "README shows tmm $c" grep -qE "^(build/)?tmm $c( |$)" <(cut -f1 "$dir/readme.cmds")
+done
 
 # TMM_VALIDATE=1 (set by CTest): the Khronos layer saw nothing wrong in any run
 cat "$dir/b.log" >> "$dir/all.log"
