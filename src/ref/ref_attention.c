@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/ref_double.h"
+
 typedef struct dims {
     size_t B, n, d, H, dh;
     size_t W; /* window: keys t-W < s <= t (W = n: full) */
@@ -20,14 +22,6 @@ static dims dims_of(const tmm_attention_desc *desc)
     s.dh = s.d / s.H;
     s.scale = 1.0 / sqrt((double)s.dh);
     return s;
-}
-
-static double *alloc_d(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    if (!p)
-        abort(); /* references run in tests only */
-    return p;
 }
 
 /* The first key of query t's window. */
@@ -70,7 +64,7 @@ void ref_attention_forward_d(const tmm_attention_desc *desc, const double *q, co
                              double *o, double *lse)
 {
     dims s = dims_of(desc);
-    double *p = alloc_d(s.n * s.n);
+    double *p = ref_zalloc(s.n * s.n);
     for (size_t b = 0; b < s.B; b++)
         for (size_t h = 0; h < s.H; h++) {
             probs(&s, q, k, b, h, p, lse ? lse + (b * s.H + h) * s.n : NULL);
@@ -89,7 +83,7 @@ void ref_attention_backward_d(const tmm_attention_desc *desc, const double *q, c
                               const double *dout, double *dq, double *dk, double *dv)
 {
     dims s = dims_of(desc);
-    double *p = alloc_d(s.n * s.n), *ds = alloc_d(s.n * s.n);
+    double *p = ref_zalloc(s.n * s.n), *ds = ref_zalloc(s.n * s.n);
     size_t na = s.B * s.n * s.d;
     memset(dq, 0, na * sizeof *dq);
     memset(dk, 0, na * sizeof *dk);
@@ -124,35 +118,19 @@ void ref_attention_backward_d(const tmm_attention_desc *desc, const double *q, c
     free(ds);
 }
 
-static double *to_d(const float *x, size_t n)
-{
-    double *y = alloc_d(n);
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i];
-    return y;
-}
-
-static void to_f(const double *x, float *y, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        y[i] = (float)x[i];
-}
-
 void ref_attention_forward(const tmm_attention_desc *desc, const float *q, const float *k, const float *v, float *o,
                            float *lse)
 {
     dims s = dims_of(desc);
     size_t na = s.B * s.n * s.d, nl = s.B * s.H * s.n;
-    double *qd = to_d(q, na), *kd = to_d(k, na), *vd = to_d(v, na), *od = alloc_d(na), *ld = alloc_d(nl);
+    double *qd = ref_to_double(q, na), *kd = ref_to_double(k, na), *vd = ref_to_double(v, na);
+    double *od = ref_zalloc(na), *ld = ref_zalloc(nl);
     ref_attention_forward_d(desc, qd, kd, vd, od, ld);
-    to_f(od, o, na);
+    ref_to_float(od, o, na);
     if (lse)
-        to_f(ld, lse, nl);
-    free(qd);
-    free(kd);
-    free(vd);
-    free(od);
-    free(ld);
+        ref_to_float(ld, lse, nl);
+    double *all[] = { qd, kd, vd, od, ld };
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_attention_backward(const tmm_attention_desc *desc, const float *q, const float *k, const float *v,
@@ -160,15 +138,14 @@ void ref_attention_backward(const tmm_attention_desc *desc, const float *q, cons
 {
     dims s = dims_of(desc);
     size_t na = s.B * s.n * s.d;
-    double *qd = to_d(q, na), *kd = to_d(k, na), *vd = to_d(v, na), *gd = to_d(dout, na);
-    double *a = alloc_d(na), *bb = alloc_d(na), *c = alloc_d(na);
-    ref_attention_backward_d(desc, qd, kd, vd, gd, a, bb, c);
-    to_f(a, dq, na);
-    to_f(bb, dk, na);
-    to_f(c, dv, na);
-    double *all[] = { qd, kd, vd, gd, a, bb, c };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    double *qd = ref_to_double(q, na), *kd = ref_to_double(k, na), *vd = ref_to_double(v, na);
+    double *gd = ref_to_double(dout, na), *dqd = ref_zalloc(na), *dkd = ref_zalloc(na), *dvd = ref_zalloc(na);
+    ref_attention_backward_d(desc, qd, kd, vd, gd, dqd, dkd, dvd);
+    ref_to_float(dqd, dq, na);
+    ref_to_float(dkd, dk, na);
+    ref_to_float(dvd, dv, na);
+    double *all[] = { qd, kd, vd, gd, dqd, dkd, dvd };
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 /* ---- cached decoding --------------------------------------------------- */
@@ -206,7 +183,7 @@ void ref_attention_step_d(const tmm_attention_step_desc *desc, const uint32_t *p
     for (size_t b = 0; b < B; b++) {
         const size_t t = pos[b], W = desc->window;
         const size_t lo = W && t + 1 > W ? t + 1 - W : 0, len = t + 1 - lo;
-        double *sc = alloc_d(len);
+        double *sc = ref_zalloc(len);
         for (size_t h = 0; h < H; h++) {
             const double *qh = q + b * d + h * dh;
             double m = -INFINITY, l = 0;
@@ -238,11 +215,10 @@ void ref_attention_step(const tmm_attention_step_desc *desc, const uint32_t *pos
                         const float *kcache, const float *vcache, float *o)
 {
     const size_t nq = (size_t)desc->batch * desc->d, nc = nq * desc->capacity;
-    double *qd = to_d(q, nq), *kd = to_d(kcache, nc), *vd = to_d(vcache, nc), *od = alloc_d(nq);
+    double *qd = ref_to_double(q, nq), *kd = ref_to_double(kcache, nc), *vd = ref_to_double(vcache, nc);
+    double *od = ref_zalloc(nq);
     ref_attention_step_d(desc, pos, qd, kd, vd, od);
-    to_f(od, o, nq);
-    free(qd);
-    free(kd);
-    free(vd);
-    free(od);
+    ref_to_float(od, o, nq);
+    double *all[] = { qd, kd, vd, od };
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/ref_double.h"
+
 typedef struct dims {
     size_t B, n, d, H, D;
 } dims;
@@ -19,16 +21,37 @@ static dims dims_of(const tmm_linear_attention_desc *desc)
     return s;
 }
 
-static double *alloc_d(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    if (!p)
-        abort(); /* references run in tests only */
-    return p;
-}
-
 static double phi(double x) { return x > 0 ? x + 1 : exp(x); }
 static double dphi(double x) { return x > 0 ? 1 : exp(x); }
+
+/* One position of a head's recurrence: S += φ(k_t) v_tᵀ, z += φ(k_t). */
+static void add_position(const dims *s, const double *kt, const double *vt, double *S, double *z)
+{
+    for (size_t c1 = 0; c1 < s->D; c1++) {
+        const double f = phi(kt[c1]);
+        for (size_t c2 = 0; c2 < s->D; c2++)
+            S[c1 * s->D + c2] += f * vt[c2];
+        z[c1] += f;
+    }
+}
+
+/* A head's output at a position from its state: fq = φ(q_t), y_t = fqᵀ S / b_t;
+ * returns the denominator b_t = fqᵀ z + eps. */
+static double read_out(const dims *s, const double *qt, const double *S, const double *z, double *fq, double *yt)
+{
+    double bt = TMM_LINATTN_EPS;
+    for (size_t c1 = 0; c1 < s->D; c1++) {
+        fq[c1] = phi(qt[c1]);
+        bt += fq[c1] * z[c1];
+    }
+    for (size_t c2 = 0; c2 < s->D; c2++) {
+        double a = 0;
+        for (size_t c1 = 0; c1 < s->D; c1++)
+            a += fq[c1] * S[c1 * s->D + c2];
+        yt[c2] = a / bt;
+    }
+    return bt;
+}
 
 /* Head h of row t of batch b of x [B, n, d]. */
 #define ROW(x, b, t, h) ((x) + ((b) * s.n + (t)) * s.d + (h) * s.D)
@@ -37,30 +60,14 @@ void ref_linear_attention_forward_d(const tmm_linear_attention_desc *desc, const
                                     const double *v, double *y, double *den)
 {
     dims s = dims_of(desc);
-    double *S = alloc_d(s.D * s.D), *z = alloc_d(s.D), *fq = alloc_d(s.D);
+    double *S = ref_zalloc(s.D * s.D), *z = ref_zalloc(s.D), *fq = ref_zalloc(s.D);
     for (size_t b = 0; b < s.B; b++)
         for (size_t h = 0; h < s.H; h++) {
             memset(S, 0, s.D * s.D * sizeof *S);
             memset(z, 0, s.D * sizeof *z);
             for (size_t t = 0; t < s.n; t++) {
-                const double *kt = ROW(k, b, t, h), *vt = ROW(v, b, t, h), *qt = ROW(q, b, t, h);
-                for (size_t c1 = 0; c1 < s.D; c1++) {
-                    double fk = phi(kt[c1]);
-                    for (size_t c2 = 0; c2 < s.D; c2++)
-                        S[c1 * s.D + c2] += fk * vt[c2];
-                    z[c1] += fk;
-                    fq[c1] = phi(qt[c1]);
-                }
-                double bt = TMM_LINATTN_EPS;
-                for (size_t c1 = 0; c1 < s.D; c1++)
-                    bt += fq[c1] * z[c1];
-                double *yt = ROW(y, b, t, h);
-                for (size_t c2 = 0; c2 < s.D; c2++) {
-                    double a = 0;
-                    for (size_t c1 = 0; c1 < s.D; c1++)
-                        a += fq[c1] * S[c1 * s.D + c2];
-                    yt[c2] = a / bt;
-                }
+                add_position(&s, ROW(k, b, t, h), ROW(v, b, t, h), S, z);
+                const double bt = read_out(&s, ROW(q, b, t, h), S, z, fq, ROW(y, b, t, h));
                 if (den)
                     den[(b * s.H + h) * s.n + t] = bt;
             }
@@ -74,32 +81,19 @@ void ref_linear_attention_backward_d(const tmm_linear_attention_desc *desc, cons
                                      const double *v, const double *dy, double *dq, double *dk, double *dv)
 {
     dims s = dims_of(desc);
-    double *S = alloc_d(s.D * s.D), *z = alloc_d(s.D), *fq = alloc_d(s.D), *fk = alloc_d(s.D);
-    double *y = alloc_d(s.D), *da = alloc_d(s.D), *bt = alloc_d(s.n), *dbt = alloc_d(s.n);
+    double *S = ref_zalloc(s.D * s.D), *z = ref_zalloc(s.D), *fq = ref_zalloc(s.D), *fk = ref_zalloc(s.D);
+    double *y = ref_zalloc(s.D), *da = ref_zalloc(s.D), *bt = ref_zalloc(s.n), *dbt = ref_zalloc(s.n);
     for (size_t b = 0; b < s.B; b++)
         for (size_t h = 0; h < s.H; h++) {
             /* forward sweep: y_t, da_t, db_t and dq_t = (S_t da_t + z_t db_t) f'(q_t) */
             memset(S, 0, s.D * s.D * sizeof *S);
             memset(z, 0, s.D * sizeof *z);
             for (size_t t = 0; t < s.n; t++) {
-                const double *kt = ROW(k, b, t, h), *vt = ROW(v, b, t, h), *qt = ROW(q, b, t, h);
-                const double *gt = ROW(dy, b, t, h);
-                for (size_t c1 = 0; c1 < s.D; c1++) {
-                    double f = phi(kt[c1]);
-                    for (size_t c2 = 0; c2 < s.D; c2++)
-                        S[c1 * s.D + c2] += f * vt[c2];
-                    z[c1] += f;
-                    fq[c1] = phi(qt[c1]);
-                }
-                bt[t] = TMM_LINATTN_EPS;
-                for (size_t c1 = 0; c1 < s.D; c1++)
-                    bt[t] += fq[c1] * z[c1];
+                const double *qt = ROW(q, b, t, h), *gt = ROW(dy, b, t, h);
+                add_position(&s, ROW(k, b, t, h), ROW(v, b, t, h), S, z);
+                bt[t] = read_out(&s, qt, S, z, fq, y);
                 double dyy = 0;
                 for (size_t c2 = 0; c2 < s.D; c2++) {
-                    double a = 0;
-                    for (size_t c1 = 0; c1 < s.D; c1++)
-                        a += fq[c1] * S[c1 * s.D + c2];
-                    y[c2] = a / bt[t];
                     da[c2] = gt[c2] / bt[t];
                     dyy += gt[c2] * y[c2];
                 }
@@ -141,8 +135,7 @@ void ref_linear_attention_backward_d(const tmm_linear_attention_desc *desc, cons
             }
         }
     double *all[] = { S, z, fq, fk, y, da, bt, dbt };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_linear_attention_state_d(const tmm_linear_attention_desc *desc, const uint32_t *len, const double *k,
@@ -155,15 +148,8 @@ void ref_linear_attention_state_d(const tmm_linear_attention_desc *desc, const u
         size_t end = len[b] < s.n ? len[b] : s.n;
         for (size_t h = 0; h < s.H; h++) {
             double *Sh = S + (b * s.H + h) * s.D * s.D, *zh = z + (b * s.H + h) * s.D;
-            for (size_t t = 0; t < end; t++) {
-                const double *kt = ROW(k, b, t, h), *vt = ROW(v, b, t, h);
-                for (size_t c1 = 0; c1 < s.D; c1++) {
-                    double f = phi(kt[c1]);
-                    for (size_t c2 = 0; c2 < s.D; c2++)
-                        Sh[c1 * s.D + c2] += f * vt[c2];
-                    zh[c1] += f;
-                }
-            }
+            for (size_t t = 0; t < end; t++)
+                add_position(&s, ROW(k, b, t, h), ROW(v, b, t, h), Sh, zh);
         }
     }
 }
@@ -172,56 +158,32 @@ void ref_linear_attention_step_d(const tmm_linear_attention_desc *desc, const do
                                  const double *v, double *S, double *z, double *y)
 {
     dims s = dims_of(desc);
+    double *fq = ref_zalloc(s.D);
     for (size_t b = 0; b < s.B; b++)
         for (size_t h = 0; h < s.H; h++) {
-            const double *qr = q + b * s.d + h * s.D, *kr = k + b * s.d + h * s.D, *vr = v + b * s.d + h * s.D;
-            double *Sh = S + (b * s.H + h) * s.D * s.D, *zh = z + (b * s.H + h) * s.D, *yr = y + b * s.d + h * s.D;
-            double bt = TMM_LINATTN_EPS;
-            for (size_t c1 = 0; c1 < s.D; c1++) {
-                double f = phi(kr[c1]);
-                for (size_t c2 = 0; c2 < s.D; c2++)
-                    Sh[c1 * s.D + c2] += f * vr[c2];
-                zh[c1] += f;
-                bt += phi(qr[c1]) * zh[c1];
-            }
-            for (size_t c2 = 0; c2 < s.D; c2++) {
-                double a = 0;
-                for (size_t c1 = 0; c1 < s.D; c1++)
-                    a += phi(qr[c1]) * Sh[c1 * s.D + c2];
-                yr[c2] = a / bt;
-            }
+            const size_t at = b * s.d + h * s.D;
+            double *Sh = S + (b * s.H + h) * s.D * s.D, *zh = z + (b * s.H + h) * s.D;
+            add_position(&s, k + at, v + at, Sh, zh);
+            read_out(&s, q + at, Sh, zh, fq, y + at);
         }
+    free(fq);
 }
 
 #undef ROW
-
-static double *to_d(const float *x, size_t n)
-{
-    double *y = alloc_d(n);
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i];
-    return y;
-}
-
-static void to_f(const double *x, float *y, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        y[i] = (float)x[i];
-}
 
 void ref_linear_attention_forward(const tmm_linear_attention_desc *desc, const float *q, const float *k,
                                   const float *v, float *y, float *den)
 {
     dims s = dims_of(desc);
     size_t na = s.B * s.n * s.d, nr = s.B * s.H * s.n;
-    double *qd = to_d(q, na), *kd = to_d(k, na), *vd = to_d(v, na), *yd = alloc_d(na), *nd = alloc_d(nr);
+    double *qd = ref_to_double(q, na), *kd = ref_to_double(k, na), *vd = ref_to_double(v, na);
+    double *yd = ref_zalloc(na), *nd = ref_zalloc(nr);
     ref_linear_attention_forward_d(desc, qd, kd, vd, yd, nd);
-    to_f(yd, y, na);
+    ref_to_float(yd, y, na);
     if (den)
-        to_f(nd, den, nr);
+        ref_to_float(nd, den, nr);
     double *all[] = { qd, kd, vd, yd, nd };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_linear_attention_backward(const tmm_linear_attention_desc *desc, const float *q, const float *k,
@@ -229,15 +191,14 @@ void ref_linear_attention_backward(const tmm_linear_attention_desc *desc, const 
 {
     dims s = dims_of(desc);
     size_t na = s.B * s.n * s.d;
-    double *qd = to_d(q, na), *kd = to_d(k, na), *vd = to_d(v, na), *gd = to_d(dy, na);
-    double *a = alloc_d(na), *bb = alloc_d(na), *c = alloc_d(na);
-    ref_linear_attention_backward_d(desc, qd, kd, vd, gd, a, bb, c);
-    to_f(a, dq, na);
-    to_f(bb, dk, na);
-    to_f(c, dv, na);
-    double *all[] = { qd, kd, vd, gd, a, bb, c };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    double *qd = ref_to_double(q, na), *kd = ref_to_double(k, na), *vd = ref_to_double(v, na);
+    double *gd = ref_to_double(dy, na), *dqd = ref_zalloc(na), *dkd = ref_zalloc(na), *dvd = ref_zalloc(na);
+    ref_linear_attention_backward_d(desc, qd, kd, vd, gd, dqd, dkd, dvd);
+    ref_to_float(dqd, dq, na);
+    ref_to_float(dkd, dk, na);
+    ref_to_float(dvd, dv, na);
+    double *all[] = { qd, kd, vd, gd, dqd, dkd, dvd };
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_linear_attention_state(const tmm_linear_attention_desc *desc, const uint32_t *len, const float *k,
@@ -245,13 +206,12 @@ void ref_linear_attention_state(const tmm_linear_attention_desc *desc, const uin
 {
     dims s = dims_of(desc);
     size_t na = s.B * s.n * s.d, nS = s.B * s.H * s.D * s.D, nz = s.B * s.H * s.D;
-    double *kd = to_d(k, na), *vd = to_d(v, na), *Sd = alloc_d(nS), *zd = alloc_d(nz);
+    double *kd = ref_to_double(k, na), *vd = ref_to_double(v, na), *Sd = ref_zalloc(nS), *zd = ref_zalloc(nz);
     ref_linear_attention_state_d(desc, len, kd, vd, Sd, zd);
-    to_f(Sd, S, nS);
-    to_f(zd, z, nz);
+    ref_to_float(Sd, S, nS);
+    ref_to_float(zd, z, nz);
     double *all[] = { kd, vd, Sd, zd };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_linear_attention_step(const tmm_linear_attention_desc *desc, const float *q, const float *k,
@@ -259,13 +219,12 @@ void ref_linear_attention_step(const tmm_linear_attention_desc *desc, const floa
 {
     dims s = dims_of(desc);
     size_t nr = s.B * s.d, nS = s.B * s.H * s.D * s.D, nz = s.B * s.H * s.D;
-    double *qd = to_d(q, nr), *kd = to_d(k, nr), *vd = to_d(v, nr), *Sd = to_d(S, nS), *zd = to_d(z, nz);
-    double *yd = alloc_d(nr);
+    double *qd = ref_to_double(q, nr), *kd = ref_to_double(k, nr), *vd = ref_to_double(v, nr);
+    double *Sd = ref_to_double(S, nS), *zd = ref_to_double(z, nz), *yd = ref_zalloc(nr);
     ref_linear_attention_step_d(desc, qd, kd, vd, Sd, zd, yd);
-    to_f(Sd, S, nS);
-    to_f(zd, z, nz);
-    to_f(yd, y, nr);
+    ref_to_float(Sd, S, nS);
+    ref_to_float(zd, z, nz);
+    ref_to_float(yd, y, nr);
     double *all[] = { qd, kd, vd, Sd, zd, yd };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        free(all[i]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }

@@ -10,14 +10,6 @@
 #include "ref/ref_llama.h"
 #include "ref/ref_model_util.h"
 
-double *ref_zalloc(uint64_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    if (!p)
-        abort(); /* the reference is a test tool: small shapes only */
-    return p;
-}
-
 /* y[N, out] = x[N, in] · Wᵀ + b */
 void ref_linear_fwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *b,
                        double *y)

@@ -7,9 +7,8 @@
 
 #include "mixer/mixer.h"
 #include "model/params.h"
+#include "ref/ref_double.h"
 
-/* Zeroed doubles; aborts when out of memory (a test tool: small shapes only). */
-double *ref_zalloc(uint64_t n);
 /* y[N, out] = x[N, in] · Wᵀ + b (b may be NULL) */
 void ref_linear_fwd(uint64_t N, uint32_t in, uint32_t out, const double *x, const double *W, const double *b,
                     double *y);

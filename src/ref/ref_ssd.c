@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/ref_double.h"
+
 typedef struct dims {
     size_t B, n, H, P, N, cx, dy;
 } dims;
@@ -21,14 +23,6 @@ static dims dims_of(const tmm_ssd_desc *desc, size_t n)
     s.cx = s.H * s.P + 2 * s.N;
     s.dy = s.H * s.P;
     return s;
-}
-
-static double *alloc_d(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    if (!p)
-        abort(); /* references run in tests only */
-    return p;
 }
 
 /* The row of position t of sequence b in xbc: xs of head h at X(r, h), Bt at
@@ -61,7 +55,7 @@ void ref_ssd_forward_d(const tmm_ssd_desc *desc, const double *xbc, const double
                        const double *D, double *y)
 {
     dims s = dims_of(desc, desc->n);
-    double *S = alloc_d(s.P * s.N);
+    double *S = ref_zalloc(s.P * s.N);
     for (size_t b = 0; b < s.B; b++)
         for (size_t h = 0; h < s.H; h++) {
             memset(S, 0, s.P * s.N * sizeof *S);
@@ -80,7 +74,7 @@ void ref_ssd_backward_d(const tmm_ssd_desc *desc, const double *xbc, const doubl
 {
     dims s = dims_of(desc, desc->n);
     const size_t PN = s.P * s.N;
-    double *S = alloc_d((s.n + 1) * PN), *dS = alloc_d(PN); /* S + (t+1) PN: S_t; S: S_{-1} = 0 */
+    double *S = ref_zalloc((s.n + 1) * PN), *dS = ref_zalloc(PN); /* S + (t+1) PN: S_t; S: S_{-1} = 0 */
     memset(dxbc, 0, s.B * s.n * s.cx * sizeof *dxbc);
     for (size_t h = 0; h < s.H; h++) {
         const double A = -exp(A_log[h]);
@@ -161,37 +155,17 @@ void ref_ssd_step_d(const tmm_ssd_desc *desc, const double *xbc, const double *d
 #undef BT
 #undef CT
 
-static double *to_d(const float *x, size_t n)
-{
-    double *y = alloc_d(n);
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i];
-    return y;
-}
-
-static void to_f(const double *x, float *y, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        y[i] = (float)x[i];
-}
-
-static void free_all(double **p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(p[i]);
-}
-
 void ref_ssd_forward(const tmm_ssd_desc *desc, const float *xbc, const float *dt, const float *A_log,
                      const float *D, float *y)
 {
     dims s = dims_of(desc, desc->n);
     const size_t rows = s.B * s.n;
-    double *x = to_d(xbc, rows * s.cx), *d = to_d(dt, rows * s.H), *al = to_d(A_log, s.H), *dd = to_d(D, s.H);
-    double *yd = alloc_d(rows * s.dy);
+    double *x = ref_to_double(xbc, rows * s.cx), *d = ref_to_double(dt, rows * s.H), *al = ref_to_double(A_log, s.H);
+    double *dd = ref_to_double(D, s.H), *yd = ref_zalloc(rows * s.dy);
     ref_ssd_forward_d(desc, x, d, al, dd, yd);
-    to_f(yd, y, rows * s.dy);
+    ref_to_float(yd, y, rows * s.dy);
     double *all[] = { x, d, al, dd, yd };
-    free_all(all, sizeof all / sizeof all[0]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_ssd_backward(const tmm_ssd_desc *desc, const float *xbc, const float *dt, const float *A_log,
@@ -199,16 +173,17 @@ void ref_ssd_backward(const tmm_ssd_desc *desc, const float *xbc, const float *d
 {
     dims s = dims_of(desc, desc->n);
     const size_t rows = s.B * s.n;
-    double *x = to_d(xbc, rows * s.cx), *d = to_d(dt, rows * s.H), *al = to_d(A_log, s.H), *dd = to_d(D, s.H);
-    double *g = to_d(dy, rows * s.dy), *gx = alloc_d(rows * s.cx), *gt = alloc_d(rows * s.H);
-    double *ga = alloc_d(s.H), *gd = alloc_d(s.H);
+    double *x = ref_to_double(xbc, rows * s.cx), *d = ref_to_double(dt, rows * s.H), *al = ref_to_double(A_log, s.H);
+    double *dd = ref_to_double(D, s.H);
+    double *g = ref_to_double(dy, rows * s.dy), *gx = ref_zalloc(rows * s.cx), *gt = ref_zalloc(rows * s.H);
+    double *ga = ref_zalloc(s.H), *gd = ref_zalloc(s.H);
     ref_ssd_backward_d(desc, x, d, al, dd, g, gx, gt, ga, gd);
-    to_f(gx, dxbc, rows * s.cx);
-    to_f(gt, ddt, rows * s.H);
-    to_f(ga, dA_log, s.H);
-    to_f(gd, dD, s.H);
+    ref_to_float(gx, dxbc, rows * s.cx);
+    ref_to_float(gt, ddt, rows * s.H);
+    ref_to_float(ga, dA_log, s.H);
+    ref_to_float(gd, dD, s.H);
     double *all[] = { x, d, al, dd, g, gx, gt, ga, gd };
-    free_all(all, sizeof all / sizeof all[0]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_ssd_state(const tmm_ssd_desc *desc, const uint32_t *len, const float *xbc, const float *dt,
@@ -216,11 +191,12 @@ void ref_ssd_state(const tmm_ssd_desc *desc, const uint32_t *len, const float *x
 {
     dims s = dims_of(desc, desc->n);
     const size_t rows = s.B * s.n, nS = s.B * s.H * s.P * s.N;
-    double *x = to_d(xbc, rows * s.cx), *d = to_d(dt, rows * s.H), *al = to_d(A_log, s.H), *Sd = alloc_d(nS);
+    double *x = ref_to_double(xbc, rows * s.cx), *d = ref_to_double(dt, rows * s.H), *al = ref_to_double(A_log, s.H);
+    double *Sd = ref_zalloc(nS);
     ref_ssd_state_d(desc, len, x, d, al, Sd);
-    to_f(Sd, S, nS);
+    ref_to_float(Sd, S, nS);
     double *all[] = { x, d, al, Sd };
-    free_all(all, sizeof all / sizeof all[0]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }
 
 void ref_ssd_step(const tmm_ssd_desc *desc, const float *xbc, const float *dt, const float *A_log, const float *D,
@@ -228,11 +204,11 @@ void ref_ssd_step(const tmm_ssd_desc *desc, const float *xbc, const float *dt, c
 {
     dims s = dims_of(desc, 1);
     const size_t nS = s.B * s.H * s.P * s.N;
-    double *x = to_d(xbc, s.B * s.cx), *d = to_d(dt, s.B * s.H), *al = to_d(A_log, s.H), *dd = to_d(D, s.H);
-    double *Sd = to_d(S, nS), *yd = alloc_d(s.B * s.dy);
+    double *x = ref_to_double(xbc, s.B * s.cx), *d = ref_to_double(dt, s.B * s.H), *al = ref_to_double(A_log, s.H);
+    double *dd = ref_to_double(D, s.H), *Sd = ref_to_double(S, nS), *yd = ref_zalloc(s.B * s.dy);
     ref_ssd_step_d(desc, x, d, al, dd, Sd, yd);
-    to_f(Sd, S, nS);
-    to_f(yd, y, s.B * s.dy);
+    ref_to_float(Sd, S, nS);
+    ref_to_float(yd, y, s.B * s.dy);
     double *all[] = { x, d, al, dd, Sd, yd };
-    free_all(all, sizeof all / sizeof all[0]);
+    ref_free_all(all, sizeof all / sizeof all[0]);
 }

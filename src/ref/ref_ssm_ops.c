@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/ref_double.h"
+
 static double sigmoid(double a) { return 1.0 / (1.0 + exp(-a)); }
 static double silu(double a) { return a * sigmoid(a); }
 static double silu_grad(double a)
@@ -42,9 +44,7 @@ void ref_conv1d_bwd_d(const double *x, const double *w, const double *bias, cons
                       size_t C, size_t K, bool act, bool accumulate, double *dx, double *dw, double *dbias)
 {
     size_t rows = B * n;
-    double *g = calloc(rows * C + 1, sizeof *g);
-    if (!g)
-        abort(); /* references run in tests only */
+    double *g = ref_zalloc(rows * C);
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < n; t++)
             for (size_t c = 0; c < C; c++) {
@@ -255,24 +255,14 @@ void ref_gate_scale_bwd_d(const double *a, const double *k, const double *dy, si
 
 /* ---- float versions ------------------------------------------------------------- */
 
-static double *in_d(const float *x, size_t n)
-{
-    if (!x)
-        return NULL;
-    double *y = calloc(n ? n : 1, sizeof *y);
-    if (!y)
-        abort();
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i];
-    return y;
-}
+/* A double copy of x, or NULL for none. */
+static double *in_d(const float *x, size_t n) { return x ? ref_to_double(x, n) : NULL; }
 
 /* Rounds y to out (when out is not NULL) and frees y. */
 static void out_f(double *y, float *out, size_t n)
 {
     if (out)
-        for (size_t i = 0; i < n; i++)
-            out[i] = (float)y[i];
+        ref_to_float(y, out, n);
     free(y);
 }
 
@@ -280,15 +270,7 @@ static void out_f(double *y, float *out, size_t n)
 static double *io_d(const float *x, size_t n) { return in_d(x, n); }
 
 /* Zeros standing for a written output, NULL when out is NULL. */
-static double *new_d(const float *out, size_t n)
-{
-    if (!out)
-        return NULL;
-    double *y = calloc(n ? n : 1, sizeof *y);
-    if (!y)
-        abort();
-    return y;
-}
+static double *new_d(const float *out, size_t n) { return out ? ref_zalloc(n) : NULL; }
 
 /* A double copy of a gradient that is added to, or zeros. */
 static double *acc_d(const float *x, size_t n, bool accumulate) { return accumulate ? in_d(x, n) : new_d(x, n); }
