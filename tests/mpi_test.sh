@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Data-parallel training under mpirun (issue 19; README "Training on several
-# GPUs"), 2 ranks on one machine (lavapipe: both share the CPU):
+# Data-parallel training under mpirun (issue 19; docs/guide/multi-gpu.md), 2 ranks on one machine (lavapipe: both share the CPU):
 #   - 2 ranks with the global batch 4 give the losses of 1 process with batch 4,
 #     to float rounding of sums taken in another order. Bound: every logged
 #     loss, val_loss and accuracy within 2e-5 relative (metrics.jsonl keeps 6
 #     significant digits), every weight within 1e-5 after 8 steps; both
-#     measured much smaller (README);
+#     measured much smaller (docs/results/data-parallel.md);
 #   - the same with 2 micro-batches per rank (--accum 2);
 #   - only rank 0 writes (one metrics line per step, not two);
 #   - resume: 2 ranks stopped at step 4 and resumed with 2 ranks end with the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark set over several checkpoints, as one comparison table
-# (README "Benchmarks", docs/eval.md).
+# (docs/guide/eval.md, docs/eval.md).
 #
 #   tools/bench_eval.sh [options] --task NAME=FILE [--task NAME=FILE ...] CHECKPOINT...
 #

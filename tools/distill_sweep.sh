@@ -2,7 +2,7 @@
 # Validation loss of a TMM checkpoint distilled at several orders (tmm
 # distill + tmm eval), beside the exact model's, and how far distilled
 # decoding strays from exact decoding (tmm bench generate): the tables of
-# README "Fast generation". Each order's run directory stays in OUT/order-R.
+# docs/results/distillation.md. Each order's run directory stays in OUT/order-R.
 # CHECKPOINT must be a run directory (its config.json gives n).
 #   tools/distill_sweep.sh TMM CHECKPOINT OUT [ORDERS] [HEAD]
 #   e.g. tools/distill_sweep.sh build/tmm runs/text /tmp/sweep 4,8,16,32,64

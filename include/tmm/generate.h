@@ -59,7 +59,7 @@ TMM_API void tmm_generator_destroy(tmm_generator *gen);
 TMM_API const tmm_generator_info *tmm_generator_get_info(const tmm_generator *gen);
 /* Changes how prefills compute the Toeplitz layers; FFT plans are made here. */
 TMM_API tmm_status tmm_generator_set_toeplitz_impl(tmm_generator *gen, tmm_toeplitz_impl impl);
-/* Its name in version 0.1: deprecated, removed in version 0.3. */
+/* Its former name: deprecated, removed in version 0.2. */
 TMM_API tmm_status tmm_generator_set_mixer(tmm_generator *gen, tmm_toeplitz_impl impl);
 
 /* Starts every sequence anew: prompts[b] holds lengths[b] tokens, 1 <=

@@ -68,8 +68,8 @@ typedef enum tmm_toeplitz_impl {
     TMM_TOEPLITZ_DIRECT,    /* O(n^2) per channel, w[t-s] read by index, no n x n matrix */
     TMM_TOEPLITZ_FFT,       /* O(n log n) per channel */
 } tmm_toeplitz_impl;
-/* The names of version 0.1 ("mixer" meant the Toeplitz choice there;
-  * now it means any sequence mixer): deprecated, removed in version 0.3. */
+/* The former names ("mixer" meant the Toeplitz choice there; now it means
+ * any sequence mixer): deprecated, removed in version 0.2. */
 typedef tmm_toeplitz_impl tmm_mixer_impl;
 #define TMM_MIXER_AUTO TMM_TOEPLITZ_AUTO
 #define TMM_MIXER_DIRECT TMM_TOEPLITZ_DIRECT

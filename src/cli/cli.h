@@ -34,8 +34,8 @@ extern const char *cli_command;
 extern const char *cli_program;
 /* Prints "tmm COMMAND: " and the message on stderr (fmt ends with a newline). */
 void cli_fail(const char *fmt, ...) TMM_PRINTF(1, 2);
-/* The one line for a flag renamed in version 0.2 and still accepted:
- * "tmm COMMAND: --old is deprecated (it goes in version 0.3): use --now". */
+/* The one line for a renamed flag that is still accepted:
+ * "tmm COMMAND: --old is deprecated (it goes in version 0.2): use --now". */
 void cli_deprecated(const char *old_flag, const char *flag);
 /* Prints "tmm COMMAND: <what>: <last error>"; returns 1. */
 int cli_error(const char *what, tmm_status status);

@@ -20,7 +20,7 @@ static void usage(void)
 {
     printf("usage: tmm eval --checkpoint DIR --task NAME --data FILE [options]\n\n"
            "Scores a checkpoint on a benchmark as lm-evaluation-harness does, from a local JSONL\n"
-           "file of the benchmark's Hugging Face fields (docs/eval.md; README \"Benchmarks\"):\n"
+           "file of the benchmark's Hugging Face fields (docs/eval.md, docs/guide/eval.md):\n"
            "multiple choice by the log-likelihood of each choice (acc, acc_norm), question\n"
            "answering by greedy generation (SQuAD exact match and F1), IFEval's verifiable\n"
            "instructions (strict and loose accuracy). The model must read text (bytes or a\n"

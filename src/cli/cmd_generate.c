@@ -45,7 +45,7 @@ static void usage(void)
            "                         Without it, generation stops when the context is full.\n"
            "  --toeplitz-impl I      how the prefill computes the Toeplitz layers (auto: FFT from\n"
            "                         the crossover length measured on the device; it was\n"
-           "                         --mixer-impl, still accepted until version 0.3)\n"
+           "                         --mixer-impl, still accepted until version 0.2)\n"
            "  --exact                a distilled checkpoint decodes exactly (the cached dot product)\n"
            "  --device N             Vulkan device (see tmm devices)\n"
            "  --allow-nonfinite      load weights holding NaN or infinite values (debugging;\n"

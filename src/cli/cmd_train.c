@@ -109,7 +109,7 @@ static void usage(FILE *f)
     for (const char *const *p = tmm_train_preset_names(); *p; p++)
         fprintf(f, "%s%s", *p, p[1] ? ", " : "\n");
     fprintf(f,
-            "  --config FILE          JSON config file (the keys below; see README)\n"
+            "  --config FILE          JSON config file (the keys below; docs/config.md)\n"
             "  --list-config          every config key as a Markdown table (docs/config.md), then exit\n"
             "  --resume DIR           continue a run (its directory or a checkpoint) exactly where it stopped\n"
             "  flags                  one per config key, below\n");
@@ -148,8 +148,8 @@ static void usage(FILE *f)
             "type, unless --device or TMM_DEVICE is given). --batch is the global batch, split evenly\n"
             "(a multiple of N x --accum): the same losses as one process with that batch, up to float\n"
             "rounding. Rank 0 writes the run directory; a checkpoint resumes with any such N. A rank that\n"
-            "dies or does not answer for --dist-timeout seconds stops them all. See README, \"Training on\n"
-            "several GPUs\".\n", cli_dist_built() ? "this build has MPI" : "this build has no MPI: rebuild with it",
+            "dies or does not answer for --dist-timeout seconds stops them all. See\n"
+            "docs/guide/multi-gpu.md.\n", cli_dist_built() ? "this build has MPI" : "this build has no MPI: rebuild with it",
             cli_program);
 }
 

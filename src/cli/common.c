@@ -21,7 +21,7 @@ void cli_fail(const char *fmt, ...)
 
 void cli_deprecated(const char *old_flag, const char *flag)
 {
-    cli_fail("--%s is deprecated (it goes in version 0.3): use --%s\n", old_flag, flag);
+    cli_fail("--%s is deprecated (it goes in version 0.2): use --%s\n", old_flag, flag);
 }
 
 int cli_error(const char *what, tmm_status status)

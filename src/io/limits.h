@@ -1,6 +1,6 @@
 /* The largest file tmm reads for each kind of input (tmm_read_file refuses
- * larger ones with a message naming the limit; README "Reliability" lists
- * them). Every file is read whole into memory, so these also bound memory. */
+ * larger ones with a message naming the limit; docs/guide/reliability.md
+ * lists them). Every file is read whole into memory, so these also bound memory. */
 #ifndef TMM_IO_LIMITS_H
 #define TMM_IO_LIMITS_H
 

@@ -17,8 +17,9 @@
 #define TMM_MIXER_MIXER_H
 
 #include "model/distilled.h"
-#include "model/model.h"
+#include "model/memory.h"
 #include "model/params.h"
+#include "ops/toeplitz.h"
 #include "recorder.h"
 
 typedef struct tmm_mixer tmm_mixer;

@@ -13,6 +13,7 @@
 #ifndef TMM_MODEL_MODEL_H
 #define TMM_MODEL_MODEL_H
 
+#include "model/memory.h"
 #include "model/params.h"
 #include "ops/toeplitz.h"
 #include "recorder.h"
@@ -24,14 +25,6 @@ typedef struct tmm_model tmm_model;
  * batch into the other. */
 #define TMM_MODEL_SLOTS 2
 
-typedef struct tmm_model_memory {
-    uint64_t params;       /* bytes of the parameter arena (and its 16-bit copy in 16-bit precision) */
-    uint64_t grads;        /* bytes of the gradient arena */
-    uint64_t activations;  /* bytes kept from the forward for the backward */
-    uint64_t workspace;    /* gradient temporaries, logits, batch inputs and op scratch */
-    uint64_t fft_plans;    /* the FFT plans' buffers (0 on the direct path) */
-    uint64_t total;
-} tmm_model_memory;
 
 /* How a model is computed and what it keeps (none of it changes the
  * parameters' layout or the function computed, up to the rounding of the

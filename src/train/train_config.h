@@ -68,7 +68,7 @@ typedef struct tmm_config_field {
     double lo, hi;              /* F64: accepted range (finite) */
     const char *const *names;   /* ENUM: NULL-terminated */
     const char *help;
-    const char *old_key, *old_flag; /* its names in version 0.1, still read (deprecated), or NULL */
+    const char *old_key, *old_flag; /* its old names, still read until version 0.2 (deprecated), or NULL */
 } tmm_config_field;
 
 /* The table, terminated by a row with section NULL. */
