@@ -41,6 +41,15 @@ expect_fail "--max-memory: advice" 1 "fits (" \
   "$tmm" train "${small[@]}" --batch 8 --max-memory 0.0001 --run-dir "$dir/maxmem"
 check "start-up memory summary" bash -c '"$@" | grep -q "^device memory: .* planned (precision fp32, recompute none, 4 sequences per micro-batch); the limit is --max-memory 1 GiB"' \
   _ "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1 --eval-every 0 --max-memory 1 --run-dir "$dir/maxmem-ok"
+# the Toeplitz direct/FFT choice's former names: still read, the flag with one deprecation line
+check "--mixer-impl still works, with a deprecation line" bash -c '"$@" 2> "$0.err" &&
+  grep -q "mixer-impl is deprecated" "$0.err" && grep -q "\"toeplitz_impl\":.*\"direct\"" "$0.cfg/config.json"' \
+  "$dir/oldflag" "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1 --eval-every 0 --quiet \
+  --mixer-impl direct --run-dir "$dir/oldflag.cfg"
+printf '{"train": {"mixer_impl": "fft"}}' > "$dir/oldkey.json"
+check "train.mixer_impl in a config file is read as train.toeplitz_impl" bash -c '"$@" &&
+  grep -q "\"toeplitz_impl\":.*\"fft\"" "$0/config.json"' "$dir/oldkey" "$tmm" train --config "$dir/oldkey.json" \
+  --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1 --eval-every 0 --quiet --run-dir "$dir/oldkey"
 check "short training run" "$tmm" train "${small[@]}" --steps 30 --eval-every 10 --target-acc 0 --run-dir "$dir/a"
 check "metrics.jsonl has evals" grep -q '"copy_acc"' "$dir/a/metrics.jsonl"
 check "checkpoint saved" test -f "$dir/a/checkpoints/latest"
