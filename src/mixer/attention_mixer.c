@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mixer/mixer_common.h"
 #include "mixer/qkvo.h"
 #include "ops/attention.h"
 #include "ops/attention_step.h"
@@ -57,26 +58,29 @@ static void destroy(tmm_mixer *base)
     att_mixer *m = (att_mixer *)base;
     if (!m)
         return;
-    if (m->layers)
-        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
-            att_layer *a = &m->layers[l];
-            tmm_buffer *all[] = { a->q, a->k, a->v, a->o, a->lse };
-            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-                tmm_buffer_destroy(all[i]);
-        }
-    tmm_buffer_destroy(m->dq), tmm_buffer_destroy(m->dk), tmm_buffer_destroy(m->dv);
-    tmm_buffer_destroy(m->rope);
+    for (uint32_t l = 0; m->layers && l < base->s.act_sets; l++) {
+        const att_layer *a = &m->layers[l];
+        tmm_buffer *const acts[] = { a->q, a->k, a->v, a->o, a->lse };
+        tmm_mixer_buffers_destroy(acts, sizeof acts / sizeof acts[0]);
+    }
+    tmm_buffer *const work[] = { m->dq, m->dk, m->dv, m->rope };
+    tmm_mixer_buffers_destroy(work, sizeof work / sizeof work[0]);
     free(m->layers);
     free(m);
 }
 
-static tmm_status allocate(att_mixer *m)
+/* Activations, workspace and the RoPE table, through the model's allocation (a dry run counts them). */
+static tmm_status allocate(tmm_mixer *base)
 {
+    att_mixer *m = (att_mixer *)base;
     const tmm_model_config *c = config_of(m);
-    const tmm_allocation *al = m->base.s.alloc;
-    const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
+    const tmm_allocation *al = base->s.alloc;
+    const uint64_t rows_d = (uint64_t)base->rows * c->d_model;
     const tmm_attention_desc ad = desc_of(m);
-    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
+    TMM_TRY(tmm_attention_check(NULL, &ad));
+    if (!(m->layers = calloc(base->s.act_sets, sizeof *m->layers)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < base->s.act_sets; l++) {
         att_layer *a = &m->layers[l];
         tmm_buffer **acts[] = { &a->q, &a->k, &a->v, &a->o };
         for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
@@ -103,23 +107,7 @@ static tmm_status allocate(att_mixer *m)
 
 static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
 {
-    *out = NULL;
-    att_mixer *m = calloc(1, sizeof *m);
-    if (!m)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    m->base = (tmm_mixer){ .cls = &tmm_attention_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
-    tmm_attention_desc ad = desc_of(m);
-    tmm_status st = tmm_attention_check(NULL, &ad);
-    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
-        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (st == TMM_OK)
-        st = allocate(m);
-    if (st != TMM_OK) {
-        destroy(&m->base);
-        return st;
-    }
-    *out = &m->base;
-    return TMM_OK;
+    return tmm_mixer_create(&tmm_attention_mixer, s, sizeof(att_mixer), allocate, out);
 }
 
 static uint64_t scratch_floats(const tmm_mixer *base)
@@ -185,13 +173,10 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     att_decoder *dec = (att_decoder *)dd;
     if (!dec)
         return;
-    if (dec->kc)
-        for (uint32_t l = 0; l < config_of(dec->m)->n_layers; l++)
-            tmm_buffer_destroy(dec->kc[l]), tmm_buffer_destroy(dec->vc[l]);
-    tmm_buffer *all[] = { dec->q, dec->k, dec->v, dec->o, dec->scratch };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
-    free(dec->kc), free(dec->vc);
+    const uint32_t L = config_of(dec->m)->n_layers;
+    tmm_mixer_layer_buffers_free(dec->kc, L), tmm_mixer_layer_buffers_free(dec->vc, L);
+    tmm_buffer *const step[] = { dec->q, dec->k, dec->v, dec->o, dec->scratch };
+    tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     free(dec);
 }
 
@@ -217,30 +202,18 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     dec->sd = (tmm_attention_step_desc){ .batch = base->s.batch, .d = c->d_model, .heads = c->heads,
                                          .capacity = dec->ring ? c->window : c->n_ctx, .window = c->window };
     const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
+    const tmm_buffer_spec step[] = {
+        { &dec->q, Bd }, { &dec->k, Bd }, { &dec->v, Bd }, { &dec->o, Bd },
+        { &dec->scratch, tmm_op_attention_step_scratch(dev, &dec->sd) },
+    };
     tmm_status s = tmm_attention_step_check(NULL, &dec->sd);
-    if (s == TMM_OK && dec->ring) {
-        dec->kc = calloc(c->n_layers, sizeof *dec->kc);
-        dec->vc = calloc(c->n_layers, sizeof *dec->vc);
-        if (!dec->kc || !dec->vc)
-            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-        for (uint32_t l = 0; l < c->n_layers && s == TMM_OK; l++) {
-            s = tmm_buffer_create(dev, Bd * c->window * 4, TMM_MEMORY_DEVICE, &dec->kc[l]);
-            if (s == TMM_OK)
-                s = tmm_buffer_create(dev, Bd * c->window * 4, TMM_MEMORY_DEVICE, &dec->vc[l]);
-        }
-    }
-    const uint64_t scratch = tmm_op_attention_step_scratch(dev, &dec->sd);
-    tmm_buffer **rows[] = { &dec->q, &dec->k, &dec->v, &dec->o };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && s == TMM_OK; i++)
-        s = tmm_buffer_create(dev, Bd * 4, TMM_MEMORY_DEVICE, rows[i]);
     if (s == TMM_OK)
-        s = tmm_buffer_create(dev, (scratch ? scratch : 1) * 4, TMM_MEMORY_DEVICE, &dec->scratch);
-    if (s != TMM_OK) {
-        decoder_destroy((tmm_mixer_decoder *)dec);
-        return s;
-    }
-    *out = (tmm_mixer_decoder *)dec;
-    return TMM_OK;
+        s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
+    if (s == TMM_OK && dec->ring)
+        s = tmm_mixer_layer_buffers(dev, c->n_layers, Bd * c->window, &dec->kc);
+    if (s == TMM_OK && dec->ring)
+        s = tmm_mixer_layer_buffers(dev, c->n_layers, Bd * c->window, &dec->vc);
+    return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
 }
 
 static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mixer *src_base, const tmm_view *src_x,
@@ -314,17 +287,6 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 }
 
 const tmm_mixer_class tmm_attention_mixer = {
-    .check = check,
-    .flops = flops,
-    .describe = describe,
+    TMM_MIXER_SLOTS,
     .declare = tmm_qkvo_declare,
-    .create = create,
-    .destroy = destroy,
-    .scratch_floats = scratch_floats,
-    .forward = forward,
-    .backward = backward,
-    .decoder_create = decoder_create,
-    .decoder_destroy = decoder_destroy,
-    .record_prefill = record_prefill,
-    .record_step = record_step,
 };

@@ -19,7 +19,7 @@
  * double for positions normalized by n_pos - 1), e0 and the zero beta are
  * fixed tables uploaded at creation. The Toeplitz op runs direct or through
  * an FFT plan as the model's impl says; AUTO takes the FFT path from a
- * quarter of the device's measured crossover (resolve() below says why).
+ * quarter of the device's measured crossover (HY_DIRECT_SLOWDOWN below says why).
  *
  * Kept per layer: u_p, c_p, w, y1 [N, d]; p_k, a_k [n, 64]; hfT [d, n].
  * Workspace: two [N, d] buffers (the gate product y1 ⊙ c_0, recomputed in
@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer/toeplitz_select.h"
+#include "mixer/mixer_common.h"
 #include "ops/decode_ops.h"
 #include "ops/op_util.h"
 #include "ops/ops.h"
@@ -177,41 +177,22 @@ static tmm_toeplitz_desc desc_of(const hy_mixer *m, tmm_toeplitz_impl impl)
                                 .taps = 1, .impl = impl };
 }
 
-/* AUTO's choice. The device's crossover (mixer_select.h) is measured for
- * the TMM's few groups; with G = d groups of one channel the direct kernels
- * read a filter per channel and run 4 to 6 times slower, while the FFT path
- * costs the same (lavapipe, tmm bench mixer --heads d against --heads 4 at
- * d 128 and 512, n 256 to 2048: the FFT wins forward+backward from n = 512,
- * at 256 when d = 512 about ties). So Hyena takes the FFT path from a
- * quarter of the crossover length (never below TMM_MIXER_CALIBRATE_FROM). */
+/* AUTO's choice. The device's crossover (toeplitz_select.h) is measured
+ * for the TMM's few groups; with G = d groups of one channel the direct
+ * kernels read a filter per channel and run 4 to 6 times slower, while the
+ * FFT path costs the same (lavapipe, tmm bench mixer --heads d against
+ * --heads 4 at d 128 and 512, n 256 to 2048: the FFT wins forward+backward
+ * from n = 512, at 256 when d = 512 about ties). So Hyena takes the FFT path
+ * from a quarter of the crossover length (never below
+ * TMM_MIXER_CALIBRATE_FROM). */
 #define HY_DIRECT_SLOWDOWN 4u
-static tmm_status resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n, uint64_t work, tmm_toeplitz_impl *out)
-{
-    *out = impl;
-    if (impl != TMM_TOEPLITZ_AUTO)
-        return TMM_OK;
-    *out = TMM_TOEPLITZ_DIRECT;
-    if (n < TMM_MIXER_CALIBRATE_FROM)
-        return TMM_OK;
-    uint32_t crossover;
-    TMM_TRY(tmm_toeplitz_crossover(dev, work, &crossover));
-    if (crossover != UINT32_MAX && n >= crossover / HY_DIRECT_SLOWDOWN)
-        *out = TMM_TOEPLITZ_FFT;
-    return TMM_OK;
-}
 
-/* Resolves the implementation and makes or frees the FFT plan to match. */
-static tmm_status set_plan(hy_mixer *m, tmm_toeplitz_impl impl)
+/* The choice of impl and its FFT plan. */
+static tmm_status set_impl(tmm_mixer *base, tmm_toeplitz_impl impl)
 {
-    const tmm_model_config *c = config_of(m);
-    tmm_device *dev = m->base.s.alloc->device;
-    m->base.s.impl = impl;
-    TMM_TRY(resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
-    const tmm_toeplitz_desc td = desc_of(m, impl);
-    return tmm_toeplitz_match_plan(dev, impl, &td, &m->fft);
+    hy_mixer *m = (hy_mixer *)base;
+    return tmm_mixer_toeplitz_plan(base, impl, HY_DIRECT_SLOWDOWN, desc_of(m, impl), &m->fft);
 }
-
-static tmm_status set_impl(tmm_mixer *base, tmm_toeplitz_impl impl) { return set_plan((hy_mixer *)base, impl); }
 
 static void destroy(tmm_mixer *base)
 {
@@ -219,18 +200,14 @@ static void destroy(tmm_mixer *base)
     if (!m)
         return;
     tmm_toeplitz_fft_destroy(m->fft);
-    if (m->layers)
-        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
-            hy_layer *a = &m->layers[l];
-            for (int p = 0; p < PARTS; p++)
-                tmm_buffer_destroy(a->u[p]), tmm_buffer_destroy(a->c[p]);
-            for (int k = 0; k < 3; k++)
-                tmm_buffer_destroy(a->p[k]), tmm_buffer_destroy(a->a[k]);
-            tmm_buffer_destroy(a->w), tmm_buffer_destroy(a->y1), tmm_buffer_destroy(a->hf);
-        }
-    tmm_buffer *all[] = { m->z, m->decay, m->e0, m->zeros, m->ws1, m->ws2, m->dhf, m->fa, m->fb, m->stage };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
+    for (uint32_t l = 0; m->layers && l < base->s.act_sets; l++) {
+        const hy_layer *a = &m->layers[l];
+        tmm_mixer_buffers_destroy(a->u, PARTS), tmm_mixer_buffers_destroy(a->c, PARTS);
+        tmm_mixer_buffers_destroy(a->p, 3), tmm_mixer_buffers_destroy(a->a, 3);
+        tmm_buffer_destroy(a->w), tmm_buffer_destroy(a->y1), tmm_buffer_destroy(a->hf);
+    }
+    tmm_buffer *const work[] = { m->z, m->decay, m->e0, m->zeros, m->ws1, m->ws2, m->dhf, m->fa, m->fb, m->stage };
+    tmm_mixer_buffers_destroy(work, sizeof work / sizeof work[0]);
     free(m->layers);
     free(m);
 }
@@ -266,13 +243,19 @@ static tmm_status write_tables(hy_mixer *m)
     return s;
 }
 
-/* Activations, workspace and tables, through the model's allocation (a dry run counts them). */
-static tmm_status allocate(hy_mixer *m)
+/* Activations, workspace, tables and the FFT plan, through the model's allocation (a dry run counts them). */
+static tmm_status allocate(tmm_mixer *base)
 {
+    hy_mixer *m = (hy_mixer *)base;
     const tmm_model_config *c = config_of(m);
-    const tmm_allocation *al = m->base.s.alloc;
-    const uint64_t Nd = (uint64_t)m->base.rows * c->d_model, n = c->n_ctx, nd = n * c->d_model, nO = n * O;
-    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
+    const tmm_allocation *al = base->s.alloc;
+    const uint64_t Nd = (uint64_t)base->rows * c->d_model, n = c->n_ctx, nd = n * c->d_model, nO = n * O;
+    m->n_pos = c->n_ctx;
+    const tmm_toeplitz_desc td = desc_of(m, TMM_TOEPLITZ_DIRECT);
+    TMM_TRY(tmm_toeplitz_check(NULL, &td));
+    if (!(m->layers = calloc(base->s.act_sets, sizeof *m->layers)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < base->s.act_sets; l++) {
         hy_layer *a = &m->layers[l];
         for (int p = 0; p < PARTS; p++) {
             TMM_TRY(tmm_alloc_act(al, l, &a->u[p], Nd));
@@ -292,40 +275,14 @@ static tmm_status allocate(hy_mixer *m)
     };
     for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++)
         TMM_TRY(tmm_alloc(al, ws[i].b, ws[i].floats, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
-    return al->dry ? TMM_OK : write_tables(m);
+    if (!al->dry)
+        TMM_TRY(write_tables(m));
+    return set_impl(base, base->s.impl);
 }
 
 static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
 {
-    *out = NULL;
-    const tmm_model_config *c = &s->table->config;
-    hy_mixer *m = calloc(1, sizeof *m);
-    if (!m)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    m->base = (tmm_mixer){ .cls = &tmm_hyena_mixer, .s = *s, .rows = s->batch * c->n_ctx };
-    m->n_pos = c->n_ctx;
-    tmm_toeplitz_desc td = desc_of(m, TMM_TOEPLITZ_DIRECT);
-    tmm_status st = tmm_toeplitz_check(NULL, &td);
-    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
-        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (st == TMM_OK)
-        st = allocate(m);
-    if (st == TMM_OK && s->alloc->dry) {
-        tmm_toeplitz_impl impl = s->impl;
-        if (impl == TMM_TOEPLITZ_AUTO && s->alloc->device)
-            st = resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
-        td = desc_of(m, impl);
-        if (st == TMM_OK && impl == TMM_TOEPLITZ_FFT)
-            s->alloc->dry->fft_plans += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
-    } else if (st == TMM_OK) {
-        st = set_plan(m, s->impl);
-    }
-    if (st != TMM_OK) {
-        destroy(&m->base);
-        return st;
-    }
-    *out = &m->base;
-    return TMM_OK;
+    return tmm_mixer_create(&tmm_hyena_mixer, s, sizeof(hy_mixer), allocate, out);
 }
 
 static tmm_status set_positions(tmm_mixer *base, uint32_t n_pos)
@@ -388,20 +345,23 @@ static tmm_status conv_params(const hy_mixer *m, tmm_recorder *r, uint32_t l, in
 
 /* ---- forward ------------------------------------------------------------------ */
 
+/* The filter MLP's sine layers k = 0..2: their weight, bias and ω. */
+static const int filter_w[3] = { TMM_HY_F1_W, TMM_HY_F2_W, TMM_HY_F3_W };
+static const int filter_b[3] = { TMM_HY_F1_B, TMM_HY_F2_B, TMM_HY_F3_B };
+static const int filter_omega[3] = { TMM_HY_F1_OMEGA, TMM_HY_F2_OMEGA, TMM_HY_F3_OMEGA };
+
 /* Layer l's filter hfT [d, n] into `hf` from its weights (p_k, a_k into the layer's activations). */
 static tmm_status record_filter(const hy_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view hf)
 {
-    static const int lin[3] = { TMM_HY_F1_W, TMM_HY_F2_W, TMM_HY_F3_W };
-    static const int bias[3] = { TMM_HY_F1_B, TMM_HY_F2_B, TMM_HY_F3_B };
-    static const int omega[3] = { TMM_HY_F1_OMEGA, TMM_HY_F2_OMEGA, TMM_HY_F3_OMEGA };
     const tmm_model_config *c = config_of(m);
     const uint32_t n = c->n_ctx, d = c->d_model;
     tmm_recorder *r = rec->r;
     const hy_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view in = A(m->z);
     for (int k = 0; k < 3; k++) {
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, in, n, k ? O : F, O, W(m, l, lin[k]), none, A(a->p[k]), false));
-        TMM_REC_OP(rec, "sine", tmm_op_sine_forward(r, A(a->p[k]), P(m, l, omega[k]), P(m, l, bias[k]), n, O,
+        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, in, n, k ? O : F, O, W(m, l, filter_w[k]), none, A(a->p[k]),
+                                                false));
+        TMM_REC_OP(rec, "sine", tmm_op_sine_forward(r, A(a->p[k]), P(m, l, filter_omega[k]), P(m, l, filter_b[k]), n, O,
                                                     A(a->a[k])));
         in = A(a->a[k]);
     }
@@ -449,9 +409,6 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
 /* The filter's gradients from dhfT (in m->dhf; consumed). */
 static tmm_status filter_backward(hy_mixer *m, const tmm_rec *rec, uint32_t l)
 {
-    static const int lin[3] = { TMM_HY_F1_W, TMM_HY_F2_W, TMM_HY_F3_W };
-    static const int bias[3] = { TMM_HY_F1_B, TMM_HY_F2_B, TMM_HY_F3_B };
-    static const int omega[3] = { TMM_HY_F1_OMEGA, TMM_HY_F2_OMEGA, TMM_HY_F3_OMEGA };
     const tmm_model_config *c = config_of(m);
     const uint32_t n = c->n_ctx, d = c->d_model;
     tmm_recorder *r = rec->r;
@@ -467,13 +424,13 @@ static tmm_status filter_backward(hy_mixer *m, const tmm_rec *rec, uint32_t l)
     tmm_view da = A(m->fa), other = A(m->fb);
     for (int k = 2; k >= 0; k--) {
         /* da holds dL/da_k: dp_k in place, then the layer's weight and the input's gradient */
-        TMM_REC_OP(rec, "sine bwd", tmm_op_sine_backward(r, A(a->p[k]), P(m, l, omega[k]), P(m, l, bias[k]), da, n, O,
-                                                         false, rec->scratch, da, G(m, l, omega[k]),
-                                                         G(m, l, bias[k])));
+        TMM_REC_OP(rec, "sine bwd", tmm_op_sine_backward(r, A(a->p[k]), P(m, l, filter_omega[k]), P(m, l, filter_b[k]),
+                                                         da, n, O, false, rec->scratch, da, G(m, l, filter_omega[k]),
+                                                         G(m, l, filter_b[k])));
         tmm_view in = k ? A(a->a[k - 1]) : A(m->z);
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, in, n, k ? O : F, O, G(m, l, lin[k])));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, in, n, k ? O : F, O, G(m, l, filter_w[k])));
         if (k) {
-            TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, n, O, O, W(m, l, lin[k]), other, false));
+            TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, n, O, O, W(m, l, filter_w[k]), other, false));
             tmm_view t = da;
             da = other, other = t;
         }
@@ -557,16 +514,11 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     hy_decoder *dec = (hy_decoder *)dd;
     if (!dec)
         return;
-    for (uint32_t l = 0; l < config_of(dec->m)->n_layers; l++) {
-        if (dec->window)
-            tmm_buffer_destroy(dec->window[l]);
-        if (dec->stage)
-            tmm_buffer_destroy(dec->stage[l]);
-    }
-    tmm_buffer *all[] = { dec->u, dec->y1, dec->g, dec->scratch };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
-    free(dec->window), free(dec->stage), free(dec->win), free(dec->bin), free(dec->cw), free(dec->cb);
+    const uint32_t L = config_of(dec->m)->n_layers;
+    tmm_mixer_layer_buffers_free(dec->window, L), tmm_mixer_layer_buffers_free(dec->stage, L);
+    tmm_buffer *const step[] = { dec->u, dec->y1, dec->g, dec->scratch };
+    tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
+    free(dec->win), free(dec->bin), free(dec->cw), free(dec->cb);
     free(dec);
 }
 
@@ -640,28 +592,23 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     if (!dec)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     dec->m = m;
-    dec->window = calloc(L, sizeof *dec->window), dec->stage = calloc(L, sizeof *dec->stage);
+    dec->stage = calloc(L, sizeof *dec->stage);
     dec->win = calloc(L * PARTS, sizeof *dec->win), dec->bin = calloc(L * PARTS, sizeof *dec->bin);
     dec->cw = calloc(L * PARTS, sizeof *dec->cw), dec->cb = calloc(L * PARTS, sizeof *dec->cb);
-    tmm_status s = dec->window && dec->stage && dec->win && dec->bin && dec->cw && dec->cb
+    tmm_status s = dec->stage && dec->win && dec->bin && dec->cw && dec->cb
                        ? TMM_OK
                        : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t l = 0; l < L && s == TMM_OK; l++)
-        s = tmm_buffer_create(dev, PARTS * Bd * (KS - 1) * 4, TMM_MEMORY_DEVICE, &dec->window[l]);
-    struct { tmm_buffer **b; uint64_t floats; } all[] = {
+    if (s == TMM_OK)
+        s = tmm_mixer_layer_buffers(dev, L, PARTS * Bd * (KS - 1), &dec->window);
+    const tmm_buffer_spec step[] = {
         { &dec->u, PARTS * Bd }, { &dec->y1, Bd }, { &dec->g, Bd },
         { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
     };
-    for (size_t i = 0; i < sizeof all / sizeof all[0] && s == TMM_OK; i++)
-        s = tmm_buffer_create(dev, (all[i].floats ? all[i].floats : 1) * 4, TMM_MEMORY_DEVICE, all[i].b);
+    if (s == TMM_OK)
+        s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
     if (s == TMM_OK)
         s = derive(dec);
-    if (s != TMM_OK) {
-        decoder_destroy((tmm_mixer_decoder *)dec);
-        return s;
-    }
-    *out = (tmm_mixer_decoder *)dec;
-    return TMM_OK;
+    return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
 }
 
 static tmm_view window_of(const hy_decoder *dec, uint32_t l, int p)
@@ -732,19 +679,8 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 }
 
 const tmm_mixer_class tmm_hyena_mixer = {
-    .check = check,
-    .flops = flops,
-    .describe = describe,
+    TMM_MIXER_SLOTS,
     .declare = declare,
-    .create = create,
-    .destroy = destroy,
-    .scratch_floats = scratch_floats,
-    .forward = forward,
-    .backward = backward,
     .set_impl = set_impl,
     .set_positions = set_positions,
-    .decoder_create = decoder_create,
-    .decoder_destroy = decoder_destroy,
-    .record_prefill = record_prefill,
-    .record_step = record_step,
 };

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mixer/mixer_common.h"
 #include "mixer/qkvo.h"
 #include "ops/linear_attention.h"
 
@@ -48,25 +49,29 @@ static void destroy(tmm_mixer *base)
     lin_mixer *m = (lin_mixer *)base;
     if (!m)
         return;
-    if (m->layers)
-        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
-            lin_layer *a = &m->layers[l];
-            tmm_buffer *all[] = { a->q, a->k, a->v, a->y, a->saved };
-            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-                tmm_buffer_destroy(all[i]);
-        }
-    tmm_buffer_destroy(m->dq), tmm_buffer_destroy(m->dk), tmm_buffer_destroy(m->dv);
+    for (uint32_t l = 0; m->layers && l < base->s.act_sets; l++) {
+        const lin_layer *a = &m->layers[l];
+        tmm_buffer *const acts[] = { a->q, a->k, a->v, a->y, a->saved };
+        tmm_mixer_buffers_destroy(acts, sizeof acts / sizeof acts[0]);
+    }
+    tmm_buffer *const work[] = { m->dq, m->dk, m->dv };
+    tmm_mixer_buffers_destroy(work, sizeof work / sizeof work[0]);
     free(m->layers);
     free(m);
 }
 
-static tmm_status allocate(lin_mixer *m)
+/* Activations and workspace, through the model's allocation (a dry run counts them). */
+static tmm_status allocate(tmm_mixer *base)
 {
+    lin_mixer *m = (lin_mixer *)base;
     const tmm_model_config *c = config_of(m);
-    const tmm_allocation *al = m->base.s.alloc;
-    const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
+    const tmm_allocation *al = base->s.alloc;
+    const uint64_t rows_d = (uint64_t)base->rows * c->d_model;
     const tmm_linear_attention_desc ld = desc_of(m, c->n_ctx);
-    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
+    TMM_TRY(tmm_linear_attention_check(NULL, &ld));
+    if (!(m->layers = calloc(base->s.act_sets, sizeof *m->layers)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < base->s.act_sets; l++) {
         lin_layer *a = &m->layers[l];
         tmm_buffer **acts[] = { &a->q, &a->k, &a->v, &a->y };
         for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
@@ -80,23 +85,7 @@ static tmm_status allocate(lin_mixer *m)
 
 static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
 {
-    *out = NULL;
-    lin_mixer *m = calloc(1, sizeof *m);
-    if (!m)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    m->base = (tmm_mixer){ .cls = &tmm_linear_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
-    tmm_linear_attention_desc ld = desc_of(m, s->table->config.n_ctx);
-    tmm_status st = tmm_linear_attention_check(NULL, &ld);
-    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
-        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (st == TMM_OK)
-        st = allocate(m);
-    if (st != TMM_OK) {
-        destroy(&m->base);
-        return st;
-    }
-    *out = &m->base;
-    return TMM_OK;
+    return tmm_mixer_create(&tmm_linear_mixer, s, sizeof(lin_mixer), allocate, out);
 }
 
 static uint64_t scratch_floats(const tmm_mixer *base)
@@ -147,12 +136,10 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     lin_decoder *dec = (lin_decoder *)dd;
     if (!dec)
         return;
-    for (uint32_t l = 0; dec->S && l < config_of(dec->m)->n_layers; l++)
-        tmm_buffer_destroy(dec->S[l]), tmm_buffer_destroy(dec->z[l]);
-    tmm_buffer *all[] = { dec->q, dec->k, dec->v, dec->y };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
-    free(dec->S), free(dec->z);
+    const uint32_t L = config_of(dec->m)->n_layers;
+    tmm_mixer_layer_buffers_free(dec->S, L), tmm_mixer_layer_buffers_free(dec->z, L);
+    tmm_buffer *const step[] = { dec->q, dec->k, dec->v, dec->y };
+    tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     free(dec);
 }
 
@@ -168,23 +155,13 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     if (!dec)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     dec->m = m;
-    dec->S = calloc(c->n_layers, sizeof *dec->S);
-    dec->z = calloc(c->n_layers, sizeof *dec->z);
-    tmm_status s = dec->S && dec->z ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t l = 0; l < c->n_layers && s == TMM_OK; l++) {
-        s = tmm_buffer_create(dev, B * d * dh * 4, TMM_MEMORY_DEVICE, &dec->S[l]);
-        if (s == TMM_OK)
-            s = tmm_buffer_create(dev, B * d * 4, TMM_MEMORY_DEVICE, &dec->z[l]);
-    }
-    tmm_buffer **rows[] = { &dec->q, &dec->k, &dec->v, &dec->y };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && s == TMM_OK; i++)
-        s = tmm_buffer_create(dev, B * d * 4, TMM_MEMORY_DEVICE, rows[i]);
-    if (s != TMM_OK) {
-        decoder_destroy((tmm_mixer_decoder *)dec);
-        return s;
-    }
-    *out = (tmm_mixer_decoder *)dec;
-    return TMM_OK;
+    const tmm_buffer_spec step[] = { { &dec->q, B * d }, { &dec->k, B * d }, { &dec->v, B * d }, { &dec->y, B * d } };
+    tmm_status s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
+    if (s == TMM_OK)
+        s = tmm_mixer_layer_buffers(dev, c->n_layers, B * d * dh, &dec->S);
+    if (s == TMM_OK)
+        s = tmm_mixer_layer_buffers(dev, c->n_layers, B * d, &dec->z);
+    return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
 }
 
 /* The state after the prompts: the sums over their positions of src's keys and values. */
@@ -225,17 +202,6 @@ static double flops(const tmm_model_config *c, uint64_t *per_step)
 static void describe(const tmm_model_config *c, char *buf, size_t size) { snprintf(buf, size, "heads %u", c->heads); }
 
 const tmm_mixer_class tmm_linear_mixer = {
-    .check = check,
-    .flops = flops,
-    .describe = describe,
+    TMM_MIXER_SLOTS,
     .declare = tmm_qkvo_declare,
-    .create = create,
-    .destroy = destroy,
-    .scratch_floats = scratch_floats,
-    .forward = forward,
-    .backward = backward,
-    .decoder_create = decoder_create,
-    .decoder_destroy = decoder_destroy,
-    .record_prefill = record_prefill,
-    .record_step = record_step,
 };

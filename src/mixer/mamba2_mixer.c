@@ -46,8 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ops/op_util.h"
+#include "mixer/mixer_common.h"
 #include "ops/decode_ops.h"
+#include "ops/op_util.h"
 #include "ops/llama_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
@@ -160,26 +161,29 @@ static void destroy(tmm_mixer *base)
     m2_mixer *m = (m2_mixer *)base;
     if (!m)
         return;
-    if (m->layers)
-        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
-            m2_layer *a = &m->layers[l];
-            tmm_buffer *all[] = { a->z, a->xbc, a->dtr, a->pre, a->xa, a->dt, a->y, a->g, a->yn, a->rstd, a->saved };
-            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-                tmm_buffer_destroy(all[i]);
-        }
-    tmm_buffer_destroy(m->wa), tmm_buffer_destroy(m->wz), tmm_buffer_destroy(m->wx), tmm_buffer_destroy(m->wt);
-    tmm_buffer_destroy(m->zeros), tmm_buffer_destroy(m->dummy);
+    for (uint32_t l = 0; m->layers && l < base->s.act_sets; l++) {
+        const m2_layer *a = &m->layers[l];
+        tmm_buffer *const acts[] = { a->z, a->xbc, a->dtr, a->pre, a->xa, a->dt, a->y, a->g, a->yn, a->rstd, a->saved };
+        tmm_mixer_buffers_destroy(acts, sizeof acts / sizeof acts[0]);
+    }
+    tmm_buffer *const work[] = { m->wa, m->wz, m->wx, m->wt, m->zeros, m->dummy };
+    tmm_mixer_buffers_destroy(work, sizeof work / sizeof work[0]);
     free(m->layers);
     free(m);
 }
 
-static tmm_status allocate(m2_mixer *m)
+/* Activations and workspace, through the model's allocation (a dry run counts them). */
+static tmm_status allocate(tmm_mixer *base)
 {
-    const tmm_model_config *c = config_of(m);
-    const tmm_allocation *al = m->base.s.alloc;
-    const uint64_t rows = m->base.rows, di = m->dm.di, conv = m->dm.conv, nh = m->dm.heads;
-    const tmm_ssd_desc sd = desc_of(m, m->base.s.batch, c->n_ctx);
-    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
+    m2_mixer *m = (m2_mixer *)base;
+    m->dm = tmm_mamba2_dims_of(config_of(m));
+    const tmm_allocation *al = base->s.alloc;
+    const uint64_t rows = base->rows, di = m->dm.di, conv = m->dm.conv, nh = m->dm.heads;
+    const tmm_ssd_desc sd = desc_of(m, base->s.batch, config_of(m)->n_ctx);
+    TMM_TRY(tmm_ssd_check(NULL, &sd));
+    if (!(m->layers = calloc(base->s.act_sets, sizeof *m->layers)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < base->s.act_sets; l++) {
         m2_layer *a = &m->layers[l];
         struct { tmm_buffer **b; uint64_t floats; } acts[] = {
             { &a->z, rows * di },   { &a->xbc, rows * conv }, { &a->dtr, rows * nh }, { &a->pre, rows * conv },
@@ -195,36 +199,12 @@ static tmm_status allocate(m2_mixer *m)
     TMM_TRY(tmm_alloc(al, &m->wt, rows * nh, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
     TMM_TRY(tmm_alloc(al, &m->zeros, conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
     TMM_TRY(tmm_alloc(al, &m->dummy, conv, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
-    if (al->dry)
-        return TMM_OK;
-    float *zeros = calloc(conv, sizeof *zeros);
-    if (!zeros)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    tmm_status s = tmm_buffer_write(m->zeros, 0, zeros, conv * 4);
-    free(zeros);
-    return s;
+    return al->dry ? TMM_OK : tmm_mixer_write_zeros(m->zeros, conv);
 }
 
 static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
 {
-    *out = NULL;
-    m2_mixer *m = calloc(1, sizeof *m);
-    if (!m)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    m->base = (tmm_mixer){ .cls = &tmm_mamba2_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
-    m->dm = tmm_mamba2_dims_of(&s->table->config);
-    const tmm_ssd_desc sd = desc_of(m, s->batch, s->table->config.n_ctx);
-    tmm_status st = tmm_ssd_check(NULL, &sd);
-    if (st == TMM_OK && !(m->layers = calloc(s->act_sets, sizeof *m->layers)))
-        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (st == TMM_OK)
-        st = allocate(m);
-    if (st != TMM_OK) {
-        destroy(&m->base);
-        return st;
-    }
-    *out = &m->base;
-    return TMM_OK;
+    return tmm_mixer_create(&tmm_mamba2_mixer, s, sizeof(m2_mixer), allocate, out);
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -328,12 +308,10 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     m2_decoder *dec = (m2_decoder *)dd;
     if (!dec)
         return;
-    for (uint32_t l = 0; dec->S && dec->win && l < config_of(dec->m)->n_layers; l++)
-        tmm_buffer_destroy(dec->S[l]), tmm_buffer_destroy(dec->win[l]);
-    tmm_buffer *all[] = { dec->z, dec->xbc, dec->dt, dec->y, dec->rstd, dec->scratch };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
-    free(dec->S), free(dec->win);
+    const uint32_t L = config_of(dec->m)->n_layers;
+    tmm_mixer_layer_buffers_free(dec->S, L), tmm_mixer_layer_buffers_free(dec->win, L);
+    tmm_buffer *const step[] = { dec->z, dec->xbc, dec->dt, dec->y, dec->rstd, dec->scratch };
+    tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     free(dec);
 }
 
@@ -350,27 +328,16 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     if (!dec)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     dec->m = m;
-    dec->S = calloc(c->n_layers, sizeof *dec->S);
-    dec->win = calloc(c->n_layers, sizeof *dec->win);
-    tmm_status s = dec->S && dec->win ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t l = 0; l < c->n_layers && s == TMM_OK; l++) {
-        s = tmm_buffer_create(dev, B * dm.heads * dm.P * dm.N * 4, TMM_MEMORY_DEVICE, &dec->S[l]);
-        if (s == TMM_OK)
-            s = tmm_buffer_create(dev, B * (KC - 1) * dm.conv * 4, TMM_MEMORY_DEVICE, &dec->win[l]);
-    }
-    const uint64_t scratch = tmm_op_rmsnorm_forward_scratch((uint32_t)B, dm.di);
-    struct { tmm_buffer **b; uint64_t floats; } rows[] = {
+    const tmm_buffer_spec step[] = {
         { &dec->z, B * dm.di }, { &dec->xbc, B * dm.conv }, { &dec->dt, B * dm.heads }, { &dec->y, B * dm.di },
-        { &dec->rstd, B },      { &dec->scratch, scratch ? scratch : 1 },
+        { &dec->rstd, B },      { &dec->scratch, tmm_op_rmsnorm_forward_scratch((uint32_t)B, dm.di) },
     };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0] && s == TMM_OK; i++)
-        s = tmm_buffer_create(dev, rows[i].floats * 4, TMM_MEMORY_DEVICE, rows[i].b);
-    if (s != TMM_OK) {
-        decoder_destroy((tmm_mixer_decoder *)dec);
-        return s;
-    }
-    *out = (tmm_mixer_decoder *)dec;
-    return TMM_OK;
+    tmm_status s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
+    if (s == TMM_OK)
+        s = tmm_mixer_layer_buffers(dev, c->n_layers, B * dm.heads * dm.P * dm.N, &dec->S);
+    if (s == TMM_OK)
+        s = tmm_mixer_layer_buffers(dev, c->n_layers, B * (KC - 1) * dm.conv, &dec->win);
+    return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
 }
 
 /* The state after the prompts: the conv window from src's xbc, S from its xa and dt. */
@@ -441,17 +408,6 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 }
 
 const tmm_mixer_class tmm_mamba2_mixer = {
-    .check = check,
-    .flops = flops,
-    .describe = describe,
+    TMM_MIXER_SLOTS,
     .declare = declare,
-    .create = create,
-    .destroy = destroy,
-    .scratch_floats = scratch_floats,
-    .forward = forward,
-    .backward = backward,
-    .decoder_create = decoder_create,
-    .decoder_destroy = decoder_destroy,
-    .record_prefill = record_prefill,
-    .record_step = record_step,
 };

@@ -7,7 +7,7 @@
  *
  * Activations kept per layer: v = u (heads), y1, q = silu(y1) and y2
  * (expanded). The Toeplitz layers run direct or through an FFT plan
- * (mixer_select.h picks by the device's measured crossover). Decoding keeps
+ * (toeplitz_select.h picks by the device's measured crossover). Decoding keeps
  * every layer's Toeplitz inputs [B, n, d] as its cache: they are exactly the
  * forward's activations (u1 = x or v, u2 = q), so a prefill fills it. */
 #include "mixer/toeplitz_mixer.h"
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mixer/toeplitz_select.h"
+#include "mixer/mixer_common.h"
 #include "ops/decode_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
@@ -80,18 +80,12 @@ static tmm_toeplitz_desc desc_of(const tz_mixer *m, tmm_toeplitz_impl impl)
                                 .groups = c->heads ? c->heads : 1, .taps = c->kernel, .impl = impl };
 }
 
-/* Resolves the implementation and makes or frees the FFT plan to match. */
-static tmm_status set_plan(tz_mixer *m, tmm_toeplitz_impl impl)
+/* The choice of impl and its FFT plan (AUTO: the device's crossover as measured, for the TMM's shapes). */
+static tmm_status set_impl(tmm_mixer *base, tmm_toeplitz_impl impl)
 {
-    const tmm_model_config *c = config_of(m);
-    tmm_device *dev = m->base.s.alloc->device;
-    m->base.s.impl = impl;
-    TMM_TRY(tmm_toeplitz_resolve(dev, impl, c->n_ctx, (uint64_t)m->base.s.batch * c->d_model, &impl));
-    const tmm_toeplitz_desc td = desc_of(m, impl);
-    return tmm_toeplitz_match_plan(dev, impl, &td, &m->fft);
+    tz_mixer *m = (tz_mixer *)base;
+    return tmm_mixer_toeplitz_plan(base, impl, 1, desc_of(m, impl), &m->fft);
 }
-
-static tmm_status set_impl(tmm_mixer *base, tmm_toeplitz_impl impl) { return set_plan((tz_mixer *)base, impl); }
 
 static void destroy(tmm_mixer *base)
 {
@@ -99,25 +93,27 @@ static void destroy(tmm_mixer *base)
     if (!m)
         return;
     tmm_toeplitz_fft_destroy(m->fft);
-    if (m->layers)
-        for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
-            tz_layer *a = &m->layers[l];
-            tmm_buffer_destroy(a->v), tmm_buffer_destroy(a->y1), tmm_buffer_destroy(a->q);
-            tmm_buffer_destroy(a->y2);
-        }
+    for (uint32_t l = 0; m->layers && l < base->s.act_sets; l++) {
+        const tz_layer *a = &m->layers[l];
+        tmm_buffer *const acts[] = { a->v, a->y1, a->q, a->y2 };
+        tmm_mixer_buffers_destroy(acts, sizeof acts / sizeof acts[0]);
+    }
     tmm_buffer_destroy(m->zeros_d);
     tmm_buffer_destroy(m->dummy_d);
     free(m->layers);
     free(m);
 }
 
-/* Activations and the zero bias, through the model's allocation (so a dry run counts them). */
-static tmm_status allocate(tz_mixer *m)
+/* Activations, the zero bias and the FFT plan, through the model's allocation (a dry run counts them). */
+static tmm_status allocate(tmm_mixer *base)
 {
+    tz_mixer *m = (tz_mixer *)base;
     const tmm_model_config *c = config_of(m);
-    const tmm_allocation *al = m->base.s.alloc;
-    const uint64_t rows_d = (uint64_t)m->base.rows * c->d_model;
-    for (uint32_t l = 0; l < m->base.s.act_sets; l++) {
+    const tmm_allocation *al = base->s.alloc;
+    const uint64_t rows_d = (uint64_t)base->rows * c->d_model;
+    if (!(m->layers = calloc(base->s.act_sets, sizeof *m->layers)))
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < base->s.act_sets; l++) {
         tz_layer *a = &m->layers[l];
         if (c->heads)
             TMM_TRY(tmm_alloc_act(al, l, &a->v, rows_d));
@@ -127,49 +123,18 @@ static tmm_status allocate(tz_mixer *m)
             TMM_TRY(tmm_alloc_act(al, l, &a->y2, rows_d));
         }
     }
-    if (!c->expanded)
-        return TMM_OK;
-    TMM_TRY(tmm_alloc(al, &m->zeros_d, c->d_model, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
-    TMM_TRY(tmm_alloc(al, &m->dummy_d, c->d_model, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
-    if (al->dry)
-        return TMM_OK;
-    float *zeros = calloc(c->d_model, sizeof *zeros);
-    if (!zeros)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    tmm_status s = tmm_buffer_write(m->zeros_d, 0, zeros, (uint64_t)c->d_model * 4);
-    free(zeros);
-    return s;
+    if (c->expanded) {
+        TMM_TRY(tmm_alloc(al, &m->zeros_d, c->d_model, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+        TMM_TRY(tmm_alloc(al, &m->dummy_d, c->d_model, TMM_MEM_WORKSPACE, TMM_MEMORY_DEVICE));
+        if (!al->dry)
+            TMM_TRY(tmm_mixer_write_zeros(m->zeros_d, c->d_model));
+    }
+    return set_impl(base, base->s.impl);
 }
 
 static tmm_status create(const tmm_mixer_setup *s, tmm_mixer **out)
 {
-    *out = NULL;
-    tz_mixer *m = calloc(1, sizeof *m);
-    if (!m)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    m->base = (tmm_mixer){ .cls = &tmm_toeplitz_mixer, .s = *s, .rows = s->batch * s->table->config.n_ctx };
-    tmm_status st = TMM_OK;
-    if (!(m->layers = calloc(s->act_sets, sizeof *m->layers)))
-        st = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (st == TMM_OK)
-        st = allocate(m);
-    if (st == TMM_OK && s->alloc->dry) {
-        tmm_toeplitz_impl impl = s->impl;
-        const tmm_model_config *c = &s->table->config;
-        if (impl == TMM_TOEPLITZ_AUTO && s->alloc->device)
-            st = tmm_toeplitz_resolve(s->alloc->device, impl, c->n_ctx, (uint64_t)s->batch * c->d_model, &impl);
-        tmm_toeplitz_desc td = desc_of(m, impl);
-        if (st == TMM_OK && impl == TMM_TOEPLITZ_FFT)
-            s->alloc->dry->fft_plans += tmm_toeplitz_fft_planned_bytes(s->alloc->device, &td);
-    } else if (st == TMM_OK) {
-        st = set_plan(m, s->impl);
-    }
-    if (st != TMM_OK) {
-        destroy(&m->base);
-        return st;
-    }
-    *out = &m->base;
-    return TMM_OK;
+    return tmm_mixer_create(&tmm_toeplitz_mixer, s, sizeof(tz_mixer), allocate, out);
 }
 
 static uint64_t scratch_floats(const tmm_mixer *base)
@@ -289,9 +254,8 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     tz_decoder *dec = (tz_decoder *)dd;
     if (!dec)
         return;
-    tmm_buffer *all[] = { dec->u, dec->y1, dec->q, dec->y2, dec->scratch };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
+    tmm_buffer *const step[] = { dec->u, dec->y1, dec->q, dec->y2, dec->scratch };
+    tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     for (uint32_t i = 0; dec->modes && i < 2 * config_of(dec->m)->n_layers; i++)
         tmm_buffer_destroy(dec->modes[i]), tmm_buffer_destroy(dec->state[i]);
     free(dec->cache1), free(dec->cache2), free(dec->nmodes), free(dec->modes), free(dec->state);
@@ -329,21 +293,15 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     tmm_device *dev = base->s.alloc->device;
     const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
     const tmm_toeplitz_desc td = step_desc(m);
+    const tmm_buffer_spec step[] = {
+        { &dec->u, Bd }, { &dec->y1, Bd }, { &dec->q, Bd }, { &dec->y2, Bd },
+        { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
+    };
     if (s == TMM_OK) {
         caches_of(m, x, dec->cache1, dec->cache2);
-        struct { tmm_buffer **b; uint64_t floats; } all[] = {
-            { &dec->u, Bd }, { &dec->y1, Bd }, { &dec->q, Bd }, { &dec->y2, Bd },
-            { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
-        };
-        for (size_t i = 0; i < sizeof all / sizeof all[0] && s == TMM_OK; i++)
-            s = tmm_buffer_create(dev, (all[i].floats ? all[i].floats : 1) * 4, TMM_MEMORY_DEVICE, all[i].b);
+        s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
     }
-    if (s != TMM_OK) {
-        decoder_destroy((tmm_mixer_decoder *)dec);
-        return s;
-    }
-    *out = (tmm_mixer_decoder *)dec;
-    return TMM_OK;
+    return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
 }
 
 static tmm_status copy_caches(tz_decoder *dec, tmm_recorder *r, tz_mixer *src, const tmm_view *src_x);
@@ -501,19 +459,8 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 }
 
 const tmm_mixer_class tmm_toeplitz_mixer = {
-    .check = check,
-    .flops = flops,
-    .describe = describe,
+    TMM_MIXER_SLOTS,
     .declare = declare,
-    .create = create,
-    .destroy = destroy,
-    .scratch_floats = scratch_floats,
-    .forward = forward,
-    .backward = backward,
     .set_impl = set_impl,
-    .decoder_create = decoder_create,
-    .decoder_destroy = decoder_destroy,
-    .record_prefill = record_prefill,
-    .record_step = record_step,
     .decoder_distill = decoder_distill,
 };

@@ -1,4 +1,4 @@
-/* The fft/direct crossover per device and work size (mixer_select.h). */
+/* The fft/direct crossover per device and work size (toeplitz_select.h). */
 #include "mixer/toeplitz_select.h"
 
 #include <math.h>
@@ -9,6 +9,7 @@
 #include "buffer.h"
 #include "files.h"
 #include "io/limits.h"
+#include "mixer/mixer_common.h"
 #include "ops/toeplitz_fft.h"
 
 /* First line of the cache file; files without it (older formats, damage)
@@ -245,17 +246,7 @@ tmm_status tmm_toeplitz_crossover(tmm_device *dev, uint64_t work, uint32_t *out)
 tmm_status tmm_toeplitz_resolve(tmm_device *dev, tmm_toeplitz_impl impl, uint32_t n, uint64_t work,
                              tmm_toeplitz_impl *out)
 {
-    *out = impl;
-    if (impl != TMM_TOEPLITZ_AUTO)
-        return TMM_OK;
-    *out = TMM_TOEPLITZ_DIRECT;
-    if (n < TMM_MIXER_CALIBRATE_FROM)
-        return TMM_OK;
-    uint32_t crossover;
-    TMM_TRY(tmm_toeplitz_crossover(dev, work, &crossover));
-    if (n >= crossover)
-        *out = TMM_TOEPLITZ_FFT;
-    return TMM_OK;
+    return tmm_mixer_toeplitz_resolve(dev, impl, n, work, 1, out);
 }
 
 tmm_status tmm_toeplitz_match_plan(tmm_device *device, tmm_toeplitz_impl impl, const tmm_toeplitz_desc *desc,
