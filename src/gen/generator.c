@@ -1,12 +1,12 @@
 /* tmm_generator: prefill through the model's forward pass, then cached
  * decoding with one recorded step (include/tmm/generate.h).
  *
- * The step is the model's frame for one position of every sequence
- * (embedding, each block's two halves, final norm, LM head); each layer's
- * mixer half goes through its mixer's decoder (src/mixer/mixer.h), which
- * keeps what the mixer needs of the positions so far: the TMM's cache is the
- * model's own activations (the Toeplitz inputs [B, n, d] the forward leaves),
- * so a prefill fills it.
+ * The step is the frame's (src/model/step.h): one position of every
+ * sequence, each layer's mixer half through its mixer's decoder
+ * (src/mixer/mixer.h), which keeps what the mixer needs of the positions so
+ * far: the TMM's cache is the model's own activations (the Toeplitz inputs
+ * [B, n, d] the forward leaves), so a prefill fills it. The generator only
+ * orchestrates: prefills (bucketed by length), steps, sampling, tokenizers.
  *
  * Short prompts are prefilled by a model of a shorter context (the smallest
  * power of two from GEN_MIN_BUCKET that holds the longest prompt), made on
@@ -14,20 +14,14 @@
  * (position t of a causal model never sees w or beta past t) and, for a
  * mixer whose function depends on the context length (Hyena), told the full
  * context's positions (set_positions); the decoder's prefill then takes the
- * state from it: the time to first token follows the prompt's length. The step is recorded once; per step the host writes the
- * tokens and positions (two small host-visible buffers), submits, and reads
- * [B, V] logits. */
+ * state from it: the time to first token follows the prompt's length. */
 #include "gen/generator.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/arch.h"
-#include "ops/decode_ops.h"
-#include "ops/llama_ops.h"
-#include "ops/nn_ops.h"
-#include "ops/ops.h"
-#include "ops/ssm_ops.h"
+#include "model/step.h"
 #include "text/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
@@ -54,11 +48,8 @@ struct tmm_generator {
     uint32_t *prompt_tokens;  /* [B, n] staging for the prefill */
     int32_t *ignore;          /* [B, n] targets, none scored */
 
-    /* one position per sequence: [B, d] / [B, e] activations */
-    tmm_buffer *h, *x, *mean, *rstd, *f, *z;
-    tmm_buffer *tokens, *positions, *lengths, *logits;  /* host-visible */
-    tmm_buffer *ln_scratch;
-    tmm_recorder *step;
+    tmm_buffer *lengths;      /* host-visible: the prompts' lengths, for the decoder's prefill */
+    tmm_model_step *step;     /* the frame's decode step (model/step.h) */
 
     float *params;            /* host copy of the weights, to crop for buckets */
     tmm_toeplitz_impl mixer;
@@ -66,99 +57,7 @@ struct tmm_generator {
     prefiller buckets[GEN_MAX_BUCKETS];  /* bucket k: context GEN_MIN_BUCKET << k */
 };
 
-static const tmm_view none = { 0 };
-
-static tmm_view param(tmm_generator *g, int idx)
-{
-    if (idx < 0)
-        return none;
-    const tmm_param *p = &tmm_model_table(g->model)->params[idx];
-    return tmm_sub(tmm_model_param_buffer(g->model), p->offset * 4, p->numel * 4);
-}
-
 static tmm_view W(tmm_buffer *b) { return tmm_whole(b); }
-
-/* x = Norm(h) for the B rows of a step. */
-static tmm_status step_norm(tmm_generator *g, tmm_recorder *r, int w, int b)
-{
-    const uint32_t B = g->info.batch, d = g->info.config.d_model;
-    if (g->arch->norm == TMM_NORM_RMS)
-        return tmm_op_rmsnorm_forward(r, W(g->h), param(g, w), B, d, (float)g->arch->norm_eps, W(g->ln_scratch), W(g->x),
-                                      W(g->rstd));
-    return tmm_op_layernorm_forward(r, W(g->h), param(g, w), param(g, b), B, d, (float)g->arch->norm_eps,
-                                    W(g->ln_scratch), W(g->x), W(g->mean), W(g->rstd));
-}
-
-/* h += MLP(x) for the B rows of a step. */
-static tmm_status step_mlp(tmm_generator *g, tmm_recorder *r, const tmm_block_params *bp)
-{
-    const tmm_model_config *c = &g->info.config;
-    const uint32_t B = g->info.batch, d = c->d_model, e = c->expansion * d;
-    if (g->arch->mlp == TMM_MLP_SWIGLU) {
-        TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, 2 * e, param(g, bp->mlp_in_w), none, W(g->f), false));
-        TMM_TRY(tmm_op_swiglu_forward(r, W(g->f), B, e, W(g->z)));
-    } else {
-        TMM_TRY(tmm_op_linear_rows(r, W(g->x), B, d, e, param(g, bp->mlp_in_w), none, W(g->f), false));
-        if (g->arch->mlp == TMM_MLP_GELU)
-            TMM_TRY(tmm_op_gelu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
-        else
-            TMM_TRY(tmm_op_bias_silu_forward(r, W(g->f), param(g, bp->mlp_in_b), B, e, W(g->z)));
-    }
-    return tmm_op_linear_rows(r, W(g->z), B, e, d, param(g, bp->mlp_out_w), param(g, bp->mlp_out_b), W(g->h), true);
-}
-
-/* The step: embedding of the new tokens, every block for one position, the
- * LM head. Mirrors the model's forward (src/model/model.c record_forward);
- * the residual stream h is only added to: no copies. */
-static tmm_status record_step(tmm_generator *g)
-{
-    const tmm_model_config *c = &g->info.config;
-    const tmm_param_table *t = tmm_model_table(g->model);
-    const uint32_t B = g->info.batch, d = c->d_model, V = c->vocab;
-    tmm_recorder *r = g->step;
-    const tmm_mixer_class *mc = tmm_model_mixer(g->model)->cls;
-    const tmm_rec rec = { r, false, none };
-
-    TMM_TRY(tmm_recorder_begin(r));
-    TMM_TRY(tmm_op_embedding_forward(r, W(g->tokens), param(g, t->embed), B, V, d, W(g->h)));
-    for (uint32_t l = 0; l < c->n_layers; l++) {
-        const tmm_block_params *bp = &t->blocks[l];
-        for (int i = 0; i < (g->arch->mlp == TMM_MLP_NONE ? 1 : 2); i++) {
-            if ((i == 0) == g->arch->mixer_first) {
-                TMM_TRY(step_norm(g, r, bp->mix_norm_w, bp->mix_norm_b));
-                TMM_TRY(mc->record_step(g->decoder, &rec, l, W(g->positions), W(g->x), W(g->h)));
-            } else {
-                TMM_TRY(step_norm(g, r, bp->mlp_norm_w, bp->mlp_norm_b));
-                TMM_TRY(step_mlp(g, r, bp));
-            }
-        }
-    }
-    tmm_view head_in = W(g->h);
-    if (g->arch->final_norm) {
-        TMM_TRY(step_norm(g, r, t->final_norm_w, -1));
-        head_in = W(g->x);
-    }
-    TMM_TRY(tmm_op_linear_rows(r, head_in, B, d, V, param(g, t->head), none, W(g->logits), false));
-    return tmm_recorder_end(r);
-}
-
-static tmm_status allocate(tmm_generator *g)
-{
-    const tmm_model_config *c = &g->info.config;
-    const uint64_t B = g->info.batch, d = c->d_model, e = (uint64_t)c->expansion * d, V = c->vocab;
-    struct { tmm_buffer **b; uint64_t floats; tmm_memory_kind kind; } all[] = {
-        { &g->h, B * d, TMM_MEMORY_DEVICE },       { &g->x, B * d, TMM_MEMORY_DEVICE },
-        { &g->mean, B, TMM_MEMORY_DEVICE },        { &g->rstd, B, TMM_MEMORY_DEVICE },
-        { &g->f, 2 * B * e, TMM_MEMORY_DEVICE },   { &g->z, B * e, TMM_MEMORY_DEVICE },
-        { &g->tokens, B, TMM_MEMORY_HOST },        { &g->positions, B, TMM_MEMORY_HOST },
-        { &g->lengths, B, TMM_MEMORY_HOST },       { &g->logits, B * V, TMM_MEMORY_HOST },
-        { &g->ln_scratch, tmm_op_layernorm_forward_scratch((uint32_t)B, (uint32_t)d) +
-                              tmm_op_rmsnorm_forward_scratch((uint32_t)B, (uint32_t)d), TMM_MEMORY_DEVICE },
-    };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        TMM_TRY(tmm_buffer_create(g->device, (all[i].floats ? all[i].floats : 1) * 4, all[i].kind, all[i].b));
-    return TMM_OK;
-}
 
 static void prefiller_free(prefiller *p, bool own_model)
 {
@@ -172,11 +71,8 @@ void tmm_generator_destroy(tmm_generator *g)
 {
     if (!g)
         return;
-    tmm_recorder_destroy(g->step);
-    tmm_buffer *all[] = { g->h, g->x, g->mean, g->rstd, g->f, g->z, g->tokens, g->positions, g->lengths,
-                          g->logits, g->ln_scratch };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
+    tmm_model_step_destroy(g->step);
+    tmm_buffer_destroy(g->lengths);
     for (int k = 0; k < GEN_MAX_BUCKETS; k++)
         prefiller_free(&g->buckets[k], true);
     prefiller_free(&g->main, false);
@@ -273,13 +169,11 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     if (s == TMM_OK)
         s = tmm_model_write_params(g->model, params);
     if (s == TMM_OK)
-        s = allocate(g);
+        s = tmm_buffer_create(device, (uint64_t)batch * 4, TMM_MEMORY_HOST, &g->lengths);
     if (s == TMM_OK)
         s = make_decoder(g, distilled);
     if (s == TMM_OK)
-        s = tmm_recorder_create(device, &g->step);
-    if (s == TMM_OK)
-        s = record_step(g);
+        s = tmm_model_step_create(device, g->model, g->decoder, batch, &g->step);
     if (s != TMM_OK) {
         tmm_generator_destroy(g);
         return s;
@@ -470,12 +364,10 @@ tmm_status tmm_generator_step(tmm_generator *g, const uint32_t *tokens, float *l
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "token %u of sequence %u is outside the vocabulary of %u",
                             tokens[b], b, V);
     }
-    TMM_TRY(tmm_buffer_write(g->tokens, 0, tokens, (uint64_t)B * 4));
-    TMM_TRY(tmm_buffer_write(g->positions, 0, g->pos, (uint64_t)B * 4));
-    TMM_TRY(tmm_recorder_run(g->step));
+    TMM_TRY(tmm_model_step_run(g->step, tokens, g->pos, logits));
     for (uint32_t b = 0; b < B; b++)
         g->pos[b]++;
-    return logits ? tmm_buffer_read(g->logits, 0, logits, (uint64_t)B * V * 4) : TMM_OK;
+    return TMM_OK;
 }
 
 tmm_status tmm_tokenize(const tmm_generator *g, const char *text, size_t length, uint32_t **tokens,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/arch.h"
+#include "model/frame.h"
 #include "ops/llama_ops.h"
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
@@ -135,7 +136,11 @@ static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t mlp_width(const tmm_model *m) { return (uint64_t)m->table.config.expansion * m->table.config.d_model; }
 
 /* Halves per block: the mixer's and the MLP's, or the mixer's alone (no MLP). */
-static int n_halves(const tmm_model *m) { return m->arch->mlp == TMM_MLP_NONE ? 1 : 2; }
+static int n_halves(const tmm_model *m)
+{
+    bool mixer_half[2];
+    return (int)tmm_frame_halves(m->arch, mixer_half);
+}
 
 static uint64_t scratch_floats(const tmm_model *m)
 {
@@ -475,15 +480,8 @@ typedef struct norm_io {
 /* y = Norm(h) over d, statistics saved for the backward. */
 static tmm_status norm_forward(const tmm_model *m, const tmm_rec *rec, const norm_io *n, tmm_view h, tmm_view y)
 {
-    const uint32_t N = m->rows, d = m->table.config.d_model;
-    if (m->arch->norm == TMM_NORM_RMS)
-        TMM_REC_OP(rec, "rmsnorm", tmm_op_rmsnorm_forward(rec->r, h, P(m, n->w), N, d, (float)m->arch->norm_eps, rec->scratch,
-                                                          y, A(n->rstd)));
-    else
-        TMM_REC_OP(rec, "layernorm", tmm_op_layernorm_forward(rec->r, h, P(m, n->w), P(m, n->b), N, d,
-                                                              (float)m->arch->norm_eps, rec->scratch, y, A(n->mean),
-                                                              A(n->rstd)));
-    return TMM_OK;
+    return tmm_frame_norm(rec, m->arch, m->rows, m->table.config.d_model, h, P(m, n->w), P(m, n->b), y,
+                          n->mean ? A(n->mean) : none, A(n->rstd));
 }
 
 /* dx (in place: it holds dL/dNorm(h) on entry) = dL/dh, and the norm's gradients. */
@@ -500,26 +498,15 @@ static tmm_status norm_backward(const tmm_model *m, const tmm_rec *rec, const no
     return TMM_OK;
 }
 
-/* h += MLP(x): W2 act(W1 x + b1) + b2 (act silu or gelu), or Wdown (silu(Wgate x) ⊙ Wup x). */
+/* h += MLP(x), its activations into layer l's set. */
 static tmm_status mlp_forward(const tmm_model *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view h)
 {
     const tmm_block_params *bp = &m->table.blocks[l];
     const layer_acts *a = &m->layers[l % m->frame_sets];
-    const uint32_t N = m->rows, d = m->table.config.d_model, e = (uint32_t)mlp_width(m);
-    tmm_recorder *r = rec->r;
-    if (m->arch->mlp == TMM_MLP_SWIGLU) {
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, 2 * e, W(m, bp->mlp_in_w), none, A(a->mlp_a), false));
-        TMM_REC_OP(rec, "swiglu", tmm_op_swiglu_forward(r, A(a->mlp_a), N, e, A(a->mlp_z)));
-    } else {
-        TMM_REC_OP(rec, "matmul", tmm_op_linear(r, x, N, d, e, W(m, bp->mlp_in_w), none, A(a->mlp_a), false));
-        if (m->arch->mlp == TMM_MLP_GELU)
-            TMM_REC_OP(rec, "gelu", tmm_op_gelu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
-        else
-            TMM_REC_OP(rec, "silu", tmm_op_bias_silu_forward(r, A(a->mlp_a), P(m, bp->mlp_in_b), N, e, A(a->mlp_z)));
-    }
-    TMM_REC_OP(rec, "matmul", tmm_op_linear(r, A(a->mlp_z), N, e, d, W(m, bp->mlp_out_w), P(m, bp->mlp_out_b), h,
-                                            true));
-    return TMM_OK;
+    const tmm_frame_mlp mlp = { W(m, bp->mlp_in_w), P(m, bp->mlp_in_b), W(m, bp->mlp_out_w), P(m, bp->mlp_out_b),
+                                A(a->mlp_a), A(a->mlp_z) };
+    return tmm_frame_mlp_forward(rec, m->arch, m->rows, m->table.config.d_model, (uint32_t)mlp_width(m), false, x,
+                                 &mlp, h);
 }
 
 /* dx = dL/dx of the MLP given dh, into g1; the MLP's gradients. */
@@ -569,9 +556,10 @@ static void halves(const tmm_model *m, uint32_t l, half out[2])
     const tmm_block_params *bp = &m->table.blocks[l];
     layer_acts *a = &m->layers[l % m->frame_sets];
     const norm_io mix = { bp->mix_norm_w, bp->mix_norm_b, NULL, NULL }, mlp = { bp->mlp_norm_w, bp->mlp_norm_b, NULL, NULL };
-    const bool mf = m->arch->mixer_first;
-    out[0] = (half){ mf, mf ? mix : mlp, hb(m, l), a->x1 };
-    out[1] = (half){ !mf, mf ? mlp : mix, a->h_mid, a->x2 };
+    bool mixer_half[2];
+    tmm_frame_halves(m->arch, mixer_half);
+    out[0] = (half){ mixer_half[0], mixer_half[0] ? mix : mlp, hb(m, l), a->x1 };
+    out[1] = (half){ mixer_half[1], mixer_half[1] ? mix : mlp, a->h_mid, a->x2 };
     out[0].norm.mean = a->mean1, out[0].norm.rstd = a->rstd1;
     out[1].norm.mean = a->mean2, out[1].norm.rstd = a->rstd2;
 }
