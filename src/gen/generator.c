@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mixer/toeplitz_mixer.h"
 #include "model/arch.h"
 #include "model/step.h"
 #include "text/tokenizer.h"
@@ -123,9 +124,9 @@ static tmm_status make_decoder(tmm_generator *g, const tmm_distilled *distilled)
     tmm_status s = mx->cls->decoder_create(mx, x, &g->decoder);
     free(x);
     if (s == TMM_OK && distilled) {
-        s = mx->cls->decoder_distill ? mx->cls->decoder_distill(g->decoder, distilled)
-                                     : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "only a TMM can decode distilled, "
-                                                "this is %s", tmm_arch_name(g->arch->arch));
+        s = g->arch->toeplitz ? tmm_toeplitz_decoder_distill(g->decoder, distilled)
+                              : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "only a TMM can decode distilled, this is %s",
+                                         tmm_arch_name(g->arch->arch));
         g->info.distilled = true;
         g->info.distill_head = distilled->head;
     }

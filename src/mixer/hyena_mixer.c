@@ -681,6 +681,6 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 const tmm_mixer_class tmm_hyena_mixer = {
     TMM_MIXER_SLOTS,
     .declare = declare,
-    .set_impl = set_impl,
+    .set_toeplitz_impl = set_impl,
     .set_positions = set_positions,
 };

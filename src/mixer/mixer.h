@@ -140,8 +140,9 @@ struct tmm_mixer_class {
      * gradients of the layer's tensors are written (frozen ones: untouched). */
     tmm_status (*backward)(tmm_mixer *m, const tmm_rec *rec, uint32_t layer, tmm_view x, tmm_view dh,
                            const tmm_view tmp[2], tmm_view *dx);
-    /* How Toeplitz layers are computed (NULL: nothing to choose). */
-    tmm_status (*set_impl)(tmm_mixer *m, tmm_toeplitz_impl impl);
+    /* How its Toeplitz products are computed, direct or by FFT (NULL: it has
+     * none: the TMM's and Hyena's mixers do). */
+    tmm_status (*set_toeplitz_impl)(tmm_mixer *m, tmm_toeplitz_impl impl);
     /* Positions as in a context of n_pos >= n_ctx (NULL: the mixer computes
      * the same function at every context length). A model of a shorter
      * context that prefills for a longer one with the same weights then
@@ -162,9 +163,6 @@ struct tmm_mixer_class {
      * position pos[b] (uint32 [batch]), the state updated with it. */
     tmm_status (*record_step)(tmm_mixer_decoder *d, const tmm_rec *rec, uint32_t layer, tmm_view pos,
                               tmm_view x, tmm_view h);
-    /* Decodes with the realizations of tmm distill instead (NULL: the mixer
-     * has none); before record_prefill and record_step. */
-    tmm_status (*decoder_distill)(tmm_mixer_decoder *d, const tmm_distilled *set);
 };
 
 extern const tmm_mixer_class tmm_toeplitz_mixer;

@@ -377,7 +377,7 @@ static tmm_status toeplitz_step(tz_decoder *dec, tmm_recorder *r, uint32_t l, ui
 
 /* Uploads the modes of every Toeplitz layer (at least one mode each: a
  * layer without any runs one zero mode) and makes their states. */
-static tmm_status decoder_distill(tmm_mixer_decoder *dd, const tmm_distilled *set)
+tmm_status tmm_toeplitz_decoder_distill(tmm_mixer_decoder *dd, const tmm_distilled *set)
 {
     tz_decoder *dec = (tz_decoder *)dd;
     tz_mixer *m = dec->m;
@@ -461,6 +461,5 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 const tmm_mixer_class tmm_toeplitz_mixer = {
     TMM_MIXER_SLOTS,
     .declare = declare,
-    .set_impl = set_impl,
-    .decoder_distill = decoder_distill,
+    .set_toeplitz_impl = set_impl,
 };

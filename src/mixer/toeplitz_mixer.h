@@ -16,4 +16,9 @@ enum {
     TMM_TZ_IN_W, TMM_TZ_IN_B, TMM_TZ_W, TMM_TZ_BETA, TMM_TZ_W2, TMM_TZ_BETA2, TMM_TZ_OUT_W, TMM_TZ_OUT_B,
 };
 
+/* A decoder of the Toeplitz mixer (made by its class's decoder_create)
+ * decodes with the realizations of tmm distill instead of the cached dot
+ * product; before its record_prefill and record_step. */
+tmm_status tmm_toeplitz_decoder_distill(tmm_mixer_decoder *d, const tmm_distilled *set);
+
 #endif

@@ -409,7 +409,7 @@ void tmm_model_set_profile(tmm_model *m, bool profile)
 tmm_status tmm_model_set_toeplitz_impl(tmm_model *m, tmm_toeplitz_impl impl)
 {
     m->recorded = -1;
-    return m->mixer->cls->set_impl ? m->mixer->cls->set_impl(m->mixer, impl) : TMM_OK;
+    return m->mixer->cls->set_toeplitz_impl ? m->mixer->cls->set_toeplitz_impl(m->mixer, impl) : TMM_OK;
 }
 
 tmm_status tmm_model_write_params(tmm_model *m, const float *arena)
