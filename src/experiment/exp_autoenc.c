@@ -6,7 +6,7 @@
  * and against width. Autoencoder runs are short: a finished one is kept as
  * autoenc/NAME-HASH.json (HASH of everything that defines it) and reused; an
  * interrupted one starts over. */
-#define _POSIX_C_SOURCE 200809L /* open_memstream, clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,26 +53,16 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* A text LM training config of this shape (the small-text preset's
- * optimizer), resolved; budget and evaluation from the arguments. */
+/* A text LM training config of this shape (exp_text_config): 4 evaluation
+ * batches, a tenth of the steps' warmup. */
 static tmm_status text_config(const tmm_exp_options *o, uint32_t d, uint32_t n, uint32_t layers, uint32_t heads,
                               uint32_t expansion, uint32_t batch, uint32_t steps, uint32_t eval_every,
                               tmm_train_config *c)
 {
-    TMM_TRY(exp_base_config("small-text", o->seed, c));
-    c->model.d_model = d, c->model.n_ctx = n, c->model.n_layers = layers;
-    c->model.heads = heads, c->model.expansion = expansion;
-    c->steps = steps, c->batch = batch, c->accum = 1;
-    c->eval_every = c->log_every = c->save_every = eval_every;
-    c->eval_batches = 4, c->keep = 1;
-    c->schedule.warmup_steps = steps / 10 ? steps / 10 : 1;
-    c->target_accuracy = 0;
-    tmm_status s = exp_set_text_data(o, c);
-    if (s == TMM_OK)
-        s = exp_resolve(c);
-    if (s != TMM_OK)
-        tmm_train_config_free(c);
-    return s;
+    const exp_shape shape = { .d = d, .layers = layers, .heads = heads, .expansion = expansion, .batch = batch,
+                              .steps = steps, .eval_every = eval_every, .eval_batches = 4,
+                              .warmup = steps / 10 ? steps / 10 : 1 };
+    return exp_text_config(o, &shape, n, c);
 }
 
 /* The model of arch matched to the TMM model tmm (exp_matched_model), with
@@ -263,11 +253,6 @@ static void progress(const exp_ctx *x, const char *what, const ae_result *r)
     fflush(stdout);
 }
 
-static const char *verdict_of(uint32_t held, uint32_t tested)
-{
-    return tested == 0 ? "not tested" : held == tested ? "held" : held == 0 ? "not held" : "partly held";
-}
-
 static cJSON *ae_json(const char *label, const tmm_model_config *m, const char *encoder, const ae_result *r)
 {
     cJSON *o = cJSON_CreateObject();
@@ -299,11 +284,47 @@ static const ret_preset ret_presets[TMM_EXP_PRESET_COUNT] = {
     [TMM_EXP_PAPER] = { 512, 512, 8, 8, 4, 32, 20000, 1000, { 4, 8, 4, 32, 10000, 500, 32, 5e-4 } },
 };
 
+/* E3's report.md. */
+static tmm_status retention_report(const exp_ctx *x, const ret_preset *p, const tmm_exp_run *runs, uint32_t n,
+                                   const ae_result *trained, const ae_result *random)
+{
+    exp_stream report;
+    TMM_TRY(exp_stream_open(&report));
+    FILE *f = report.f;
+    exp_report_head(f, x, runs, n,
+                    "Step 1: a causal LM per architecture on bytes of the text (as E2), each baseline "
+                    "matched to the TMM's parameter count. Step 2: each LM frozen, the final hidden state "
+                    "(the LM head's input) at the last position of each held-out window is the only input "
+                    "of a decoder (docs/model.md, \"Autoencoder\": unroll, Linear, causal TMM blocks, LM "
+                    "head) trained to regenerate the whole window; the same with the LM's random "
+                    "initialization as the floor.");
+    fprintf(f, "Autoencoder: decoder %u TMM blocks, %u heads, e %u; %u steps of %u windows, peak lr %.3g, "
+               "warmup %u, linear decay; evaluated on %u held-out batches.\n\n",
+            p->ae.dec_layers, p->ae.dec_heads, p->ae.dec_expansion, p->ae.steps, p->ae.batch, p->ae.lr,
+            p->ae.warmup, p->ae.eval_batches);
+    fprintf(f, "## Measured\n\n| encoder | LM validation loss | reconstruction accuracy (trained) | loss "
+               "(trained) | accuracy (random floor) | loss (random) | trained - floor |\n"
+               "|---|---|---|---|---|---|---|\n");
+    for (uint32_t i = 0; i < n; i++)
+        fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %+.4f |\n", runs[i].label, runs[i].val_loss,
+                trained[i].accuracy, trained[i].loss, random[i].accuracy, random[i].loss,
+                trained[i].accuracy - random[i].accuracy);
+    const double positions = (double)p->ae.eval_batches * p->ae.batch * p->n;
+    fprintf(f, "\nAccuracies are over %.0f held-out positions (one position: %.4f). A trained encoder at "
+               "or below its random floor kept nothing that the decoder could use at this budget.\n",
+            positions, 1.0 / positions);
+    fprintf(f, "\nPlot: [accuracy](accuracy.svg).\n\n## Did the claim hold at this scale?\n\nRule: the "
+               "TMM's trained encoder gives a higher reconstruction accuracy than each other architecture's "
+               "(held: than all, partly: than some); made only when some trained encoder beats its "
+               "random floor by more than %.2f, else not tested at this budget.\n\n**Retention claim: "
+               "%s.**\n", RETAINED_MARGIN, x->out->verdict);
+    return exp_stream_save(x, "report.md", &report);
+}
+
 tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
 {
     const ret_preset *p = &ret_presets[o->preset];
-    exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("retention"), .device = tmm_device_get_info(dev)->name,
-                  .out = out };
+    exp_ctx x = exp_context(dev, o, "retention", out);
     tmm_exp_run runs[TMM_ARCH_COUNT] = { 0 };
     ae_result trained[TMM_ARCH_COUNT] = { 0 }, random[TMM_ARCH_COUNT] = { 0 };
     tmm_train_config ref;
@@ -362,7 +383,7 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
             tested++;
             held += trained[tmm].accuracy > trained[i].accuracy;
         }
-        snprintf(out->verdict, sizeof out->verdict, "%s", verdict_of(held, tested));
+        snprintf(out->verdict, sizeof out->verdict, "%s", exp_verdict(held, tested));
 
         /* bars: accuracy per architecture, trained and random encoders */
         double acc[2][TMM_ARCH_COUNT];
@@ -393,41 +414,8 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
         else
             cJSON_Delete(root);
 
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = s == TMM_OK ? open_memstream(&buf, &size) : NULL;
-        if (s == TMM_OK && !f)
-            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-        if (s == TMM_OK) {
-            exp_report_head(f, &x, runs, n,
-                            "Step 1: a causal LM per architecture on bytes of the text (as E2), each baseline "
-                            "matched to the TMM's parameter count. Step 2: each LM frozen, the final hidden state "
-                            "(the LM head's input) at the last position of each held-out window is the only input "
-                            "of a decoder (docs/model.md, \"Autoencoder\": unroll, Linear, causal TMM blocks, LM "
-                            "head) trained to regenerate the whole window; the same with the LM's random "
-                            "initialization as the floor.");
-            fprintf(f, "Autoencoder: decoder %u TMM blocks, %u heads, e %u; %u steps of %u windows, peak lr %.3g, "
-                       "warmup %u, linear decay; evaluated on %u held-out batches.\n\n",
-                    p->ae.dec_layers, p->ae.dec_heads, p->ae.dec_expansion, p->ae.steps, p->ae.batch, p->ae.lr,
-                    p->ae.warmup, p->ae.eval_batches);
-            fprintf(f, "## Measured\n\n| encoder | LM validation loss | reconstruction accuracy (trained) | loss "
-                       "(trained) | accuracy (random floor) | loss (random) | trained - floor |\n"
-                       "|---|---|---|---|---|---|---|\n");
-            for (uint32_t i = 0; i < n; i++)
-                fprintf(f, "| %s | %.4f | %.4f | %.4f | %.4f | %.4f | %+.4f |\n", runs[i].label, runs[i].val_loss,
-                        trained[i].accuracy, trained[i].loss, random[i].accuracy, random[i].loss,
-                        trained[i].accuracy - random[i].accuracy);
-            const double positions = (double)p->ae.eval_batches * p->ae.batch * p->n;
-            fprintf(f, "\nAccuracies are over %.0f held-out positions (one position: %.4f). A trained encoder at "
-                       "or below its random floor kept nothing that the decoder could use at this budget.\n",
-                    positions, 1.0 / positions);
-            fprintf(f, "\nPlot: [accuracy](accuracy.svg).\n\n## Did the claim hold at this scale?\n\nRule: the "
-                       "TMM's trained encoder gives a higher reconstruction accuracy than each other architecture's "
-                       "(held: than all, partly: than some); made only when some trained encoder beats its "
-                       "random floor by more than %.2f, else not tested at this budget.\n\n**Retention claim: "
-                       "%s.**\n", RETAINED_MARGIN, out->verdict);
-            s = exp_save_stream(&x, "report.md", &buf, &size, f);
-        }
+        if (s == TMM_OK)
+            s = retention_report(&x, p, runs, n, trained, random);
     }
     for (uint32_t i = 0; i < TMM_ARCH_COUNT; i++)
         tmm_exp_run_free(&runs[i]);
@@ -456,11 +444,52 @@ typedef struct cap_row {
     ae_result r;
 } cap_row;
 
+/* E4's report.md: settings k = 0..n_set-1 at n set_n[k], width set_d[k]. */
+static tmm_status capacity_report(const exp_ctx *x, const cap_preset *p, const cap_row *rows,
+                                  const bool present[TMM_ARCH_COUNT], uint32_t n_set, const uint32_t *set_n,
+                                  const uint32_t *set_d)
+{
+    const uint32_t n_max = p->ns[p->n_count - 1];
+    exp_stream report;
+    TMM_TRY(exp_stream_open(&report));
+    FILE *f = report.f;
+    fprintf(f, "# %s\n\n**Claim**: %s.\n\n", x->e->title, x->e->claim);
+    fprintf(f, "**Setup**: preset `%s` (%s), seed %llu, device: %s. The autoencoder of docs/model.md "
+               "(\"Autoencoder\") with the encoder trained jointly: an encoder of each architecture (%u "
+               "layers, matched to the TMM encoder's parameter count), its final hidden state at the last "
+               "position unrolled into a decoder of %u TMM blocks (%u heads, e %u); %u steps of %u text "
+               "windows, peak lr %.3g, warmup %u, linear decay; accuracy of the argmax at every position "
+               "over %u held-out batches.\n\n",
+            tmm_exp_preset_name(x->o->preset), x->e->presets[x->o->preset], (unsigned long long)x->o->seed,
+            x->device, p->layers, p->ae.dec_layers, p->ae.dec_heads, p->ae.dec_expansion, p->ae.steps, p->ae.batch,
+            p->ae.lr, p->ae.warmup, p->ae.eval_batches);
+    fprintf(f, "## Measured\n\n| encoder | n | d | encoder params | accuracy | loss | seconds (training and "
+               "evaluation) |\n"
+               "|---|---|---|---|---|---|---|\n");
+    for (uint32_t k = 0; k < n_set; k++)
+        for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+            const cap_row *row = &rows[k * TMM_ARCH_COUNT + a];
+            if (!present[a])
+                continue;
+            char label[32];
+            fprintf(f, "| %s | %u | %u | %llu | %.4f | %.4f | %.1f |\n",
+                    tmm_arch_label(&row->m, label, sizeof label), set_n[k], set_d[k],
+                    (unsigned long long)row->r.enc_params, row->r.accuracy, row->r.loss, row->r.seconds);
+        }
+    fprintf(f, "\nAccuracies are over %u held-out batches of %u windows: n = %u gives %u positions (one "
+               "position: %.4f).\n", p->ae.eval_batches, p->ae.batch, n_max,
+            p->ae.eval_batches * p->ae.batch * n_max, 1.0 / (p->ae.eval_batches * p->ae.batch * n_max));
+    fprintf(f, "\nPlots: [accuracy against n](accuracy-n.svg), [against width](accuracy-width.svg).\n\n"
+               "## Did the claim hold at this scale?\n\nRule: at every setting the TMM's reconstruction "
+               "accuracy is at least each other architecture's (held: at all, partly: at some).\n\n"
+               "**Capacity claim: %s.**\n", x->out->verdict);
+    return exp_stream_save(x, "report.md", &report);
+}
+
 tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
 {
     const cap_preset *p = &cap_presets[o->preset];
-    exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("capacity"), .device = tmm_device_get_info(dev)->name,
-                  .out = out };
+    exp_ctx x = exp_context(dev, o, "capacity", out);
     /* settings: each n at width d, then each other width at the largest n */
     const uint32_t n_max = p->ns[p->n_count - 1];
     uint32_t set_n[2 * MAX_SETTINGS], set_d[2 * MAX_SETTINGS], n_set = 0;
@@ -511,7 +540,7 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
                 tested++;
                 held += rows[k * TMM_ARCH_COUNT + exp_arch("tmm")].r.accuracy >= rows[k * TMM_ARCH_COUNT + a].r.accuracy;
             }
-        snprintf(out->verdict, sizeof out->verdict, "%s", verdict_of(held, tested));
+        snprintf(out->verdict, sizeof out->verdict, "%s", exp_verdict(held, tested));
 
         /* accuracy against n (width d) and against width (largest n), a line per architecture */
         for (int by_width = 0; by_width < 2 && s == TMM_OK; by_width++) {
@@ -565,44 +594,8 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
         else
             cJSON_Delete(root);
 
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = s == TMM_OK ? open_memstream(&buf, &size) : NULL;
-        if (s == TMM_OK && !f)
-            s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-        if (s == TMM_OK) {
-            fprintf(f, "# %s\n\n**Claim**: %s.\n\n", x.e->title, x.e->claim);
-            fprintf(f, "**Setup**: preset `%s` (%s), seed %llu, device: %s. The autoencoder of docs/model.md "
-                       "(\"Autoencoder\") with the encoder trained jointly: an encoder of each architecture (%u "
-                       "layers, matched to the TMM encoder's parameter count), its final hidden state at the last "
-                       "position unrolled into a decoder of %u TMM blocks (%u heads, e %u); %u steps of %u text "
-                       "windows, peak lr %.3g, warmup %u, linear decay; accuracy of the argmax at every position "
-                       "over %u held-out batches.\n\n",
-                    tmm_exp_preset_name(o->preset), x.e->presets[o->preset], (unsigned long long)o->seed, x.device,
-                    p->layers, p->ae.dec_layers, p->ae.dec_heads, p->ae.dec_expansion, p->ae.steps, p->ae.batch,
-                    p->ae.lr, p->ae.warmup, p->ae.eval_batches);
-            fprintf(f, "## Measured\n\n| encoder | n | d | encoder params | accuracy | loss | seconds (training and "
-                       "evaluation) |\n"
-                       "|---|---|---|---|---|---|---|\n");
-            for (uint32_t k = 0; k < n_set; k++)
-                for (int a = 0; a < TMM_ARCH_COUNT; a++) {
-                    const cap_row *row = &rows[k * TMM_ARCH_COUNT + a];
-                    if (!present[a])
-                        continue;
-                    char label[32];
-                    fprintf(f, "| %s | %u | %u | %llu | %.4f | %.4f | %.1f |\n",
-                            tmm_arch_label(&row->m, label, sizeof label), set_n[k], set_d[k],
-                            (unsigned long long)row->r.enc_params, row->r.accuracy, row->r.loss, row->r.seconds);
-                }
-            fprintf(f, "\nAccuracies are over %u held-out batches of %u windows: n = %u gives %u positions (one "
-                       "position: %.4f).\n", p->ae.eval_batches, p->ae.batch, n_max,
-                    p->ae.eval_batches * p->ae.batch * n_max, 1.0 / (p->ae.eval_batches * p->ae.batch * n_max));
-            fprintf(f, "\nPlots: [accuracy against n](accuracy-n.svg), [against width](accuracy-width.svg).\n\n"
-                       "## Did the claim hold at this scale?\n\nRule: at every setting the TMM's reconstruction "
-                       "accuracy is at least each other architecture's (held: at all, partly: at some).\n\n"
-                       "**Capacity claim: %s.**\n", out->verdict);
-            s = exp_save_stream(&x, "report.md", &buf, &size, f);
-        }
+        if (s == TMM_OK)
+            s = capacity_report(&x, p, rows, present, n_set, set_n, set_d);
     }
     free(rows);
     return s;

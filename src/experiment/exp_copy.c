@@ -2,7 +2,6 @@
  * steps and device seconds to 99% held-out copy accuracy (or the accuracy
  * after the budget), at matched parameters; and the width claim, a narrow
  * TMM against a wide Hyena. */
-#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,25 +16,22 @@
 
 typedef struct copy_preset {
     uint32_t ns[MAX_NS], n_count;
-    uint32_t d, layers, heads, expansion, batch, steps, eval_every, eval_batches, warmup;
+    exp_shape shape;
 } copy_preset;
 
 /* small: the tiny-copy model (flat mixing, which needs its Toeplitz layer to copy). */
 static const copy_preset presets[TMM_EXP_PRESET_COUNT] = {
-    [TMM_EXP_SMALL] = { { 64, 128 }, 2, 64, 2, 0, 2, 16, 200, 20, 4, 100 },
-    [TMM_EXP_MEDIUM] = { { 128, 256, 512, 1024 }, 4, 64, 2, 0, 2, 16, 2000, 50, 8, 100 },
-    [TMM_EXP_PAPER] = { { 128, 256, 512, 1024 }, 4, 256, 4, 4, 4, 32, 5000, 100, 8, 200 },
+    [TMM_EXP_SMALL] = { { 64, 128 }, 2, { 64, 2, 0, 2, 16, 200, 20, 4, 100 } },
+    [TMM_EXP_MEDIUM] = { { 128, 256, 512, 1024 }, 4, { 64, 2, 0, 2, 16, 2000, 50, 8, 100 } },
+    [TMM_EXP_PAPER] = { { 128, 256, 512, 1024 }, 4, { 256, 4, 4, 4, 32, 5000, 100, 8, 200 } },
 };
 
 static tmm_status copy_config(const copy_preset *p, uint64_t seed, uint32_t n, uint32_t d, tmm_train_config *c)
 {
     TMM_TRY(exp_base_config("tiny-copy", seed, c));
-    c->model.d_model = d, c->model.n_ctx = n, c->model.n_layers = p->layers;
-    c->model.heads = p->heads, c->model.expansion = p->expansion;
-    c->steps = p->steps, c->batch = p->batch, c->accum = 1;
-    c->eval_every = c->log_every = c->save_every = p->eval_every;
-    c->eval_batches = p->eval_batches, c->keep = 1;
-    c->schedule.warmup_steps = p->warmup;
+    exp_shape shape = p->shape;
+    shape.d = d;
+    exp_set_shape(c, &shape, n);
     c->target_accuracy = TARGET;
     return exp_resolve(c);
 }
@@ -44,7 +40,7 @@ static tmm_status copy_config(const copy_preset *p, uint64_t seed, uint32_t n, u
 static tmm_status add_run(const copy_preset *p, uint64_t seed, uint32_t n, tmm_arch arch, tmm_exp_run *r,
                           const char **knob)
 {
-    TMM_TRY(copy_config(p, seed, n, p->d, &r->config));
+    TMM_TRY(copy_config(p, seed, n, p->shape.d, &r->config));
     tmm_model_config m;
     tmm_status s = exp_matched_model(&r->config.model, arch, &m, knob);
     if (s == TMM_OK && arch != exp_arch("tmm")) {
@@ -62,14 +58,14 @@ static tmm_status add_run(const copy_preset *p, uint64_t seed, uint32_t n, tmm_a
 static tmm_status add_width_runs(const copy_preset *p, uint64_t seed, tmm_exp_run *r)
 {
     const uint32_t n = p->ns[p->n_count - 1];
-    TMM_TRY(copy_config(p, seed, n, p->d / 2, &r[0].config));
-    snprintf(r[0].name, sizeof r[0].name, "tmm-narrow-d%u-n%u", p->d / 2, n);
-    snprintf(r[0].label, sizeof r[0].label, "tmm d %u, n %u", p->d / 2, n);
-    TMM_TRY(copy_config(p, seed, n, 2 * p->d, &r[1].config));
+    TMM_TRY(copy_config(p, seed, n, p->shape.d / 2, &r[0].config));
+    snprintf(r[0].name, sizeof r[0].name, "tmm-narrow-d%u-n%u", p->shape.d / 2, n);
+    snprintf(r[0].label, sizeof r[0].label, "tmm d %u, n %u", p->shape.d / 2, n);
+    TMM_TRY(copy_config(p, seed, n, 2 * p->shape.d, &r[1].config));
     r[1].config.model.arch = exp_arch("hyena");
     r[1].config.model.heads = 0, r[1].config.model.kernel = 1;
-    snprintf(r[1].name, sizeof r[1].name, "hyena-wide-d%u-n%u", 2 * p->d, n);
-    snprintf(r[1].label, sizeof r[1].label, "hyena d %u, n %u", 2 * p->d, n);
+    snprintf(r[1].name, sizeof r[1].name, "hyena-wide-d%u-n%u", 2 * p->shape.d, n);
+    snprintf(r[1].label, sizeof r[1].label, "hyena d %u, n %u", 2 * p->shape.d, n);
     return exp_resolve(&r[1].config);
 }
 
@@ -98,11 +94,6 @@ static bool struggles(double other, double tmm) { return !isfinite(other) || oth
 typedef struct copy_table {
     const tmm_exp_run *at[MAX_NS][TMM_ARCH_COUNT]; /* NULL: not run */
 } copy_table;
-
-static const char *verdict_of(uint32_t held, uint32_t tested)
-{
-    return tested == 0 ? "not tested" : held == tested ? "held" : held == 0 ? "not held" : "partly held";
-}
 
 /* The rule at one n: NULL when it cannot be decided (no TMM or transformer). */
 static const char *rule_at(const copy_table *t, uint32_t i, uint32_t eval_every, bool *held)
@@ -191,7 +182,7 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
         bser[i] = (tmm_chart_series){ ser_names[i], NULL, bars[i], nc };
     }
     char note[128];
-    snprintf(note, sizeof note, "a dash: not reached within the budget of %u steps", p->steps);
+    snprintf(note, sizeof note, "a dash: not reached within the budget of %u steps", p->shape.steps);
     tmm_chart bc = { .title = "Copying: training steps to 99% held-out accuracy", .x_label = "architecture",
                      .y_label = "training steps to 99% (fewer is better)", .series = bser, .n_series = p->n_count,
                      .categories = cats, .n_categories = nc, .note = note };
@@ -219,14 +210,15 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
     const char *at_n[MAX_NS];
     for (uint32_t i = 0; i < p->n_count; i++) {
         bool held = false;
-        at_n[i] = rule_at(t, i, p->eval_every, &held);
+        at_n[i] = rule_at(t, i, p->shape.eval_every, &held);
         tested_n += at_n[i] != NULL;
         held_n += at_n[i] && held;
     }
     const char *width_verdict = "not tested";
     if (width)
-        width_verdict = about_as_fast(steps_to(&width[0]), steps_to(&width[1]), p->eval_every) ? "held" : "not held";
-    snprintf(x->out->verdict, sizeof x->out->verdict, "%s", verdict_of(held_n, tested_n));
+        width_verdict =
+            about_as_fast(steps_to(&width[0]), steps_to(&width[1]), p->shape.eval_every) ? "held" : "not held";
+    snprintf(x->out->verdict, sizeof x->out->verdict, "%s", exp_verdict(held_n, tested_n));
 
     cJSON *root = exp_summary(x, runs, n_runs);
     cJSON *rows = cJSON_AddArrayToObject(root, "steps_to_99");
@@ -248,11 +240,9 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
                                       "transformer's steps, and Hyena and Mamba 2 each do not reach it or take at "
                                       "least twice the TMM's steps; held if at every n", NULL));
 
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    exp_stream report;
+    TMM_TRY(exp_stream_open(&report));
+    FILE *f = report.f;
     exp_report_head(f, x, runs, n_runs,
                     "The TMM as the preset gives it; each baseline at the MLP expansion (Mamba 2: the number of "
                     "layers) whose parameter count is nearest the TMM's, with its own default heads; swa's window "
@@ -275,7 +265,7 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
     fprintf(f, "## Did the claim hold at this scale?\n\nRule: at each n, the TMM reaches 99%% within 1.5 times the "
                "transformer's steps (or two evaluations, %u steps, more), and Hyena and Mamba 2 each either do not "
                "reach 99%% within the budget or take at least twice the TMM's steps. The claim holds if that holds "
-               "at every n.\n\n", 2 * p->eval_every);
+               "at every n.\n\n", 2 * p->shape.eval_every);
     for (uint32_t i = 0; i < p->n_count; i++)
         fprintf(f, "- n %u: %s\n", p->ns[i], at_n[i] ? at_n[i] : "not tested (needs tmm and transformer)");
     fprintf(f, "\n**Copying claim: %s.**\n\n", x->out->verdict);
@@ -290,14 +280,13 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
     } else {
         fprintf(f, "Width claim: not tested (needs tmm and hyena in --archs).\n");
     }
-    return exp_save_stream(x, "report.md", &buf, &size, f);
+    return exp_stream_save(x, "report.md", &report);
 }
 
 tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
 {
     const copy_preset *p = &presets[o->preset];
-    exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("copy"), .device = tmm_device_get_info(dev)->name,
-                  .out = out };
+    exp_ctx x = exp_context(dev, o, "copy", out);
     tmm_exp_run *runs = calloc(MAX_RUNS, sizeof *runs);
     if (!runs)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -322,8 +311,6 @@ tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *
         s = exp_train_runs(&x, runs, n);
     if (s == TMM_OK && !out->interrupted)
         s = write_outputs(&x, p, runs, n, &t, width ? &runs[first_width] : NULL);
-    for (uint32_t i = 0; i < MAX_RUNS; i++)
-        tmm_exp_run_free(&runs[i]);
-    free(runs);
+    exp_runs_free(runs, MAX_RUNS);
     return s;
 }

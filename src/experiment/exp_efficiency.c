@@ -3,7 +3,6 @@
  * against tokens, device seconds and training FLOPs; a final table of loss,
  * tokens/s, planned peak memory and decoding ms/token; the TMM ablations as
  * optional extra rows. */
-#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +18,15 @@
 #define MAX_POS 3
 
 typedef struct eff_preset {
-    uint32_t d, n, layers, heads, expansion, batch, steps, eval_every, eval_batches, warmup;
+    exp_shape shape;
+    uint32_t n;
     uint32_t positions[MAX_POS]; /* decoding positions, each + 4 steps within n */
 } eff_preset;
 
 static const eff_preset presets[TMM_EXP_PRESET_COUNT] = {
-    [TMM_EXP_SMALL] = { 64, 64, 2, 4, 4, 8, 200, 25, 4, 20, { 1, 32, 60 } },
-    [TMM_EXP_MEDIUM] = { 128, 256, 4, 4, 4, 16, 2000, 100, 16, 100, { 1, 100, 250 } },
-    [TMM_EXP_PAPER] = { 512, 512, 8, 8, 4, 32, 20000, 500, 32, 500, { 1, 100, 500 } },
+    [TMM_EXP_SMALL] = { { 64, 2, 4, 4, 8, 200, 25, 4, 20 }, 64, { 1, 32, 60 } },
+    [TMM_EXP_MEDIUM] = { { 128, 4, 4, 4, 16, 2000, 100, 16, 100 }, 256, { 1, 100, 250 } },
+    [TMM_EXP_PAPER] = { { 512, 8, 8, 4, 32, 20000, 500, 32, 500 }, 512, { 1, 100, 500 } },
 };
 
 typedef struct eff_row {
@@ -38,20 +38,7 @@ typedef struct eff_row {
 
 static tmm_status base(const eff_preset *p, const tmm_exp_options *o, tmm_train_config *c)
 {
-    TMM_TRY(exp_base_config("small-text", o->seed, c));
-    c->model.d_model = p->d, c->model.n_ctx = p->n, c->model.n_layers = p->layers;
-    c->model.heads = p->heads, c->model.expansion = p->expansion;
-    c->steps = p->steps, c->batch = p->batch, c->accum = 1;
-    c->eval_every = c->log_every = c->save_every = p->eval_every;
-    c->eval_batches = p->eval_batches, c->keep = 1;
-    c->schedule.warmup_steps = p->warmup;
-    c->target_accuracy = 0;
-    tmm_status s = exp_set_text_data(o, c);
-    if (s == TMM_OK)
-        s = exp_resolve(c);
-    if (s != TMM_OK)
-        tmm_train_config_free(c);
-    return s;
+    return exp_text_config(o, &p->shape, p->n, c);
 }
 
 /* A run whose model is m (its own peak lr). */
@@ -231,11 +218,9 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
     TMM_TRY(exp_save_summary(x, root, "held if the TMM's final validation loss is below Hyena's and Mamba 2's "
                                       "after the same tokens; partly if below one of them", why));
 
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    exp_stream report;
+    TMM_TRY(exp_stream_open(&report));
+    FILE *f = report.f;
     char setup[768];
     snprintf(setup, sizeof setup,
              "Causal language modelling on %u file(s), first %s, as bytes (windows of n bytes; the last 5%% of the "
@@ -246,8 +231,8 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
              "docs/experiments.md. Memory: the planned device memory of training (model, gradients, activations, "
              "AdamW moments). Decoding: one sequence, random weights, the median of 4 cached steps after a "
              "prefill to position t (tmm bench generate's code).",
-             runs[0].config.text_file_count, runs[0].config.text_files[0], p->steps, p->batch,
-             (unsigned long long)p->steps * p->batch * p->n, p->warmup);
+             runs[0].config.text_file_count, runs[0].config.text_files[0], p->shape.steps, p->shape.batch,
+             (unsigned long long)p->shape.steps * p->shape.batch * p->n, p->shape.warmup);
     exp_report_head(f, x, runs, n, setup);
     fprintf(f, "## Measured\n\n| run | params | final val loss | val accuracy | tokens/s | device s | peak memory |");
     for (int j = 0; j < MAX_POS; j++)
@@ -266,7 +251,7 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
     fprintf(f, "## Did the claim hold at this scale?\n\nRule: the TMM's final validation loss is below Hyena's and "
                "Mamba 2's after the same tokens (held), below one of them (partly held) or neither (not held).\n\n"
                "%s. **Claim: %s.**\n", why, x->out->verdict);
-    return exp_save_stream(x, "report.md", &buf, &size, f);
+    return exp_stream_save(x, "report.md", &report);
 }
 
 tmm_status exp_efficiency_tmm_config(const tmm_exp_options *o, tmm_train_config *c)
@@ -277,8 +262,7 @@ tmm_status exp_efficiency_tmm_config(const tmm_exp_options *o, tmm_train_config 
 tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
 {
     const eff_preset *p = &presets[o->preset];
-    exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("efficiency"),
-                  .device = tmm_device_get_info(dev)->name, .out = out };
+    exp_ctx x = exp_context(dev, o, "efficiency", out);
     tmm_exp_run *runs = calloc(MAX_RUNS, sizeof *runs);
     eff_row *rows = calloc(MAX_RUNS, sizeof *rows);
     uint32_t n = 0;
@@ -292,9 +276,7 @@ tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_out
         s = measure(&x, p, &runs[i], &rows[i]);
     if (s == TMM_OK && !out->interrupted)
         s = write_outputs(&x, p, runs, n, tmm_row, rows);
-    for (uint32_t i = 0; runs && i < MAX_RUNS; i++)
-        tmm_exp_run_free(&runs[i]);
-    free(runs);
+    exp_runs_free(runs, MAX_RUNS);
     free(rows);
     return s;
 }

@@ -4,7 +4,6 @@
  * Fredholm indices and min |a| against the training step; beside it the same
  * analysis of E4's joint TMM autoencoders, when the capacity experiment has
  * run into the same results root. */
-#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,11 +168,9 @@ static tmm_status analyse_run(exp_ctx *x, const tmm_exp_run *r, idx_point *pts, 
 {
     uint64_t steps[MAX_POINTS];
     const uint32_t n = checkpoint_steps(r, steps);
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    exp_stream jsonl;
+    TMM_TRY(exp_stream_open(&jsonl));
+    FILE *f = jsonl.f;
     tmm_status s = TMM_OK;
     for (uint32_t i = 0; i < n && s == TMM_OK; i++) {
         tmm_checkpoint ck = { 0 };
@@ -193,7 +190,7 @@ static tmm_status analyse_run(exp_ctx *x, const tmm_exp_run *r, idx_point *pts, 
     *n_pts = n;
     if (s == TMM_OK)
         s = analyse_autoencoders(x, ae, n_ae, f);
-    tmm_status w = exp_save_stream(x, "index.jsonl", &buf, &size, f);
+    tmm_status w = exp_stream_save(x, "index.jsonl", &jsonl);
     return s != TMM_OK ? s : w;
 }
 
@@ -326,11 +323,9 @@ static tmm_status write_outputs(exp_ctx *x, const tmm_exp_run *run, idx_point *p
         cJSON_AddItemToArray(arr, point_json(&ae[i]));
     TMM_TRY(exp_save_summary(x, root, RULE, why));
 
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    exp_stream report;
+    TMM_TRY(exp_stream_open(&report));
+    FILE *f = report.f;
     exp_report_head(f, x, run, 1,
                     "E2's TMM run (tmm experiment efficiency: the same model, text, steps and seed) with the "
                     "checkpoint of every evaluation kept; `tmm index` on each (every Toeplitz vector per layer, "
@@ -352,7 +347,7 @@ static tmm_status write_outputs(exp_ctx *x, const tmm_exp_run *run, idx_point *p
     fprintf(f, "\nPlots: [index shares](index-shares.svg), [index range](index-range.svg), [min |a|](min-abs.svg). "
                "Every vector at every step (and of every autoencoder): index.jsonl.\n\n## Did the claim hold at "
                "this scale?\n\nRule: " RULE ".\n\n%s. **Claim: %s.**\n", why, x->out->verdict);
-    return exp_save_stream(x, "report.md", &buf, &size, f);
+    return exp_stream_save(x, "report.md", &report);
 }
 
 tmm_status exp_index(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
@@ -360,8 +355,7 @@ tmm_status exp_index(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome 
     if (!exp_selected(o, exp_arch("tmm")))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the index experiment analyses the TMM's Toeplitz layers: "
                         "--archs must include tmm");
-    exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("index"), .device = tmm_device_get_info(dev)->name,
-                  .out = out };
+    exp_ctx x = exp_context(dev, o, "index", out);
     tmm_exp_run run = { .name = "tmm", .label = "tmm" };
     idx_point *pts = calloc(MAX_POINTS + MAX_AE, sizeof *pts), *ae = pts ? pts + MAX_POINTS : NULL;
     uint32_t n = 0, n_ae = 0;

@@ -3,7 +3,6 @@
  * recall accuracy against the number of key-value pairs at one n, and (the
  * medium and paper presets) against n, with the pairs growing as n/4 so that
  * every row is full. */
-#define _POSIX_C_SOURCE 200809L /* open_memstream */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,15 +22,15 @@ typedef struct recall_preset {
     uint32_t n, pairs[MAX_PAIRS], pair_count; /* the pairs sweep, at n */
     uint32_t ns[MAX_NS], n_count;             /* the n sweep, at n/4 pairs (none: 0) */
     uint32_t keys, values;
-    uint32_t d, layers, heads, expansion, batch, steps, eval_every, eval_batches, warmup;
+    exp_shape shape;
 } recall_preset;
 
 static const recall_preset presets[TMM_EXP_PRESET_COUNT] = {
-    [TMM_EXP_SMALL] = { 64, { 2, 4, 8 }, 3, { 0 }, 0, 16, 16, 32, 2, 4, 2, 16, 300, 50, 8, 30 },
-    [TMM_EXP_MEDIUM] = { 128, { 4, 8, 16, 32 }, 4, { 64, 128, 256, 512 }, 4, 128, 64, 64, 2, 4, 2, 32, 2000, 100,
-                         8, 100 },
-    [TMM_EXP_PAPER] = { 256, { 8, 16, 32, 64 }, 4, { 128, 256, 512, 1024 }, 4, 256, 256, 256, 4, 4, 4, 32, 5000,
-                        100, 8, 200 },
+    [TMM_EXP_SMALL] = { 64, { 2, 4, 8 }, 3, { 0 }, 0, 16, 16, { 32, 2, 4, 2, 16, 300, 50, 8, 30 } },
+    [TMM_EXP_MEDIUM] = { 128, { 4, 8, 16, 32 }, 4, { 64, 128, 256, 512 }, 4, 128, 64,
+                         { 64, 2, 4, 2, 32, 2000, 100, 8, 100 } },
+    [TMM_EXP_PAPER] = { 256, { 8, 16, 32, 64 }, 4, { 128, 256, 512, 1024 }, 4, 256, 256,
+                        { 256, 4, 4, 4, 32, 5000, 100, 8, 200 } },
 };
 
 /* One (n, pairs) of either sweep; a setting both sweeps share is trained once. */
@@ -62,12 +61,7 @@ static tmm_status recall_config(const recall_preset *p, uint64_t seed, uint32_t 
     c->task = TMM_DATA_MQAR;
     c->mqar = (tmm_mqar_config){ .pairs = pairs, .queries = 0, .keys = p->keys, .values = p->values };
     c->model.vocab = 0; /* the task's: 1 + keys + values */
-    c->model.d_model = p->d, c->model.n_ctx = n, c->model.n_layers = p->layers;
-    c->model.heads = p->heads, c->model.expansion = p->expansion;
-    c->steps = p->steps, c->batch = p->batch, c->accum = 1;
-    c->eval_every = c->log_every = c->save_every = p->eval_every;
-    c->eval_batches = p->eval_batches, c->keep = 1;
-    c->schedule.warmup_steps = p->warmup;
+    exp_set_shape(c, &p->shape, n);
     c->target_accuracy = TARGET;
     return exp_resolve(c);
 }
@@ -136,11 +130,6 @@ static const char *rule_at(const recall_setting *s, bool *held)
     return *held ? "held" : "not held";
 }
 
-static const char *verdict_of(uint32_t held, uint32_t tested)
-{
-    return tested == 0 ? "not tested" : held == tested ? "held" : held == 0 ? "not held" : "partly held";
-}
-
 /* Final accuracy against the pairs (by_n false) or n of one sweep: a series per architecture. */
 static tmm_status sweep_chart(exp_ctx *x, const recall_preset *p, const recall_table *t, bool by_n)
 {
@@ -181,11 +170,11 @@ static tmm_status sweep_chart(exp_ctx *x, const recall_preset *p, const recall_t
     if (by_n) {
         snprintf(title, sizeof title, "MQAR: held-out recall accuracy against the context length (n/4 pairs)");
         snprintf(note, sizeof note, "matched parameters; %u keys, %u values (chance 1/%u); %u steps of %u, a run "
-                 "stops at 99%%", p->keys, p->values, p->values, p->steps, p->batch);
+                 "stops at 99%%", p->keys, p->values, p->values, p->shape.steps, p->shape.batch);
     } else {
         snprintf(title, sizeof title, "MQAR n = %u: held-out recall accuracy against the number of pairs", p->n);
         snprintf(note, sizeof note, "matched parameters; %u keys, %u values (chance 1/%u); every pair queried; %u "
-                 "steps of %u, a run stops at 99%%", p->keys, p->values, p->values, p->steps, p->batch);
+                 "steps of %u, a run stops at 99%%", p->keys, p->values, p->values, p->shape.steps, p->shape.batch);
     }
     tmm_chart c = { .title = title, .x_label = by_n ? "context length n (tokens)" : "key-value pairs per row",
                     .y_label = "held-out recall accuracy at the end (fraction of queried values)",
@@ -314,7 +303,7 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
         tested_n += at[i] != NULL;
         held_n += at[i] && held;
     }
-    snprintf(x->out->verdict, sizeof x->out->verdict, "%s", verdict_of(held_n, tested_n));
+    snprintf(x->out->verdict, sizeof x->out->verdict, "%s", exp_verdict(held_n, tested_n));
     char rule[320];
     snprintf(rule, sizeof rule, "at each (n, pairs): the TMM's held-out recall accuracy at the end of its run is at "
              "least the best baseline's minus %.2f; held if at every setting, partly held if at some", MARGIN);
@@ -329,11 +318,9 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
         setting_json(arr, &t->s[i], at[i], p->values);
     TMM_TRY(exp_save_summary(x, root, rule, NULL));
 
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    exp_stream report;
+    TMM_TRY(exp_stream_open(&report));
+    FILE *f = report.f;
     char setup[1024];
     snprintf(setup, sizeof setup,
              "The TMM as the preset gives it; each baseline at the MLP expansion (Mamba 2: the number of layers) "
@@ -343,12 +330,13 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
              "scored (chance 1/%u). The pairs sweep at n %u%s. Held-out recall accuracy (teacher-forced argmax on "
              "the queried values, %u batches of %u new rows) at every evaluation; a run stops when it reaches 99%%.",
              p->keys, p->values, 1 + p->keys + p->values, p->values, p->n,
-             p->n_count ? "; the n sweep with n/4 pairs, every row full" : "", p->eval_batches, p->batch);
+             p->n_count ? "; the n sweep with n/4 pairs, every row full" : "", p->shape.eval_batches,
+             p->shape.batch);
     exp_report_head(f, x, runs, n_runs, setup);
     fprintf(f, "## Measured\n\nHeld-out recall accuracy at the end of each run (after its %u-step budget, or when "
                "it reached 99%%), against the number of pairs at n %u. \"No recall\" is what a model scores that "
                "has learned which tokens are values but not which key each belongs to: a uniform guess among the "
-               "distinct values of the row; only accuracy above it is recall.\n\n", p->steps, p->n);
+               "distinct values of the row; only accuracy above it is recall.\n\n", p->shape.steps, p->n);
     table_rows(f, t, false, at, p->values);
     if (p->n_count) {
         fprintf(f, "Against n, with n/4 pairs:\n\n");
@@ -383,14 +371,13 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
             fprintf(f, "- n %u, %u pairs: not tested (needs tmm and a baseline)\n", t->s[i].n, t->s[i].pairs);
     }
     fprintf(f, "\n**Recall claim: %s.**\n", x->out->verdict);
-    return exp_save_stream(x, "report.md", &buf, &size, f);
+    return exp_stream_save(x, "report.md", &report);
 }
 
 tmm_status exp_recall(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out)
 {
     const recall_preset *p = &presets[o->preset];
-    exp_ctx x = { .dev = dev, .o = o, .e = tmm_experiment_find("recall"), .device = tmm_device_get_info(dev)->name,
-                  .out = out };
+    exp_ctx x = exp_context(dev, o, "recall", out);
     tmm_exp_run *runs = calloc(MAX_RUNS, sizeof *runs);
     recall_table *t = calloc(1, sizeof *t);
     tmm_status s = runs && t ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -410,9 +397,7 @@ tmm_status exp_recall(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome
         s = exp_train_runs(&x, runs, n);
     if (s == TMM_OK && !out->interrupted)
         s = write_outputs(&x, p, runs, n, t);
-    for (uint32_t i = 0; runs && i < MAX_RUNS; i++)
-        tmm_exp_run_free(&runs[i]);
-    free(runs);
+    exp_runs_free(runs, MAX_RUNS);
     free(t);
     return s;
 }

@@ -99,6 +99,12 @@ tmm_status tmm_experiment_run(tmm_device *dev, const tmm_experiment *e, const tm
 
 /* ---- shared ----------------------------------------------------------------- */
 
+exp_ctx exp_context(tmm_device *dev, const tmm_exp_options *o, const char *name, tmm_exp_outcome *out)
+{
+    return (exp_ctx){ .dev = dev, .o = o, .e = tmm_experiment_find(name), .device = tmm_device_get_info(dev)->name,
+                      .out = out };
+}
+
 bool exp_selected(const tmm_exp_options *o, tmm_arch arch)
 {
     bool any = false;
@@ -148,6 +154,29 @@ tmm_status exp_set_text_data(const tmm_exp_options *o, tmm_train_config *c)
     return TMM_OK;
 }
 
+void exp_set_shape(tmm_train_config *c, const exp_shape *shape, uint32_t n)
+{
+    c->model.d_model = shape->d, c->model.n_ctx = n, c->model.n_layers = shape->layers;
+    c->model.heads = shape->heads, c->model.expansion = shape->expansion;
+    c->steps = shape->steps, c->batch = shape->batch, c->accum = 1;
+    c->eval_every = c->log_every = c->save_every = shape->eval_every;
+    c->eval_batches = shape->eval_batches, c->keep = 1;
+    c->schedule.warmup_steps = shape->warmup;
+}
+
+tmm_status exp_text_config(const tmm_exp_options *o, const exp_shape *shape, uint32_t n, tmm_train_config *c)
+{
+    TMM_TRY(exp_base_config("small-text", o->seed, c));
+    exp_set_shape(c, shape, n);
+    c->target_accuracy = 0;
+    tmm_status s = exp_set_text_data(o, c);
+    if (s == TMM_OK)
+        s = exp_resolve(c);
+    if (s != TMM_OK)
+        tmm_train_config_free(c);
+    return s;
+}
+
 tmm_status exp_resolve(tmm_train_config *c)
 {
     tmm_train_config copy = *c; /* shallow: prepare only sets values */
@@ -183,6 +212,11 @@ tmm_status exp_matched_model(const tmm_model_config *tmm, tmm_arch arch, tmm_mod
     return TMM_OK;
 }
 
+const char *exp_verdict(uint32_t held, uint32_t tested)
+{
+    return tested == 0 ? "not tested" : held == tested ? "held" : held == 0 ? "not held" : "partly held";
+}
+
 tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -201,6 +235,13 @@ tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n)
         }
     }
     return TMM_OK;
+}
+
+void exp_runs_free(tmm_exp_run *runs, uint32_t n)
+{
+    for (uint32_t i = 0; runs && i < n; i++)
+        tmm_exp_run_free(&runs[i]);
+    free(runs);
 }
 
 tmm_arch exp_arch(const char *name)
@@ -252,16 +293,23 @@ tmm_status exp_save_json(const exp_ctx *x, const char *file, const cJSON *json)
     return s;
 }
 
-tmm_status exp_save_stream(const exp_ctx *x, const char *file, char **buf, size_t *size, FILE *f)
+tmm_status exp_stream_open(exp_stream *s)
+{
+    s->buf = NULL, s->size = 0;
+    s->f = open_memstream(&s->buf, &s->size);
+    return s->f ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+}
+
+tmm_status exp_stream_save(const exp_ctx *x, const char *file, exp_stream *stream)
 {
     char path[TMM_EXP_PATH_MAX + 64];
     tmm_status s = exp_path(x, file, path, sizeof path);
-    if (fclose(f) != 0 && s == TMM_OK) /* sets *buf and *size */
+    if (fclose(stream->f) != 0 && s == TMM_OK) /* sets buf and size */
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory writing %s", file);
     if (s == TMM_OK)
-        s = tmm_write_file_atomic(path, *buf ? *buf : "", *buf ? *size : 0);
-    free(*buf);
-    *buf = NULL;
+        s = tmm_write_file_atomic(path, stream->buf ? stream->buf : "", stream->buf ? stream->size : 0);
+    free(stream->buf);
+    *stream = (exp_stream){ 0 };
     return s;
 }
 
