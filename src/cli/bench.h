@@ -40,6 +40,23 @@ enum { BENCH_OPT_ARCH = 256, BENCH_OPT_WINDOW, BENCH_OPT_FIRST_FREE };
     { "heads", required_argument, NULL, 'H' },  { "vocab", required_argument, NULL, 'V' },             \
     { "arch", required_argument, NULL, BENCH_OPT_ARCH }, { "window", required_argument, NULL, BENCH_OPT_WINDOW }
 bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok);
+/* Their run flags, as getopt_long entries: --batch N (c->batch, at most
+ * BENCH_MAX_BATCH, as train.batch), --steps N, --device N, --json (codes 'b',
+ * 's', 'D', 'j'). */
+#define BENCH_MAX_BATCH (1u << 20)
+#define BENCH_RUN_OPTIONS                                                                              \
+    { "batch", required_argument, NULL, 'b' }, { "steps", required_argument, NULL, 's' },              \
+    { "device", required_argument, NULL, 'D' }, { "json", no_argument, NULL, 'j' }
+typedef struct bench_run_flags {
+    unsigned long steps;
+    int device;     /* -1: the default device */
+    bool json;
+} bench_run_flags;
+/* A flag of tmm bench COMMAND (train, memory) that is not its own: a model
+ * or run flag applied to c and run, else a one-line error for an unknown
+ * option or a missing value (opt ':'); *ok is false after any error. */
+void bench_train_flag(int opt, const char *arg, char *const *argv, const char *command, tmm_train_config *c,
+                      bench_run_flags *run, bool *ok);
 /* After the flags: every step runs the whole batch at once (accum 1), the
  * model resolved and checked, device N opened. 0, or the exit code after a
  * one-line error (c is then freed). */

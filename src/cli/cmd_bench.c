@@ -421,6 +421,27 @@ bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok)
     }
 }
 
+void bench_train_flag(int opt, const char *arg, char *const *argv, const char *command, tmm_train_config *c,
+                      bench_run_flags *run, bool *ok)
+{
+    unsigned long v;
+    switch (opt) {
+    case 'b': *ok = cli_parse_uint("--batch", arg, BENCH_MAX_BATCH, &v), c->batch = (uint32_t)v; return;
+    case 's': *ok = cli_parse_uint("--steps", arg, 1 << 20, &run->steps); return;
+    case 'D': *ok = cli_parse_uint("--device", arg, TMM_MAX_DEVICE_INDEX, &v), run->device = (int)v; return;
+    case 'j': run->json = true; return;
+    case ':':
+        cli_fail("%s needs a value\n", argv[optind - 1]);
+        *ok = false;
+        return;
+    default:
+        if (!bench_model_flag(opt, arg, c, ok)) {
+            cli_fail("unknown option '%s'; see 'tmm bench %s --help'\n", argv[optind - 1], command);
+            *ok = false;
+        }
+    }
+}
+
 int bench_open(tmm_train_config *c, int device, tmm_device **dev)
 {
     c->accum = 1;

@@ -14,8 +14,6 @@
 #include "cli.h"
 #include "train/trainer.h"
 
-#define MAX_BATCH (1u << 20) /* as train.batch */
-
 static const struct {
     tmm_precision precision;
     tmm_recompute recompute;
@@ -97,11 +95,11 @@ static uint32_t max_batch(tmm_device *dev, const tmm_train_config *c, uint64_t l
 {
     if (!batch_fits(dev, c, 1, limit))
         return 0;
-    uint32_t lo = 1, hi = 2; /* lo fits; hi does not, or is past MAX_BATCH */
-    while (hi <= MAX_BATCH && batch_fits(dev, c, hi, limit))
+    uint32_t lo = 1, hi = 2; /* lo fits; hi does not, or is past BENCH_MAX_BATCH */
+    while (hi <= BENCH_MAX_BATCH && batch_fits(dev, c, hi, limit))
         lo = hi, hi *= 2;
-    if (hi > MAX_BATCH && batch_fits(dev, c, MAX_BATCH, limit))
-        return MAX_BATCH;
+    if (hi > BENCH_MAX_BATCH && batch_fits(dev, c, BENCH_MAX_BATCH, limit))
+        return BENCH_MAX_BATCH;
     while (hi - lo > 1) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (batch_fits(dev, c, mid, limit))
@@ -226,18 +224,17 @@ int bench_memory(int argc, char **argv)
     enum { O_LIMIT = BENCH_OPT_FIRST_FREE, O_CONFIG };
     static const struct option longopts[] = {
         BENCH_MODEL_OPTIONS,
-        { "config", required_argument, NULL, O_CONFIG }, { "batch", required_argument, NULL, 'b' },
-        { "steps", required_argument, NULL, 's' },       { "device", required_argument, NULL, 'D' },
-        { "json", no_argument, NULL, 'j' },              { "limit", required_argument, NULL, O_LIMIT },
+        BENCH_RUN_OPTIONS,
+        { "config", required_argument, NULL, O_CONFIG }, { "limit", required_argument, NULL, O_LIMIT },
         { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
     };
     tmm_train_config c;
     tmm_train_config_default(&c);
     c.model.vocab = 16;
-    unsigned long v, steps = 2;
+    bench_run_flags run = { .steps = 2, .device = -1 };
     double limit_gib = 4;
-    int opt, device = -1;
-    bool json = false, ok = true;
+    bool ok = true;
+    int opt;
     optind = 1;
     opterr = 0; /* our own messages below */
     while (ok && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -247,21 +244,12 @@ int bench_memory(int argc, char **argv)
             if (ok && c.task == TMM_DATA_TEXT)
                 c.model.vocab = 257;
             break;
-        case 'b': ok = cli_parse_uint("--batch", optarg, MAX_BATCH, &v), c.batch = (uint32_t)v; break;
-        case 's': ok = cli_parse_uint("--steps", optarg, 1 << 20, &steps); break;
-        case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
-        case 'j': json = true; break;
         case O_LIMIT: ok = parse_gib(optarg, &limit_gib); break;
         case 'h':
             usage();
             tmm_train_config_free(&c);
             return 0;
-        default:
-            if (opt != ':' && bench_model_flag(opt, optarg, &c, &ok))
-                break;
-            cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench memory --help'\n",
-                     argv[optind - 1]);
-            ok = false;
+        default: bench_train_flag(opt, optarg, argv, "memory", &c, &run, &ok);
         }
     }
     if (ok && optind < argc) {
@@ -277,7 +265,7 @@ int bench_memory(int argc, char **argv)
         return 2;
     }
     tmm_device *dev;
-    int rc = bench_open(&c, device, &dev);
+    int rc = bench_open(&c, run.device, &dev);
     if (rc)
         return rc;
     const uint64_t limit = (uint64_t)llround(limit_gib * (double)(1ull << 30));
@@ -291,13 +279,13 @@ int bench_memory(int argc, char **argv)
         s = tmm_buffer_write(warm, 0, &zero, sizeof zero);
     tmm_buffer_destroy(warm);
     for (size_t i = 0; i < N_ROWS && s == TMM_OK; i++)
-        s = measure(dev, &c, (uint32_t)steps, limit, (int)i, &rows[i]);
+        s = measure(dev, &c, (uint32_t)run.steps, limit, (int)i, &rows[i]);
     if (s != TMM_OK)
         rc = cli_error("benchmark failed", s);
-    else if (json)
-        print_json(dev, &c, limit, (uint32_t)steps, rows);
+    else if (run.json)
+        print_json(dev, &c, limit, (uint32_t)run.steps, rows);
     else
-        print_table(dev, &c, limit, (uint32_t)steps, rows);
+        print_table(dev, &c, limit, (uint32_t)run.steps, rows);
     tmm_device_destroy(dev);
     tmm_train_config_free(&c);
     return rc;

@@ -174,38 +174,23 @@ static void usage(void)
 int bench_train(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        BENCH_MODEL_OPTIONS,
-        { "batch", required_argument, NULL, 'b' }, { "steps", required_argument, NULL, 's' },
-        { "device", required_argument, NULL, 'D' }, { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },         { 0, 0, 0, 0 },
+        BENCH_MODEL_OPTIONS, BENCH_RUN_OPTIONS, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
     };
     tmm_train_config c;
     tmm_train_config_default(&c);
     c.model.vocab = 16;
-    unsigned long v, steps = 20;
-    int opt, device = -1;
-    bool json = false;
+    bench_run_flags run = { .steps = 20, .device = -1 };
+    int opt;
     optind = 1;
     opterr = 0; /* our own messages below */
     while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        bool ok = true;
-        switch (opt) {
-        case 'b': ok = cli_parse_uint("--batch", optarg, 1 << 20, &v), c.batch = (uint32_t)v; break;
-        case 's': ok = cli_parse_uint("--steps", optarg, 1 << 20, &steps); break;
-        case 'D': ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
-        case 'j': json = true; break;
-        case 'h':
+        if (opt == 'h') {
             usage();
             tmm_train_config_free(&c);
             return 0;
-        default:
-            if (opt != ':' && bench_model_flag(opt, optarg, &c, &ok))
-                break;
-            cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench train --help'\n",
-                     argv[optind - 1]);
-            tmm_train_config_free(&c);
-            return 2;
         }
+        bool ok = true;
+        bench_train_flag(opt, optarg, argv, "train", &c, &run, &ok);
         if (!ok) {
             tmm_train_config_free(&c);
             return 2;
@@ -216,8 +201,8 @@ int bench_train(int argc, char **argv)
         tmm_train_config_free(&c);
         return 2;
     }
-    if (steps == 0 || c.batch == 0) {
-        cli_fail("--%s must be at least 1\n", steps == 0 ? "steps" : "batch");
+    if (run.steps == 0 || c.batch == 0) {
+        cli_fail("--%s must be at least 1\n", run.steps == 0 ? "steps" : "batch");
         tmm_train_config_free(&c);
         return 2;
     }
@@ -235,7 +220,7 @@ int bench_train(int argc, char **argv)
         return 2;
     }
     tmm_device *dev;
-    if ((rc = bench_open(&c, cli_dist_device(dist, device), &dev)) != 0) {
+    if ((rc = bench_open(&c, cli_dist_device(dist, run.device), &dev)) != 0) {
         tmm_dist_abort(dist, rc);
         cli_dist_close(dist);
         return rc;
@@ -247,7 +232,7 @@ int bench_train(int argc, char **argv)
     mine.batch = c.batch / (uint32_t)ranks;
     tmm_status s = tmm_train_memory_plan(dev, &mine, &mem);
     if (s == TMM_OK)
-        s = bench_train_steps_dist(dev, &c, dist, 2, (uint32_t)steps, true, &res);
+        s = bench_train_steps_dist(dev, &c, dist, 2, (uint32_t)run.steps, true, &res);
     /* several ranks: every rank's tokens/s and allreduce share, gathered as sums of one-hot rows */
     double *per = calloc(2 * (size_t)ranks, sizeof *per);
     if (s == TMM_OK && !per)
@@ -265,7 +250,7 @@ int bench_train(int argc, char **argv)
         tmm_dist_abort(dist, rc);
     } else if (!tmm_dist_leader(dist)) {
         /* rank 0 prints */
-    } else if (json) {
+    } else if (run.json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "device", tmm_device_get_info(dev)->name);
         cJSON *mc = cJSON_AddObjectToObject(root, "model");
@@ -279,7 +264,7 @@ int bench_train(int argc, char **argv)
             cJSON_AddNumberToObject(mc, "window", c.model.window);
         cJSON_AddNumberToObject(mc, "params", (double)tmm_model_param_count(&c.model));
         cJSON_AddNumberToObject(root, "batch", B);
-        cJSON_AddNumberToObject(root, "steps", (double)steps);
+        cJSON_AddNumberToObject(root, "steps", (double)run.steps);
         cJSON_AddNumberToObject(root, "tokens_per_s", res.tokens_per_s);
         cJSON_AddNumberToObject(root, "ms_per_step", res.ms_per_step);
         cJSON_AddNumberToObject(root, "cpu_ms_per_step", res.cpu_ms_per_step);
@@ -298,7 +283,7 @@ int bench_train(int argc, char **argv)
         for (int j = 0; res.timed && j < res.n_ops; j++) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "op", res.ops[j].name);
-            cJSON_AddNumberToObject(e, "ms_per_step", res.ops[j].ms / (double)steps);
+            cJSON_AddNumberToObject(e, "ms_per_step", res.ops[j].ms / (double)run.steps);
             cJSON_AddNumberToObject(e, "share", res.device_ms > 0 ? res.ops[j].ms / res.device_ms : 0);
             cJSON_AddItemToArray(arr, e);
         }
@@ -330,7 +315,7 @@ int bench_train(int argc, char **argv)
         if (res.timed) {
             printf("\n%-16s %12s %8s\n", "op", "ms/step", "share");
             for (int j = 0; j < res.n_ops; j++)
-                printf("%-16s %12.3f %7.1f%%\n", res.ops[j].name, res.ops[j].ms / (double)steps,
+                printf("%-16s %12.3f %7.1f%%\n", res.ops[j].name, res.ops[j].ms / (double)run.steps,
                        100 * res.ops[j].ms / res.device_ms);
         } else {
             printf("(no per-op times: the device has no timestamps on its compute queue)\n");
