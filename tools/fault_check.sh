@@ -57,6 +57,8 @@ run_until_done() {
     fi
     rc=$?
     [ "$rc" -eq 0 ] && break
+    # killed after its last save: the run is complete, and a resume says so (exit 1)
+    grep -q "nothing to do" "$dir/last.log" && [ "$(step_of "$run")" = "$(printf 'step-%06d' "$steps")" ] && break
     if [ -f "$run/checkpoints/latest" ] && ! "$tmm" eval --checkpoint "$run" > "$dir/eval.log" 2>&1; then
       bad "$name: after a kill (exit $rc) the checkpoint $(step_of "$run") does not load:"; tail -3 "$dir/eval.log"
       return
