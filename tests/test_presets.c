@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mixer/toeplitz_select.h"
 #include "train/trainer.h"
 
 /* 400 distinct short documents, blank-line separated. */
@@ -62,6 +63,10 @@ static void one_step(const char *preset, uint32_t batch, uint32_t short_layers)
     if (range < 2 * sequence)
         range = 2 * sequence;
     const uint64_t largest = (uint64_t)full * c.model.n_ctx * c.model.expansion * c.model.d_model * sizeof(float);
+    /* the direct/FFT crossover is measured (once per device, cached) on the device as it is: its probes
+     * must not meet the shrunk range, which is the training step's alone */
+    uint32_t crossover[TMM_TOEPLITZ_BUCKETS];
+    H_OK(tmm_toeplitz_calibration(h_dev, crossover));
     h_dev->info.max_storage_buffer_range = range;
 
     tmm_train_result r;
