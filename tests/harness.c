@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 tmm_device *h_dev;
 

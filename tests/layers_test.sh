@@ -39,7 +39,9 @@ refused model train/trainer.h
 allowed train model/model.h
 refused train gen/generator.h
 refused train experiment/experiment.h
-allowed gen train/checkpoint.h
+allowed gen model/checkpoint.h
+refused gen train/trainer.h
+allowed text text/tokenizer.h
 refused ref cli/cli.h
 refused eval experiment/experiment.h
 finish

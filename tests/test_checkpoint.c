@@ -12,7 +12,7 @@
 
 #include "files.h"
 #include "harness.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 /* The arenas below hold NaN and infinities on purpose (bit-exact copies), so
  * loads accept them; refuses_nonfinite checks the default. */

@@ -105,8 +105,8 @@ static void check_low_order(uint32_t head)
     enum { B = 3, STEPS = 30 };
     const uint32_t V = config.vocab, lengths[B] = { 1, 7, 40 }; /* 1 and 7 through the 32-position prefill model */
     tmm_generator *exact, *dist;
-    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO, NULL, &exact));
-    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO, &set, &dist));
+    H_OK(tmm_gen_create(h_dev, &t, params, TMM_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO, NULL, &exact));
+    H_OK(tmm_gen_create(h_dev, &t, params, TMM_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO, &set, &dist));
     cr_assert(!tmm_generator_get_info(exact)->distilled && tmm_generator_get_info(dist)->distilled);
     cr_assert_eq(tmm_generator_get_info(dist)->distill_head, head);
     uint32_t prompts[B][40], tok[B];
@@ -168,7 +168,7 @@ static void check_equals_applied(uint32_t order, uint32_t head)
     H_OK(tmm_model_logits_rows(m, 0, n, full));
 
     tmm_generator *g;
-    H_OK(tmm_gen_create(h_dev, &t, params, TMM_GEN_TOKENIZER_COPY, 1, TMM_TOEPLITZ_AUTO, &set, &g));
+    H_OK(tmm_gen_create(h_dev, &t, params, TMM_TOKENIZER_COPY, 1, TMM_TOEPLITZ_AUTO, &set, &g));
     const uint32_t *pp = seq;
     H_OK(tmm_generator_prefill(g, &pp, &head, got));
     h_compare("prefill within the head", got, full + (size_t)(head - 1) * V, V, 1e-4, 1e-4);

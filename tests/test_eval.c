@@ -20,7 +20,7 @@
 #include "harness.h"
 #include "model/model.h"
 #include "model/rng.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 /* ---- SQuAD from the official definitions. normalize_answer is lower ->
  * remove string.punctuation (C's ispunct in ASCII) -> remove articles ->

@@ -12,7 +12,7 @@
 #include "harness.h"
 #include "model/rng.h"
 #include "ref/ref_model.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 #define CFG(n, h, k, e) { .vocab = 29, .d_model = 12, .n_ctx = (n), .n_layers = 2, .heads = (h), .expansion = 2, \
                           .kernel = (k), .expanded = (e), .seed = 5 }
@@ -244,34 +244,34 @@ Test(tokenizer, bytes_and_copy_symbols)
 {
     uint32_t *t, count;
     char buf[16];
-    H_OK(tmm_gen_tokenize(TMM_GEN_TOKENIZER_BYTES, 257, "h\xc3\xa9!", 4, &t, &count));
+    H_OK(tmm_model_tokenizer_encode(TMM_TOKENIZER_BYTES, 257, "h\xc3\xa9!", 4, &t, &count));
     cr_assert(count == 4 && t[0] == 'h' && t[1] == 0xc3 && t[3] == '!');
-    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_BYTES, 257, 0xc3, buf, sizeof buf), 1);
+    cr_assert_eq(tmm_model_tokenizer_decode(TMM_TOKENIZER_BYTES, 257, 0xc3, buf, sizeof buf), 1);
     cr_assert_eq((unsigned char)buf[0], 0xc3);
-    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_BYTES, 257, 256, buf, sizeof buf), 0, "EOT prints nothing");
+    cr_assert_eq(tmm_model_tokenizer_decode(TMM_TOKENIZER_BYTES, 257, 256, buf, sizeof buf), 0, "EOT prints nothing");
     free(t);
 
-    H_OK(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 16, "0f A\n3", 6, &t, &count));
+    H_OK(tmm_model_tokenizer_encode(TMM_TOKENIZER_COPY, 16, "0f A\n3", 6, &t, &count));
     cr_assert(count == 4 && t[0] == 0 && t[1] == 15 && t[2] == 10 && t[3] == 3);
     free(t);
-    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_COPY, 16, 11, buf, sizeof buf), 1);
+    cr_assert_eq(tmm_model_tokenizer_decode(TMM_TOKENIZER_COPY, 16, 11, buf, sizeof buf), 1);
     cr_assert_str_eq(buf, "b");
-    cr_assert_eq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 16, "0g", 2, &t, &count), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_tokenizer_encode(TMM_TOKENIZER_COPY, 16, "0g", 2, &t, &count), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "'g'"), "%s", tmm_last_error());
 
-    H_OK(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 100, "12 0 99", 7, &t, &count));
+    H_OK(tmm_model_tokenizer_encode(TMM_TOKENIZER_COPY, 100, "12 0 99", 7, &t, &count));
     cr_assert(count == 3 && t[0] == 12 && t[1] == 0 && t[2] == 99);
     free(t);
-    cr_assert_eq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 100, "100", 3, &t, &count), TMM_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_COPY, 100, "1x", 2, &t, &count), TMM_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(tmm_gen_detokenize(TMM_GEN_TOKENIZER_COPY, 100, 42, buf, sizeof buf), 3);
+    cr_assert_eq(tmm_model_tokenizer_encode(TMM_TOKENIZER_COPY, 100, "100", 3, &t, &count), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_tokenizer_encode(TMM_TOKENIZER_COPY, 100, "1x", 2, &t, &count), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_tokenizer_decode(TMM_TOKENIZER_COPY, 100, 42, buf, sizeof buf), 3);
     cr_assert_str_eq(buf, "42 ");
 
-    tmm_gen_tokenizer k;
-    cr_assert_eq(tmm_gen_tokenizer_pick("bpe", 257, &k), TMM_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(tmm_gen_tokenizer_pick("bytes", 16, &k), TMM_ERR_INVALID_ARGUMENT);
-    H_OK(tmm_gen_tokenizer_pick(NULL, 257, &k));
-    cr_assert_eq(k, TMM_GEN_TOKENIZER_BYTES);
+    tmm_model_tokenizer k;
+    cr_assert_eq(tmm_model_tokenizer_pick("bpe", 257, &k), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_model_tokenizer_pick("bytes", 16, &k), TMM_ERR_INVALID_ARGUMENT);
+    H_OK(tmm_model_tokenizer_pick(NULL, 257, &k));
+    cr_assert_eq(k, TMM_TOKENIZER_BYTES);
 }
 
 H_TEST(generate, errors)

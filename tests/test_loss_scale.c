@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "model/rng.h"
 #include "ref/ref_optim.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/optim.h"
 #include "train/trainer.h"
 

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "files.h"
+#include "model/checkpoint.h"
 #include "model/rng.h"
 #include "text/tokenizer.h"
 #include "train/data.h"
@@ -351,28 +352,28 @@ Test(shards, run_tokenizer_for_generation)
     snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_tokenizer_fingerprint(bytes));
     tmm_tokenizer_free(bytes);
 
-    tmm_gen_tokenizer kind;
-    H_OK(tmm_gen_tokenizer_pick("tokenizer.json", 257, &kind));
-    cr_assert_eq(kind, TMM_GEN_TOKENIZER_TEXT);
+    tmm_model_tokenizer kind;
+    H_OK(tmm_model_tokenizer_pick("tokenizer.json", 257, &kind));
+    cr_assert_eq(kind, TMM_TOKENIZER_RUN);
     tmm_tokenizer *tok = NULL;
-    cr_assert_neq(tmm_gen_run_tokenizer(ck, "0000000000000000", 257, &tok), TMM_OK);
+    cr_assert_neq(tmm_checkpoint_tokenizer(ck, "0000000000000000", 257, &tok), TMM_OK);
     cr_assert(strstr(tmm_last_error(), "not the tokenizer the model was trained with"), "%s", tmm_last_error());
-    cr_assert_neq(tmm_gen_run_tokenizer(ck, fp, 200, &tok), TMM_OK);
+    cr_assert_neq(tmm_checkpoint_tokenizer(ck, fp, 200, &tok), TMM_OK);
     cr_assert(strstr(tmm_last_error(), "more than the model's vocabulary of 200"), "%s", tmm_last_error());
-    H_OK(tmm_gen_run_tokenizer(ck, fp, 257, &tok));
+    H_OK(tmm_checkpoint_tokenizer(ck, fp, 257, &tok));
 
     uint32_t *ids, count;
-    H_OK(tmm_gen_tokenize_text(tok, "h\xc3\xa9", 3, &ids, &count));
+    H_OK(tmm_tokenizer_encode_prompt(tok, "h\xc3\xa9", 3, &ids, &count));
     cr_assert(count == 3 && ids[0] == 'h' && ids[1] == 0xc3 && ids[2] == 0xa9);
     char buf[8];
-    cr_assert_eq(tmm_gen_detokenize_text(tok, 0xc3, buf, sizeof buf), 1);
+    cr_assert_eq(tmm_tokenizer_decode_token(tok, 0xc3, buf, sizeof buf), 1);
     cr_assert_eq((unsigned char)buf[0], 0xc3);
-    cr_assert_eq(tmm_gen_detokenize_text(tok, EOT, buf, sizeof buf), 0, "end-of-text prints nothing");
+    cr_assert_eq(tmm_tokenizer_decode_token(tok, EOT, buf, sizeof buf), 0, "end-of-text prints nothing");
     free(ids);
-    H_OK(tmm_gen_tokenize_text(tok, "", 0, &ids, &count));
+    H_OK(tmm_tokenizer_encode_prompt(tok, "", 0, &ids, &count));
     cr_assert(ids && count == 0, "an empty prompt has room for the end-of-text the caller adds");
     free(ids);
-    cr_assert_neq(tmm_gen_tokenize(TMM_GEN_TOKENIZER_TEXT, 257, "x", 1, &ids, &count), TMM_OK,
+    cr_assert_neq(tmm_model_tokenizer_encode(TMM_TOKENIZER_RUN, 257, "x", 1, &ids, &count), TMM_OK,
                   "without the run's tokenizer, text is refused");
     tmm_tokenizer_free(tok);
     remove_dir();

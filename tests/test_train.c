@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/trainer.h"
 
 static void tiny_copy(tmm_train_config *c, const char *dir)

@@ -38,7 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 #define TMM_INDEX_TOL_DEFAULT 1e-6
 #define TMM_INDEX_EXACT_MAX_N 2048

@@ -121,7 +121,7 @@ typedef struct bench_gen {
  * random ones; distilled: decoding with these realizations, or NULL), with n
  * random tokens to feed it. */
 tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, tmm_toeplitz_impl impl, uint32_t repeat,
+                          tmm_model_tokenizer tokenizer, tmm_toeplitz_impl impl, uint32_t repeat,
                           const tmm_distilled *distilled, bench_gen *out);
 /* The same with random weights (tmm_param_init from c->seed); c must be checked. */
 tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_toeplitz_impl impl, uint32_t repeat,

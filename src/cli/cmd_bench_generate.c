@@ -13,7 +13,7 @@
 #include "gen/generator.h"
 #include "model/arch.h"
 #include "model/rng.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/train_config.h"
 
 #define MAX_POINTS BENCH_MAX_POINTS
@@ -87,7 +87,7 @@ void bench_gen_close(bench_gen *b)
 }
 
 tmm_status bench_gen_open(tmm_device *dev, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, tmm_toeplitz_impl impl, uint32_t repeat,
+                          tmm_model_tokenizer tokenizer, tmm_toeplitz_impl impl, uint32_t repeat,
                           const tmm_distilled *distilled, bench_gen *out)
 {
     const tmm_model_config *c = &table->config;
@@ -114,13 +114,13 @@ tmm_status bench_gen_random(tmm_device *dev, const tmm_model_config *c, tmm_toep
     memset(out, 0, sizeof *out);
     tmm_param_table table = { 0 };
     float *params = NULL;
-    tmm_gen_tokenizer tokenizer;
+    tmm_model_tokenizer tokenizer;
     tmm_status s = tmm_param_table_build(c, &table);
     if (s == TMM_OK && !(params = malloc(table.arena_floats * sizeof *params)))
         s = tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK) {
         tmm_param_init(&table, params);
-        s = tmm_gen_tokenizer_pick(NULL, c->vocab, &tokenizer);
+        s = tmm_model_tokenizer_pick(NULL, c->vocab, &tokenizer);
     }
     if (s == TMM_OK)
         s = bench_gen_open(dev, &table, params, tokenizer, impl, repeat, NULL, out);
@@ -382,8 +382,8 @@ int bench_generate(int argc, char **argv)
     tmm_distilled set = { 0 };
     bool distilled = false;
     if (checkpoint) {
-        tmm_gen_tokenizer tokenizer;
-        s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), c.vocab, &tokenizer);
+        tmm_model_tokenizer tokenizer;
+        s = tmm_model_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), c.vocab, &tokenizer);
         if (s == TMM_OK)
             s = tmm_distilled_load_dir(ck.dir, &ck.table, ck.params, &set, &distilled);
         if (s == TMM_OK)

@@ -18,7 +18,7 @@
 #include "model/distilled.h"
 #include "ops/ops.h"
 #include "ops/tz_ssm_ops.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 #define DEFAULT_TOL 0.01
 #define DEFAULT_MAX_ORDER 256u

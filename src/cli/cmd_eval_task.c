@@ -14,7 +14,7 @@
 #include "eval/eval.h"
 #include "files.h"
 #include "gen/generator.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 static void usage(void)
 {

@@ -11,7 +11,7 @@
 #include "io/limits.h"
 #include "gen/generator.h"
 #include "tmm/generate.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/train_config.h"
 
 static void usage(void)

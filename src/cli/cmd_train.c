@@ -14,7 +14,7 @@
 #include "io/limits.h"
 #include "model/arch.h"
 #include "model/distilled.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/data.h"
 #include "train/trainer.h"
 

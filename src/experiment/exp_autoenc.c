@@ -19,7 +19,7 @@
 #include "io/limits.h"
 #include "model/arch.h"
 #include "train/autoenc.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/data.h"
 #include "train/schedule.h"
 #include "train/trainer.h"

@@ -12,7 +12,7 @@
 #include "analysis/index.h"
 #include "experiment/exp_util.h"
 #include "files.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 #define MAX_POINTS 64 /* 1 + checkpoints: the paper preset saves 40 */
 #define MAX_AE 32     /* autoencoder model files: E4's presets write 2 per setting, at most 3 settings */

@@ -14,7 +14,7 @@
 #include "io/json.h"
 #include "io/limits.h"
 #include "model/model.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/trainer.h"
 
 #define MAX_CURVE_POINTS (1u << 24)

@@ -22,10 +22,9 @@
 
 #include "mixer/toeplitz_mixer.h"
 #include "model/arch.h"
+#include "model/checkpoint.h"
 #include "model/step.h"
 #include "text/tokenizer.h"
-#include "train/checkpoint.h"
-#include "train/data.h"
 
 #define GEN_MIN_BUCKET 32u
 #define GEN_MAX_BUCKETS 26
@@ -42,8 +41,8 @@ struct tmm_generator {
     const tmm_arch_desc *arch;
     tmm_model *model;
     tmm_mixer_decoder *decoder;
-    tmm_gen_tokenizer tokenizer;
-    tmm_tokenizer *text;      /* TMM_GEN_TOKENIZER_TEXT: the run's tokenizer.json */
+    tmm_model_tokenizer tokenizer;
+    tmm_tokenizer *text;      /* TMM_TOKENIZER_RUN: the run's tokenizer.json */
     uint32_t *pos;            /* host copy of every sequence's position */
     bool prefilled;
     uint32_t *prompt_tokens;  /* [B, n] staging for the prefill */
@@ -135,7 +134,7 @@ static tmm_status make_decoder(tmm_generator *g, const tmm_distilled *distilled)
 }
 
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
-                          tmm_gen_tokenizer tokenizer, uint32_t batch, tmm_toeplitz_impl mixer,
+                          tmm_model_tokenizer tokenizer, uint32_t batch, tmm_toeplitz_impl mixer,
                           const tmm_distilled *distilled, tmm_generator **out)
 {
     *out = NULL;
@@ -150,8 +149,8 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
     g->info.config = table->config;
     g->info.batch = batch;
     g->tokenizer = tokenizer;
-    g->info.tokenizer = tmm_gen_tokenizer_name(tokenizer);
-    g->info.eot = tokenizer == TMM_GEN_TOKENIZER_BYTES ? TMM_TEXT_EOT : UINT32_MAX;
+    g->info.tokenizer = tmm_model_tokenizer_name(tokenizer);
+    g->info.eot = tokenizer == TMM_TOKENIZER_BYTES ? TMM_TEXT_EOT : UINT32_MAX;
     const uint64_t rows = (uint64_t)batch * table->config.n_ctx;
     g->pos = calloc(batch, sizeof *g->pos);
     g->prompt_tokens = malloc(rows * sizeof *g->prompt_tokens);
@@ -196,11 +195,11 @@ tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t bat
     tmm_checkpoint ck;
     TMM_TRY(tmm_checkpoint_load(checkpoint, NULL, load_flags & ~(unsigned)(TMM_CHECKPOINT_STATE | TMM_LOAD_EXACT),
                                 &ck));
-    tmm_gen_tokenizer tokenizer;
+    tmm_model_tokenizer tokenizer;
     tmm_tokenizer *text = NULL;
-    tmm_status s = tmm_gen_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &tokenizer);
-    if (s == TMM_OK && tokenizer == TMM_GEN_TOKENIZER_TEXT)
-        s = tmm_gen_run_tokenizer(checkpoint, tmm_checkpoint_meta(&ck, "tokenizer_fingerprint"),
+    tmm_status s = tmm_model_tokenizer_pick(tmm_checkpoint_meta(&ck, "tokenizer"), ck.table.config.vocab, &tokenizer);
+    if (s == TMM_OK && tokenizer == TMM_TOKENIZER_RUN)
+        s = tmm_checkpoint_tokenizer(checkpoint, tmm_checkpoint_meta(&ck, "tokenizer_fingerprint"),
                                   ck.table.config.vocab, &text);
     tmm_distilled set = { 0 };
     bool distilled = false;
@@ -375,13 +374,13 @@ tmm_status tmm_tokenize(const tmm_generator *g, const char *text, size_t length,
                         uint32_t *count)
 {
     if (g->text)
-        return tmm_gen_tokenize_text(g->text, text, length, tokens, count);
-    return tmm_gen_tokenize(g->tokenizer, g->info.config.vocab, text, length, tokens, count);
+        return tmm_tokenizer_encode_prompt(g->text, text, length, tokens, count);
+    return tmm_model_tokenizer_encode(g->tokenizer, g->info.config.vocab, text, length, tokens, count);
 }
 
 size_t tmm_detokenize(const tmm_generator *g, uint32_t token, char *buf, size_t size)
 {
     if (g->text)
-        return tmm_gen_detokenize_text(g->text, token, buf, size);
-    return tmm_gen_detokenize(g->tokenizer, g->info.config.vocab, token, buf, size);
+        return tmm_tokenizer_decode_token(g->text, token, buf, size);
+    return tmm_model_tokenizer_decode(g->tokenizer, g->info.config.vocab, token, buf, size);
 }

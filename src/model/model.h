@@ -74,6 +74,10 @@ tmm_status tmm_model_write_params(tmm_model *model, const float *arena);
 tmm_status tmm_model_read_params(tmm_model *model, float *arena);
 tmm_status tmm_model_read_grads(tmm_model *model, float *arena);
 
+/* The target of a position that is not scored (the reference's -100; every
+ * negative target is ignored by the loss). */
+#define TMM_TARGET_IGNORE (-100)
+
 /* The next batch: tokens and targets [batch, n_ctx]; a negative target is not
  * scored. Checks every token and target against the vocabulary. The loss is
  * then the mean over the batch's scored targets (the denominator is their

@@ -83,4 +83,37 @@ size_t tmm_tokenizer_token_bytes(const tmm_tokenizer *tok, uint32_t id, const ch
 tmm_status tmm_tokens_push(tmm_tokens *t, uint32_t id);
 tmm_status tmm_bytes_append(tmm_bytes *b, const void *data, size_t length);
 
+
+/* ---- the kinds of tokenizer a model has ------------------------------------- */
+
+/* The byte tokenizer's end-of-text token and vocabulary. */
+#define TMM_TEXT_EOT 256u
+#define TMM_TEXT_VOCAB 257u
+/* A run's own tokenizer (runs on prepared shards): RUN/tokenizer.json, named
+ * by its checkpoints' "tokenizer" metadata, with "tokenizer_fingerprint". */
+#define TMM_RUN_TOKENIZER "tokenizer.json"
+
+/* BYTES: the byte tokenizer; COPY: the copy task's symbols (0-9a-z below 37
+ * symbols, numbers separated by spaces above); RUN: a tmm_tokenizer loaded
+ * from the run's tokenizer.json (model/checkpoint.h, tmm_checkpoint_tokenizer). */
+typedef enum tmm_model_tokenizer { TMM_TOKENIZER_BYTES, TMM_TOKENIZER_COPY, TMM_TOKENIZER_RUN } tmm_model_tokenizer;
+
+/* The kind a checkpoint's "tokenizer" metadata names ("bytes",
+ * "copy-symbols", "tokenizer.json"); NULL (older checkpoints) picks bytes for
+ * vocab 257 and copy symbols otherwise. Fails for an unknown name or a
+ * vocabulary that does not fit it. */
+tmm_status tmm_model_tokenizer_pick(const char *name, uint32_t vocab, tmm_model_tokenizer *out);
+const char *tmm_model_tokenizer_name(tmm_model_tokenizer kind);
+/* Text to tokens and one token to text for BYTES and COPY (RUN: through its
+ * tmm_tokenizer, below). */
+tmm_status tmm_model_tokenizer_encode(tmm_model_tokenizer kind, uint32_t vocab, const char *text, size_t length,
+                                     uint32_t **tokens, uint32_t *count);
+size_t tmm_model_tokenizer_decode(tmm_model_tokenizer kind, uint32_t vocab, uint32_t token, char *buf, size_t size);
+/* A prompt through tok, with the special tokens recognised ("<|endoftext|>");
+ * *tokens is malloc'ed (free()). */
+tmm_status tmm_tokenizer_encode_prompt(const tmm_tokenizer *tok, const char *text, size_t length, uint32_t **tokens,
+                                       uint32_t *count);
+/* One token's bytes as a string (the end-of-text token: empty); returns its length. */
+size_t tmm_tokenizer_decode_token(const tmm_tokenizer *tok, uint32_t token, char *buf, size_t size);
+
 #endif

@@ -13,13 +13,10 @@
 #include <stdint.h>
 
 #include "tmm/tmm.h"
+#include "model/model.h"
+#include "text/tokenizer.h"
 #include "train/mqar.h"
 
-/* The target of a position that is not scored (the reference's -100; every
- * negative target is ignored by the loss). */
-#define TMM_TARGET_IGNORE (-100)
-#define TMM_TEXT_EOT 256u
-#define TMM_TEXT_VOCAB 257u
 #define TMM_COPY_DEFAULT_ALPHABET 16u
 #define TMM_COPY_PEAK_LR 3e-3 /* the copy task's default peak learning rate, every architecture */
 #define TMM_COPY_MAX_ALPHABET 65536u

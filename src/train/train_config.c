@@ -72,46 +72,23 @@ static const char *const task_names[] = { "copy", "text", "mqar", NULL }; /* tmm
 static const char *const mode_names[] = { "windows", "documents", NULL }; /* tmm_text_mode */
 static const char *const lr_names[] = { "linear", "cosine", "constant", NULL };  /* tmm_lr_kind */
 static const char *const impl_names[] = { "auto", "direct", "fft", NULL };       /* tmm_toeplitz_impl */
-extern const char *const tmm_arch_names[];                                       /* tmm_arch */
-static const char *const init_names[] = { "arch", "torch", NULL };               /* tmm_init_scheme */
 static const char *const precision_names[] = { "fp32", "fp16", "bf16", NULL };   /* tmm_precision */
 static const char *const recompute_names[] = { "none", "mixer", "block", NULL }; /* tmm_recompute */
 _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
                sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_toeplitz_impl) == sizeof(int) &&
-               sizeof(tmm_arch) == sizeof(int) && sizeof(tmm_init_scheme) == sizeof(int) &&
                sizeof(tmm_precision) == sizeof(int) && sizeof(tmm_recompute) == sizeof(int),
                "enum fields are stored as int");
 
 #define AT(member) offsetof(tmm_train_config, member)
-#define U32(sec, key, flag, member, lo, hi, help) \
-    { sec, key, flag, "N", TMM_CONFIG_U32, AT(member), lo, hi, 0, 0, NULL, help, NULL, NULL }
-#define U64(sec, key, flag, member, lo, hi, help) \
-    { sec, key, flag, "N", TMM_CONFIG_U64, AT(member), lo, hi, 0, 0, NULL, help, NULL, NULL }
-#define F64(sec, key, flag, member, lo, hi, help) \
-    { sec, key, flag, "X", TMM_CONFIG_F64, AT(member), 0, 0, lo, hi, NULL, help, NULL, NULL }
-#define BOOL(sec, key, flag, member, help) \
-    { sec, key, flag, NULL, TMM_CONFIG_BOOL, AT(member), 0, 0, 0, 0, NULL, help, NULL, NULL }
-#define ENUM(sec, key, flag, arg, member, names, help) \
-    { sec, key, flag, arg, TMM_CONFIG_ENUM, AT(member), 0, 0, 0, 0, names, help, NULL, NULL }
+#define MODEL_AT(member) (AT(model) + offsetof(tmm_model_config, member))
+#define U32(sec, key, flag, member, lo, hi, help) TMM_FIELD_U32(sec, key, flag, AT(member), lo, hi, help)
+#define U64(sec, key, flag, member, lo, hi, help) TMM_FIELD_U64(sec, key, flag, AT(member), lo, hi, help)
+#define F64(sec, key, flag, member, lo, hi, help) TMM_FIELD_F64(sec, key, flag, AT(member), lo, hi, help)
+#define BOOL(sec, key, flag, member, help) TMM_FIELD_BOOL(sec, key, flag, AT(member), help)
+#define ENUM(sec, key, flag, arg, member, names, help) TMM_FIELD_ENUM(sec, key, flag, arg, AT(member), names, help)
 
 const tmm_config_field tmm_config_fields[] = {
-    ENUM("model", "arch", "arch", "ARCH", model.arch, tmm_arch_names,
-         "the sequence model: tmm, or a baseline (docs/baselines.md)"),
-    U32("model", "vocab", "vocab", model.vocab, 0, TMM_MAX_VOCAB, "vocabulary size (0: the task's)"),
-    U32("model", "d_model", "d-model", model.d_model, 1, TMM_MAX_D_MODEL, "model width d"),
-    U32("model", "n_ctx", "n-ctx", model.n_ctx, 1, TMM_MAX_N_CTX, "context length n (every Toeplitz vector's length)"),
-    U32("model", "n_layers", "layers", model.n_layers, 1, TMM_MAX_LAYERS, "layers"),
-    U32("model", "heads", "heads", model.heads, 0, TMM_MAX_HEADS,
-        "tmm: 0 flat mixing, H in/out projections and H groups; attention, mamba2: heads (0: default); hyena: none (0)"),
-    U32("model", "expansion", "expansion", model.expansion, 1, TMM_MAX_EXPANSION, "MLP hidden width / d"),
-    U32("model", "kernel", "kernel", model.kernel, 1, TMM_MAX_KERNEL, "channels mixed per Toeplitz tap window"),
-    BOOL("model", "expanded", "expanded", model.expanded, "Toeplitz -> SiLU -> Toeplitz mixing"),
-    BOOL("model", "frozen", "frozen", model.frozen, "Toeplitz weights keep their initial values (ablation)"),
-    U32("model", "window", "window", model.window, 0, TMM_MAX_N_CTX, "swa: keys each query attends to (0: others)"),
-    U32("model", "state", "state", model.state, 0, TMM_MAX_STATE, "mamba2: SSM state size N (0: 64; 0 for the others)"),
-    U64("model", "seed", "model-seed", model.seed, 0, UINT64_MAX, "initialization seed"),
-    ENUM("model", "init", "init", "SCHEME", model.init, init_names,
-         "weight init: the architecture's (the paper's for tmm), or PyTorch's module defaults (smaller)"),
+    TMM_MODEL_FIELD_ROWS(MODEL_AT),
     F64("optimizer", "lr", "lr", schedule.peak_lr, 0, 10,
         "peak learning rate (0: 3e-3 on copy and mqar; on text the paper's: 5e-4 tmm, 2e-4 baselines)"),
     F64("optimizer", "beta1", "beta1", optim.beta1, 0, 1, "AdamW beta1, in [0, 1)"),
@@ -132,7 +109,7 @@ const tmm_config_field tmm_config_fields[] = {
     U32("task", "keys", "keys", mqar.keys, 1, TMM_MQAR_MAX_SYMBOLS, "mqar: key tokens (at least pairs)"),
     U32("task", "values", "values", mqar.values, 2, TMM_MQAR_MAX_SYMBOLS,
         "mqar: value tokens (vocab 1 + keys + values: the filler, the keys, the values)"),
-    { "task", "files", "data", "FILE", TMM_CONFIG_FILES, AT(text_files), 0, 0, 0, 0, NULL,
+    { "task", "files", "data", "FILE", TMM_CONFIG_FILES, AT(text_files), 0, TMM_MAX_TEXT_FILES, 0, 0, NULL,
       "text: a UTF-8 text or .jsonl file, or token shards (a tmm prepare directory or its .bin files) "
       "(repeat for more; sets the task to text)", NULL, NULL },
     ENUM("task", "mode", "text-mode", "MODE", text_mode, mode_names,
@@ -185,66 +162,15 @@ const tmm_config_field *tmm_config_field_by_flag(const char *flag)
     return NULL;
 }
 
-static void *field_ptr(tmm_train_config *c, const tmm_config_field *f) { return (char *)c + f->offset; }
 static const void *field_cptr(const tmm_train_config *c, const tmm_config_field *f)
 {
     return (const char *)c + f->offset;
 }
 
-/* One line naming the field and what it accepts; `source` is a flag or a file. */
-static tmm_status bad_value(const tmm_config_field *f, const char *source, const char *got)
-{
-    char want[160];
-    switch (f->type) {
-    case TMM_CONFIG_U32:
-    case TMM_CONFIG_U64:
-        snprintf(want, sizeof want, "a whole number from %" PRIu64 " to %" PRIu64, f->imin, f->imax);
-        break;
-    case TMM_CONFIG_F64: snprintf(want, sizeof want, "a number from %g to %g", f->lo, f->hi); break;
-    case TMM_CONFIG_BOOL: snprintf(want, sizeof want, "true or false"); break;
-    case TMM_CONFIG_ENUM: {
-        size_t n = 0;
-        for (int i = 0; f->names[i] && n < sizeof want; i++)
-            n += (size_t)snprintf(want + n, sizeof want - n, "%s%s", i ? (f->names[i + 1] ? ", " : " or ") : "one of ",
-                                  f->names[i]);
-        break;
-    }
-    case TMM_CONFIG_PATH: snprintf(want, sizeof want, "a path shorter than %d bytes", TMM_CONFIG_PATH_MAX); break;
-    case TMM_CONFIG_FILES: snprintf(want, sizeof want, "a list of at most %d file names", TMM_MAX_TEXT_FILES); break;
-    }
-    if (f->flag && !source)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "--%s expects %s, got '%.64s'", f->flag, want, got);
-    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: \"%s.%s\" must be %s, got %.64s", source ? source : "config",
-                    f->section, f->key, want, got);
-}
-
-static tmm_status set_uint(tmm_train_config *c, const tmm_config_field *f, uint64_t v)
-{
-    if (f->type == TMM_CONFIG_U32)
-        *(uint32_t *)field_ptr(c, f) = (uint32_t)v;
-    else
-        *(uint64_t *)field_ptr(c, f) = v;
-    return TMM_OK;
-}
-
-static bool parse_decimal(const char *t, uint64_t *out)
-{
-    uint64_t x = 0;
-    if (!*t || strlen(t) > 20)
-        return false;
-    for (; *t; t++) {
-        if (*t < '0' || *t > '9' || x > (UINT64_MAX - (uint64_t)(*t - '0')) / 10)
-            return false;
-        x = x * 10 + (uint64_t)(*t - '0');
-    }
-    *out = x;
-    return true;
-}
-
 static tmm_status add_file(tmm_train_config *c, const tmm_config_field *f, const char *source, const char *path)
 {
     if (c->text_file_count == TMM_MAX_TEXT_FILES || !*path)
-        return bad_value(f, source, path);
+        return tmm_config_field_bad(f, source, path);
     char *copy = strdup(path);
     if (!copy)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -257,46 +183,9 @@ static tmm_status add_file(tmm_train_config *c, const tmm_config_field *f, const
 static tmm_status set_from_text(tmm_train_config *c, const tmm_config_field *f, const char *text,
                                 const char *source)
 {
-    switch (f->type) {
-    case TMM_CONFIG_U32:
-    case TMM_CONFIG_U64: {
-        uint64_t v;
-        if (!parse_decimal(text, &v) || v < f->imin || v > f->imax)
-            return bad_value(f, source, text);
-        return set_uint(c, f, v);
-    }
-    case TMM_CONFIG_F64: {
-        char *end;
-        double v = strtod(text, &end);
-        if (end == text || *end || !isfinite(v) || v < f->lo || v > f->hi)
-            return bad_value(f, source, text);
-        *(double *)field_ptr(c, f) = v;
-        return TMM_OK;
-    }
-    case TMM_CONFIG_BOOL:
-        if (strcmp(text, "true") == 0 || strcmp(text, "1") == 0)
-            *(bool *)field_ptr(c, f) = true;
-        else if (strcmp(text, "false") == 0 || strcmp(text, "0") == 0)
-            *(bool *)field_ptr(c, f) = false;
-        else
-            return bad_value(f, source, text);
-        return TMM_OK;
-    case TMM_CONFIG_ENUM:
-        for (int i = 0; f->names[i]; i++)
-            if (strcmp(text, f->names[i]) == 0) {
-                *(int *)field_ptr(c, f) = i;
-                return TMM_OK;
-            }
-        return bad_value(f, source, text);
-    case TMM_CONFIG_PATH:
-        if (!*text || strlen(text) >= TMM_CONFIG_PATH_MAX)
-            return bad_value(f, source, text);
-        snprintf((char *)field_ptr(c, f), TMM_CONFIG_PATH_MAX, "%s", text);
-        return TMM_OK;
-    case TMM_CONFIG_FILES:
+    if (f->type == TMM_CONFIG_FILES)
         return add_file(c, f, source, text);
-    }
-    return bad_value(f, source, text);
+    return tmm_config_field_parse(c, f, text, source);
 }
 
 tmm_status tmm_config_set_text_from(tmm_train_config *c, const tmm_config_field *f, const char *text,
@@ -314,22 +203,14 @@ tmm_status tmm_config_set_text(tmm_train_config *c, const tmm_config_field *f, c
 
 void tmm_config_value_text(const tmm_train_config *c, const tmm_config_field *f, char *buf, size_t size)
 {
-    const void *p = field_cptr(c, f);
-    switch (f->type) {
-    case TMM_CONFIG_U32: snprintf(buf, size, "%" PRIu32, *(const uint32_t *)p); break;
-    case TMM_CONFIG_U64: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)p); break;
-    case TMM_CONFIG_F64: snprintf(buf, size, "%.9g", *(const double *)p); break;
-    case TMM_CONFIG_BOOL: snprintf(buf, size, "%s", *(const bool *)p ? "true" : "false"); break;
-    case TMM_CONFIG_ENUM: snprintf(buf, size, "%s", f->names[*(const int *)p]); break;
-    case TMM_CONFIG_PATH: snprintf(buf, size, "%s", (const char *)p); break;
-    case TMM_CONFIG_FILES: {
-        size_t n = 0;
-        buf[0] = '\0';
-        for (uint32_t i = 0; i < c->text_file_count && n < size; i++)
-            n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "," : "", c->text_files[i]);
-        break;
+    if (f->type != TMM_CONFIG_FILES) {
+        tmm_config_field_text(c, f, buf, size);
+        return;
     }
-    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < c->text_file_count && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "," : "", c->text_files[i]);
 }
 
 /* ---- JSON in ---------------------------------------------------------------- */
@@ -361,7 +242,7 @@ static tmm_status json_value_text(const tmm_config_field *f, const cJSON *v, con
     if (cJSON_IsNumber(v) && (integer || f->type == TMM_CONFIG_F64)) {
         double d = v->valuedouble;
         if (integer && !(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
-            return bad_value(f, source, "a number that is not a whole number up to 2^53 (give larger ones "
+            return tmm_config_field_bad(f, source, "a number that is not a whole number up to 2^53 (give larger ones "
                                         "as a string)");
         if (integer)
             snprintf(buf, size, "%" PRIu64, (uint64_t)d);
@@ -369,12 +250,12 @@ static tmm_status json_value_text(const tmm_config_field *f, const cJSON *v, con
             snprintf(buf, size, "%.17g", d);
     } else if (cJSON_IsString(v) && (integer || f->type == TMM_CONFIG_ENUM || f->type == TMM_CONFIG_PATH)) {
         if (strlen(v->valuestring) >= size)
-            return bad_value(f, source, "a string that is too long");
+            return tmm_config_field_bad(f, source, "a string that is too long");
         snprintf(buf, size, "%s", v->valuestring);
     } else if (cJSON_IsBool(v) && f->type == TMM_CONFIG_BOOL) {
         snprintf(buf, size, "%s", cJSON_IsTrue(v) ? "true" : "false");
     } else {
-        return bad_value(f, source, cJSON_IsString(v) ? "a string" : cJSON_IsNumber(v) ? "a number"
+        return tmm_config_field_bad(f, source, cJSON_IsString(v) ? "a string" : cJSON_IsNumber(v) ? "a number"
                                     : cJSON_IsBool(v) ? "a boolean" : "another JSON type");
     }
     return TMM_OK;
@@ -384,13 +265,13 @@ static tmm_status apply_field(tmm_train_config *c, const tmm_config_field *f, co
 {
     if (f->type == TMM_CONFIG_FILES) {
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > TMM_MAX_TEXT_FILES)
-            return bad_value(f, source, "not a short list");
+            return tmm_config_field_bad(f, source, "not a short list");
         tmm_train_config_free(c);
         const cJSON *item;
         cJSON_ArrayForEach(item, v)
         {
             if (!cJSON_IsString(item))
-                return bad_value(f, source, "a list holding something else than strings");
+                return tmm_config_field_bad(f, source, "a list holding something else than strings");
             TMM_TRY(add_file(c, f, source, item->valuestring));
         }
         return TMM_OK;
@@ -453,32 +334,12 @@ tmm_status tmm_toeplitz_impl_parse(const char *name, tmm_toeplitz_impl *out)
 /* Every field within its table range, whatever set it. */
 static tmm_status check_ranges(const tmm_train_config *c)
 {
-    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
-        const void *p = field_cptr(c, f);
-        char text[64];
-        tmm_config_value_text(c, f, text, sizeof text);
-        bool ok = true;
-        switch (f->type) {
-        case TMM_CONFIG_U32: ok = *(const uint32_t *)p >= f->imin && *(const uint32_t *)p <= f->imax; break;
-        case TMM_CONFIG_U64: ok = *(const uint64_t *)p >= f->imin && *(const uint64_t *)p <= f->imax; break;
-        case TMM_CONFIG_F64: ok = isfinite(*(const double *)p) && *(const double *)p >= f->lo &&
-                                  *(const double *)p <= f->hi; break;
-        case TMM_CONFIG_ENUM: {
-            int v = *(const int *)p, n = 0;
-            while (f->names[n])
-                n++;
-            ok = v >= 0 && v < n;
-            if (!ok)
-                snprintf(text, sizeof text, "%d", v);
-            break;
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
+        if (!tmm_config_field_in_range(c, f)) {
+            char text[64];
+            tmm_config_value_text(c, f, text, sizeof text);
+            return tmm_config_field_bad(f, "config", text);
         }
-        case TMM_CONFIG_PATH: ok = *(const char *)p != '\0'; break;
-        case TMM_CONFIG_BOOL:
-        case TMM_CONFIG_FILES: break;
-        }
-        if (!ok)
-            return bad_value(f, "config", text);
-    }
     return TMM_OK;
 }
 

@@ -2,7 +2,8 @@
  * config file of `tmm train --config`, the presets in assets/presets, and
  * the resolved config the trainer prints and saves in the run directory).
  *
- * Every field is one row of tmm_config_fields (train_config.c): its JSON
+ * Every field is one row of tmm_config_fields (train_config.c; the model's rows,
+ * first, are model/model_fields.h's): its JSON
  * section and key, its `tmm train` flag, type, accepted range and help. The
  * JSON reader, the JSON writer, the flags and their help all come from that
  * table, so a value is checked the same way whether it comes from a flag, a
@@ -14,6 +15,8 @@
 #ifndef TMM_TRAIN_CONFIG_H
 #define TMM_TRAIN_CONFIG_H
 
+#include "io/config_field.h"
+#include "model/model_fields.h"
 #include "ops/toeplitz.h"
 #include "tmm/model.h"
 #include "train/data.h"
@@ -21,7 +24,6 @@
 #include "train/schedule.h"
 
 #define TMM_MAX_TEXT_FILES 64
-#define TMM_CONFIG_PATH_MAX 1024
 
 typedef struct tmm_train_config {
     tmm_model_config model;       /* vocab 0: taken from the task */
@@ -50,26 +52,6 @@ typedef struct tmm_train_config {
     double dist_timeout;          /* several ranks: seconds to wait for the others in an exchange */
     char run_dir[TMM_CONFIG_PATH_MAX];
 } tmm_train_config;
-
-typedef enum tmm_config_type {
-    TMM_CONFIG_U32, TMM_CONFIG_U64, TMM_CONFIG_F64, TMM_CONFIG_BOOL,
-    TMM_CONFIG_ENUM,  /* an int-sized enum; names[i] is value i */
-    TMM_CONFIG_PATH,  /* char[TMM_CONFIG_PATH_MAX] */
-    TMM_CONFIG_FILES, /* the text files: a JSON list; the flag appends */
-} tmm_config_type;
-
-typedef struct tmm_config_field {
-    const char *section, *key;  /* JSON: {"section": {"key": ...}} */
-    const char *flag;           /* tmm train --flag (without the dashes); NULL: JSON only */
-    const char *arg;            /* the flag's argument in help, e.g. "N" */
-    tmm_config_type type;
-    size_t offset;              /* in tmm_train_config */
-    uint64_t imin, imax;        /* U32, U64: accepted range */
-    double lo, hi;              /* F64: accepted range (finite) */
-    const char *const *names;   /* ENUM: NULL-terminated */
-    const char *help;
-    const char *old_key, *old_flag; /* its old names, still read until version 0.2 (deprecated), or NULL */
-} tmm_config_field;
 
 /* The table, terminated by a row with section NULL. */
 extern const tmm_config_field tmm_config_fields[];

@@ -15,7 +15,7 @@
 #include "model/model.h"
 #include "ops/ops.h"
 #include "text/tokenizer.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 #include "train/data.h"
 #include "train/dist.h"
 #include "train/optim.h"

@@ -1,5 +1,5 @@
 /* libFuzzer harness: the safetensors reader (src/io/safetensors.c) and the
- * checks on top of it: checkpoints (src/train/checkpoint.c) and
+ * checks on top of it: checkpoints (src/model/checkpoint.c) and
  * distill.safetensors (src/model/distilled.c, for a fixed small TMM with zero
  * weights: corpus/safetensors/distill.safetensors is a valid one), on any
  * bytes. Whatever the input, reading either succeeds with tensors that lie
@@ -12,7 +12,7 @@
 
 #include "io/safetensors.h"
 #include "model/distilled.h"
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* libFuzzer harness: train_state.safetensors, the optimizer state that
- * tmm train --resume reads (src/train/checkpoint.c), on any bytes, beside a
+ * tmm train --resume reads (src/model/checkpoint.c), on any bytes, beside a
  * fixed valid model file (train_state_model.safetensors, a one-layer copy
  * model of step 1; corpus/train_state/ holds its own valid state). Whatever
  * the input, the load either succeeds with moments of the model's layout and
@@ -10,7 +10,7 @@
 #include <assert.h>
 #include <string.h>
 
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

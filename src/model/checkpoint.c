@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-#include "train/checkpoint.h"
+#include "model/checkpoint.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +25,7 @@
 #include "files.h"
 #include "io/limits.h"
 #include "status.h"
-#include "train/train_config.h"
+#include "model/model_fields.h"
 
 
 static const char *const MODEL_FORMAT = "tmm-model";
@@ -33,9 +33,9 @@ static const char *const STATE_FORMAT = "tmm-train-state";
 static const char *const MODEL_FILE = "model.safetensors";
 static const char *const STATE_FILE = "train_state.safetensors";
 
-/* Keys of the model file besides the model config's, which are the "model"
- * rows of the config table (tmm_config_fields): a field added there is
- * written, read and compared here without another edit. */
+/* Keys of the model file besides the model config's, which are the rows of
+ * model/model_fields.h: a field added there is written, read and compared
+ * here without another edit. */
 static const char *const file_keys[] = { "format", "format_version", "step", "data_fnv1a64", "meta_fnv1a64" };
 #define N_FILE_KEYS (sizeof file_keys / sizeof file_keys[0])
 /* Model fields added after format version 2, and the version that added
@@ -44,24 +44,21 @@ static const struct { const char *key; uint64_t since; } newer_fields[] = {
     { "arch", 3 }, { "window", 3 }, { "state", 4 }, { "init", 5 },
 };
 
-static bool is_model_field(const tmm_config_field *f) { return strcmp(f->section, "model") == 0; }
-
 /* A model field's value as metadata text (booleans as 0 or 1). */
 static bool is_model_key(const char *key)
 {
     for (size_t k = 0; k < N_FILE_KEYS; k++)
         if (strcmp(key, file_keys[k]) == 0)
             return true;
-    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
-        if (is_model_field(f) && strcmp(key, f->key) == 0)
+    for (const tmm_config_field *f = tmm_model_fields; f->section; f++)
+        if (strcmp(key, f->key) == 0)
             return true;
     return false;
 }
 
 static void model_field_text(const tmm_model_config *c, const tmm_config_field *f, char *buf, size_t size)
 {
-    tmm_train_config tc = { .model = *c };
-    tmm_config_value_text(&tc, f, buf, size);
+    tmm_config_field_text(c, f, buf, size);
     if (f->type == TMM_CONFIG_BOOL)
         snprintf(buf, size, "%s", strcmp(buf, "true") == 0 ? "1" : "0");
 }
@@ -267,8 +264,8 @@ static tmm_status write_model(const char *path, uint64_t step, const tmm_param_t
     snprintf(step_text, sizeof step_text, "%" PRIu64, step);
     tmm_st_meta fixed[MAX_FIXED] = { { "format", MODEL_FORMAT }, { "format_version", version }, { "step", step_text } };
     uint32_t n_fixed = 3;
-    for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
-        if (is_model_field(f) && n_fixed < MAX_FIXED) {
+    for (const tmm_config_field *f = tmm_model_fields; f->section; f++)
+        if (n_fixed < MAX_FIXED) {
             model_field_text(&table->config, f, values[n_fixed], sizeof values[n_fixed]);
             fixed[n_fixed] = (tmm_st_meta){ f->key, values[n_fixed] };
             n_fixed++;
@@ -661,10 +658,8 @@ static tmm_status meta_u64(const tmm_safetensors *st, const char *path, const ch
 static tmm_status read_config(const tmm_safetensors *st, const char *path, uint64_t version, tmm_model_config *c,
                               uint64_t *step)
 {
-    tmm_train_config tc = { 0 };
-    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
-        if (!is_model_field(f))
-            continue;
+    tmm_model_config mc = { 0 };
+    for (const tmm_config_field *f = tmm_model_fields; f->section; f++) {
         const char *v = tmm_safetensors_meta(st, f->key);
         bool absent_before = false;
         for (size_t i = 0; i < sizeof newer_fields / sizeof newer_fields[0]; i++)
@@ -673,10 +668,10 @@ static tmm_status read_config(const tmm_safetensors *st, const char *path, uint6
             continue;
         if (!v)
             return tmm_fail(TMM_ERR_IO, "%s: metadata '%s' is missing", path, f->key);
-        TMM_TRY(tmm_config_set_text_from(&tc, f, v, path));
+        TMM_TRY(tmm_config_field_parse(&mc, f, v, path));
     }
     TMM_TRY(meta_u64(st, path, "step", UINT64_MAX, step));
-    *c = tc.model;
+    *c = mc;
     if (tmm_model_config_check(c) != TMM_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tmm_last_error());
@@ -687,10 +682,8 @@ static tmm_status read_config(const tmm_safetensors *st, const char *path, uint6
 
 const char *tmm_checkpoint_config_diff(const tmm_model_config *a, const tmm_model_config *b)
 {
-    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
+    for (const tmm_config_field *f = tmm_model_fields; f->section; f++) {
         char va[48], vb[48];
-        if (!is_model_field(f))
-            continue;
         model_field_text(a, f, va, sizeof va);
         model_field_text(b, f, vb, sizeof vb);
         if (strcmp(va, vb) != 0)
@@ -782,8 +775,8 @@ static tmm_status load_model(const char *path, const tmm_model_config *expect, b
     const char *field = s == TMM_OK && expect ? tmm_checkpoint_config_diff(&c, expect) : NULL;
     if (field) {
         char got[48], want[48];
-        for (const tmm_config_field *f = tmm_config_fields; f->section; f++)
-            if (is_model_field(f) && strcmp(f->key, field) == 0) {
+        for (const tmm_config_field *f = tmm_model_fields; f->section; f++)
+            if (strcmp(f->key, field) == 0) {
                 model_field_text(&c, f, got, sizeof got);
                 model_field_text(expect, f, want, sizeof want);
             }
@@ -1045,4 +1038,31 @@ tmm_status tmm_run_dir_clear(const char *run_dir)
             return tmm_fail(TMM_ERR_IO, "cannot remove %s: %s", p, strerror(errno));
     }
     return tmm_sync_dir(run_dir);
+}
+
+tmm_status tmm_checkpoint_tokenizer(const char *checkpoint, const char *fingerprint, uint32_t vocab,
+                                    tmm_tokenizer **out)
+{
+    *out = NULL;
+    char dir[TMM_PATH_MAX], path[TMM_PATH_MAX + 32];
+    TMM_TRY(tmm_checkpoint_run_dir(checkpoint, dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/%s", dir, TMM_RUN_TOKENIZER);
+    tmm_tokenizer *tok;
+    TMM_TRY(tmm_tokenizer_load(path, &tok));
+    char fp[20];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_tokenizer_fingerprint(tok));
+    tmm_status s = TMM_OK;
+    if (!fingerprint || strcmp(fingerprint, fp) != 0)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is not the tokenizer the model was trained with (fingerprint %s, "
+                     "the checkpoint's %s): restore the run's tokenizer.json", path, fp,
+                     fingerprint ? fingerprint : "missing");
+    else if (tmm_tokenizer_vocab(tok) > vocab)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s has %u tokens, more than the model's vocabulary of %u", path,
+                     tmm_tokenizer_vocab(tok), vocab);
+    if (s != TMM_OK) {
+        tmm_tokenizer_free(tok);
+        return s;
+    }
+    *out = tok;
+    return TMM_OK;
 }

@@ -1,19 +1,17 @@
-/* Tokenizers of generation: byte-level text and the copy task's symbols. */
+/* The kinds of tokenizer a model has, by name: bytes, the copy task's
+ * symbols, or its run's tokenizer.json; and prompts through a tokenizer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "files.h"
-
-#include "gen/generator.h"
 #include "text/tokenizer.h"
-#include "train/checkpoint.h"
-#include "train/data.h"
+
+#include "status.h"
 
 static const char symbols[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 #define N_SYMBOLS 36u
 
-tmm_status tmm_gen_tokenizer_pick(const char *name, uint32_t vocab, tmm_gen_tokenizer *out)
+tmm_status tmm_model_tokenizer_pick(const char *name, uint32_t vocab, tmm_model_tokenizer *out)
 {
     if (!name)
         name = vocab == TMM_TEXT_VOCAB ? "bytes" : "copy-symbols";
@@ -21,11 +19,11 @@ tmm_status tmm_gen_tokenizer_pick(const char *name, uint32_t vocab, tmm_gen_toke
         if (vocab < TMM_TEXT_VOCAB)
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a byte-level tokenizer needs a vocabulary of %u, the model "
                             "has %u", TMM_TEXT_VOCAB, vocab);
-        *out = TMM_GEN_TOKENIZER_BYTES;
+        *out = TMM_TOKENIZER_BYTES;
     } else if (strcmp(name, "copy-symbols") == 0) {
-        *out = TMM_GEN_TOKENIZER_COPY;
+        *out = TMM_TOKENIZER_COPY;
     } else if (strcmp(name, TMM_RUN_TOKENIZER) == 0) {
-        *out = TMM_GEN_TOKENIZER_TEXT;
+        *out = TMM_TOKENIZER_RUN;
     } else {
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "unknown tokenizer '%s' (this tmm knows bytes, copy-symbols, "
                         "%s)", name, TMM_RUN_TOKENIZER);
@@ -33,39 +31,12 @@ tmm_status tmm_gen_tokenizer_pick(const char *name, uint32_t vocab, tmm_gen_toke
     return TMM_OK;
 }
 
-const char *tmm_gen_tokenizer_name(tmm_gen_tokenizer t)
+const char *tmm_model_tokenizer_name(tmm_model_tokenizer t)
 {
-    return t == TMM_GEN_TOKENIZER_BYTES ? "bytes" : t == TMM_GEN_TOKENIZER_COPY ? "copy-symbols" : TMM_RUN_TOKENIZER;
+    return t == TMM_TOKENIZER_BYTES ? "bytes" : t == TMM_TOKENIZER_COPY ? "copy-symbols" : TMM_RUN_TOKENIZER;
 }
 
-tmm_status tmm_gen_run_tokenizer(const char *checkpoint, const char *fingerprint, uint32_t vocab,
-                                 tmm_tokenizer **out)
-{
-    *out = NULL;
-    char dir[TMM_PATH_MAX], path[TMM_PATH_MAX + 32];
-    TMM_TRY(tmm_checkpoint_run_dir(checkpoint, dir, sizeof dir));
-    snprintf(path, sizeof path, "%s/%s", dir, TMM_RUN_TOKENIZER);
-    tmm_tokenizer *tok;
-    TMM_TRY(tmm_tokenizer_load(path, &tok));
-    char fp[20];
-    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)tmm_tokenizer_fingerprint(tok));
-    tmm_status s = TMM_OK;
-    if (!fingerprint || strcmp(fingerprint, fp) != 0)
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is not the tokenizer the model was trained with (fingerprint %s, "
-                     "the checkpoint's %s): restore the run's tokenizer.json", path, fp,
-                     fingerprint ? fingerprint : "missing");
-    else if (tmm_tokenizer_vocab(tok) > vocab)
-        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s has %u tokens, more than the model's vocabulary of %u", path,
-                     tmm_tokenizer_vocab(tok), vocab);
-    if (s != TMM_OK) {
-        tmm_tokenizer_free(tok);
-        return s;
-    }
-    *out = tok;
-    return TMM_OK;
-}
-
-tmm_status tmm_gen_tokenize_text(const tmm_tokenizer *tok, const char *text, size_t length, uint32_t **tokens,
+tmm_status tmm_tokenizer_encode_prompt(const tmm_tokenizer *tok, const char *text, size_t length, uint32_t **tokens,
                                  uint32_t *count)
 {
     *tokens = NULL;
@@ -85,7 +56,7 @@ tmm_status tmm_gen_tokenize_text(const tmm_tokenizer *tok, const char *text, siz
     return TMM_OK;
 }
 
-size_t tmm_gen_detokenize_text(const tmm_tokenizer *tok, uint32_t token, char *buf, size_t size)
+size_t tmm_tokenizer_decode_token(const tmm_tokenizer *tok, uint32_t token, char *buf, size_t size)
 {
     const char *bytes = NULL;
     size_t len = token == tmm_tokenizer_eot(tok) ? 0 : tmm_tokenizer_token_bytes(tok, token, &bytes);
@@ -137,12 +108,12 @@ static tmm_status copy_tokens(uint32_t vocab, const char *text, size_t length, u
     return TMM_OK;
 }
 
-tmm_status tmm_gen_tokenize(tmm_gen_tokenizer t, uint32_t vocab, const char *text, size_t length, uint32_t **tokens,
+tmm_status tmm_model_tokenizer_encode(tmm_model_tokenizer t, uint32_t vocab, const char *text, size_t length, uint32_t **tokens,
                             uint32_t *count)
 {
     *tokens = NULL;
     *count = 0;
-    if (t == TMM_GEN_TOKENIZER_TEXT) /* its tokenizer is the generator's (tmm_gen_tokenize_text) */
+    if (t == TMM_TOKENIZER_RUN) /* its tokenizer is the generator's (tmm_tokenizer_encode_prompt) */
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "this model's tokenizer is its run's tokenizer.json, which is not "
                         "loaded here");
     if (length > UINT32_MAX)
@@ -151,7 +122,7 @@ tmm_status tmm_gen_tokenize(tmm_gen_tokenizer t, uint32_t vocab, const char *tex
     if (!out)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     tmm_status s = TMM_OK;
-    if (t == TMM_GEN_TOKENIZER_BYTES) {
+    if (t == TMM_TOKENIZER_BYTES) {
         for (size_t i = 0; i < length; i++)
             out[i] = (unsigned char)text[i];
         *count = (uint32_t)length;
@@ -167,13 +138,13 @@ tmm_status tmm_gen_tokenize(tmm_gen_tokenizer t, uint32_t vocab, const char *tex
     return TMM_OK;
 }
 
-size_t tmm_gen_detokenize(tmm_gen_tokenizer t, uint32_t vocab, uint32_t token, char *buf, size_t size)
+size_t tmm_model_tokenizer_decode(tmm_model_tokenizer t, uint32_t vocab, uint32_t token, char *buf, size_t size)
 {
     char tmp[16];
     size_t len;
-    if (t == TMM_GEN_TOKENIZER_TEXT) {
+    if (t == TMM_TOKENIZER_RUN) {
         len = 0; /* without the run's tokenizer.json there is no text */
-    } else if (t == TMM_GEN_TOKENIZER_BYTES) {
+    } else if (t == TMM_TOKENIZER_BYTES) {
         if (token >= 256)
             len = 0;
         else

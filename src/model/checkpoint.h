@@ -13,6 +13,7 @@
 
 #include "io/safetensors.h"
 #include "model/params.h"
+#include "text/tokenizer.h"
 #include "tmm/model.h"
 
 /* 2: kernel-k windows stay inside their head (version 1 files of kernel-k
@@ -94,9 +95,11 @@ tmm_status tmm_checkpoint_load_model(const char *path, const tmm_model_config *e
  * alone, never from what the checkpoint says. TMM_ERR_INVALID_ARGUMENT when
  * the checkpoint is not inside a RUN/checkpoints/ layout. */
 tmm_status tmm_checkpoint_run_dir(const char *path, char *buf, size_t size);
-/* The run's tokenizer (runs on prepared shards): RUN/tokenizer.json, named by
- * the checkpoints' "tokenizer" metadata, with "tokenizer_fingerprint". */
-#define TMM_RUN_TOKENIZER "tokenizer.json"
+/* The run's tokenizer.json of the checkpoint at path (TMM_RUN_TOKENIZER in
+ * its run directory), checked against the checkpoint's fingerprint
+ * ("tokenizer_fingerprint") and its vocabulary. */
+tmm_status tmm_checkpoint_tokenizer(const char *checkpoint, const char *fingerprint, uint32_t vocab,
+                                    tmm_tokenizer **out);
 /* Whether run_dir holds a run: checkpoints/, metrics.jsonl, config.json or tokenizer.json. */
 bool tmm_run_dir_holds_run(const char *run_dir);
 /* Removes the run in run_dir (what tmm train writes there: checkpoints/ with
