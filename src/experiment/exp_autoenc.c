@@ -325,13 +325,13 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
 {
     const ret_preset *p = &ret_presets[o->preset];
     exp_ctx x = exp_context(dev, o, "retention", out);
-    tmm_exp_run runs[TMM_ARCH_COUNT] = { 0 };
-    ae_result trained[TMM_ARCH_COUNT] = { 0 }, random[TMM_ARCH_COUNT] = { 0 };
+    tmm_exp_run runs[TMM_N_ARCHS] = { 0 };
+    ae_result trained[TMM_N_ARCHS] = { 0 }, random[TMM_N_ARCHS] = { 0 };
     tmm_train_config ref;
     TMM_TRY(text_config(o, p->d, p->n, p->layers, p->heads, p->expansion, p->batch, p->steps, p->eval_every, &ref));
     uint32_t n = 0;
     tmm_status s = TMM_OK;
-    for (int a = 0; a < TMM_ARCH_COUNT && s == TMM_OK; a++) {
+    for (int a = 0; a < TMM_N_ARCHS && s == TMM_OK; a++) {
         if (!exp_selected(o, (tmm_arch)a))
             continue;
         tmm_exp_run *r = &runs[n++];
@@ -386,8 +386,8 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
         snprintf(out->verdict, sizeof out->verdict, "%s", exp_verdict(held, tested));
 
         /* bars: accuracy per architecture, trained and random encoders */
-        double acc[2][TMM_ARCH_COUNT];
-        const char *cats[TMM_ARCH_COUNT];
+        double acc[2][TMM_N_ARCHS];
+        const char *cats[TMM_N_ARCHS];
         for (uint32_t i = 0; i < n; i++) {
             acc[0][i] = trained[i].accuracy, acc[1][i] = random[i].accuracy;
             cats[i] = runs[i].label;
@@ -417,7 +417,7 @@ tmm_status exp_retention(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outc
         if (s == TMM_OK)
             s = retention_report(&x, p, runs, n, trained, random);
     }
-    for (uint32_t i = 0; i < TMM_ARCH_COUNT; i++)
+    for (uint32_t i = 0; i < TMM_N_ARCHS; i++)
         tmm_exp_run_free(&runs[i]);
     tmm_train_config_free(&ref);
     return s;
@@ -446,7 +446,7 @@ typedef struct cap_row {
 
 /* E4's report.md: settings k = 0..n_set-1 at n set_n[k], width set_d[k]. */
 static tmm_status capacity_report(const exp_ctx *x, const cap_preset *p, const cap_row *rows,
-                                  const bool present[TMM_ARCH_COUNT], uint32_t n_set, const uint32_t *set_n,
+                                  const bool present[TMM_N_ARCHS], uint32_t n_set, const uint32_t *set_n,
                                   const uint32_t *set_d)
 {
     const uint32_t n_max = p->ns[p->n_count - 1];
@@ -467,8 +467,8 @@ static tmm_status capacity_report(const exp_ctx *x, const cap_preset *p, const c
                "evaluation) |\n"
                "|---|---|---|---|---|---|---|\n");
     for (uint32_t k = 0; k < n_set; k++)
-        for (int a = 0; a < TMM_ARCH_COUNT; a++) {
-            const cap_row *row = &rows[k * TMM_ARCH_COUNT + a];
+        for (int a = 0; a < TMM_N_ARCHS; a++) {
+            const cap_row *row = &rows[k * TMM_N_ARCHS + a];
             if (!present[a])
                 continue;
             char label[32];
@@ -498,20 +498,20 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
     for (uint32_t i = 0; i < p->w_count; i++)
         if (p->widths[i] != p->d)
             set_n[n_set] = n_max, set_d[n_set++] = p->widths[i];
-    cap_row *rows = calloc((size_t)n_set * TMM_ARCH_COUNT, sizeof *rows);
+    cap_row *rows = calloc((size_t)n_set * TMM_N_ARCHS, sizeof *rows);
     if (!rows)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    bool present[TMM_ARCH_COUNT] = { 0 };
+    bool present[TMM_N_ARCHS] = { 0 };
     tmm_status s = TMM_OK;
     uint32_t total = 0;
     for (uint32_t k = 0; k < n_set && s == TMM_OK && !out->interrupted; k++) {
         tmm_train_config c;
         s = text_config(o, set_d[k], set_n[k], p->layers, p->heads, p->expansion, p->ae.batch, p->ae.steps,
                         p->ae.steps, &c);
-        for (int a = 0; a < TMM_ARCH_COUNT && s == TMM_OK && !out->interrupted; a++) {
+        for (int a = 0; a < TMM_N_ARCHS && s == TMM_OK && !out->interrupted; a++) {
             if (!exp_selected(o, (tmm_arch)a))
                 continue;
-            cap_row *row = &rows[k * TMM_ARCH_COUNT + a];
+            cap_row *row = &rows[k * TMM_N_ARCHS + a];
             char label[32], name[TMM_EXP_LABEL_MAX];
             s = matched(&c.model, (tmm_arch)a, &row->m);
             if (s != TMM_OK)
@@ -534,20 +534,20 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
         /* the rule: the TMM reconstructs at least as well as each other architecture at each setting */
         uint32_t held = 0, tested = 0;
         for (uint32_t k = 0; k < n_set && present[exp_arch("tmm")]; k++)
-            for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+            for (int a = 0; a < TMM_N_ARCHS; a++) {
                 if ((tmm_arch)a == exp_arch("tmm") || !present[a])
                     continue;
                 tested++;
-                held += rows[k * TMM_ARCH_COUNT + exp_arch("tmm")].r.accuracy >= rows[k * TMM_ARCH_COUNT + a].r.accuracy;
+                held += rows[k * TMM_N_ARCHS + exp_arch("tmm")].r.accuracy >= rows[k * TMM_N_ARCHS + a].r.accuracy;
             }
         snprintf(out->verdict, sizeof out->verdict, "%s", exp_verdict(held, tested));
 
         /* accuracy against n (width d) and against width (largest n), a line per architecture */
         for (int by_width = 0; by_width < 2 && s == TMM_OK; by_width++) {
-            double xs[TMM_ARCH_COUNT][2 * MAX_SETTINGS], ys[TMM_ARCH_COUNT][2 * MAX_SETTINGS];
-            tmm_chart_series ser[TMM_ARCH_COUNT];
+            double xs[TMM_N_ARCHS][2 * MAX_SETTINGS], ys[TMM_N_ARCHS][2 * MAX_SETTINGS];
+            tmm_chart_series ser[TMM_N_ARCHS];
             uint32_t ns = 0;
-            for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+            for (int a = 0; a < TMM_N_ARCHS; a++) {
                 if (!present[a])
                     continue;
                 uint32_t m = 0;
@@ -556,7 +556,7 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
                     if (!on)
                         continue;
                     xs[ns][m] = by_width ? set_d[k] : set_n[k];
-                    ys[ns][m++] = rows[k * TMM_ARCH_COUNT + a].r.accuracy;
+                    ys[ns][m++] = rows[k * TMM_N_ARCHS + a].r.accuracy;
                 }
                 /* the width points in increasing order (the preset's d sits among them) */
                 for (uint32_t i = 1; i < m; i++)
@@ -583,11 +583,11 @@ tmm_status exp_capacity(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outco
         cJSON *root = exp_summary(&x, NULL, 0);
         cJSON *arr = cJSON_AddArrayToObject(root, "autoencoders");
         for (uint32_t k = 0; k < n_set; k++)
-            for (int a = 0; a < TMM_ARCH_COUNT; a++)
+            for (int a = 0; a < TMM_N_ARCHS; a++)
                 if (present[a])
-                    cJSON_AddItemToArray(arr, ae_json(rows[k * TMM_ARCH_COUNT + a].label,
-                                                      &rows[k * TMM_ARCH_COUNT + a].m, "joint",
-                                                      &rows[k * TMM_ARCH_COUNT + a].r));
+                    cJSON_AddItemToArray(arr, ae_json(rows[k * TMM_N_ARCHS + a].label,
+                                                      &rows[k * TMM_N_ARCHS + a].m, "joint",
+                                                      &rows[k * TMM_N_ARCHS + a].r));
         if (s == TMM_OK)
             s = exp_save_summary(&x, root, "held if the TMM's reconstruction accuracy is at least each other "
                                  "architecture's at every setting; partly if at some", NULL);

@@ -12,7 +12,7 @@
 
 #define MAX_NS 4
 #define TARGET 0.99
-#define MAX_RUNS (MAX_NS * TMM_ARCH_COUNT + 2)
+#define MAX_RUNS (MAX_NS * TMM_N_ARCHS + 2)
 
 typedef struct copy_preset {
     uint32_t ns[MAX_NS], n_count;
@@ -92,7 +92,7 @@ static bool about_as_fast(double a, double b, uint32_t eval_every)
 static bool struggles(double other, double tmm) { return !isfinite(other) || other >= 2 * tmm; }
 
 typedef struct copy_table {
-    const tmm_exp_run *at[MAX_NS][TMM_ARCH_COUNT]; /* NULL: not run */
+    const tmm_exp_run *at[MAX_NS][TMM_N_ARCHS]; /* NULL: not run */
 } copy_table;
 
 /* The rule at one n: NULL when it cannot be decided (no TMM or transformer). */
@@ -125,10 +125,10 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
     /* accuracy against steps, per n; and against device seconds */
     for (uint32_t i = 0; i < p->n_count && s == TMM_OK; i++) {
         for (int by_time = 0; by_time < 2 && s == TMM_OK; by_time++) {
-            tmm_chart_series ser[TMM_ARCH_COUNT];
-            double *xs[TMM_ARCH_COUNT] = { 0 }, *ys[TMM_ARCH_COUNT] = { 0 };
+            tmm_chart_series ser[TMM_N_ARCHS];
+            double *xs[TMM_N_ARCHS] = { 0 }, *ys[TMM_N_ARCHS] = { 0 };
             uint32_t k = 0;
-            for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+            for (int a = 0; a < TMM_N_ARCHS; a++) {
                 const tmm_exp_run *r = t->at[i][a];
                 if (!r)
                     continue;
@@ -160,12 +160,12 @@ static tmm_status write_outputs(exp_ctx *x, const copy_preset *p, tmm_exp_run *r
         }
     }
     /* steps to 99%: a bar per architecture and n */
-    double bars[MAX_NS][TMM_ARCH_COUNT];
-    const char *cats[TMM_ARCH_COUNT];
-    char cat_names[TMM_ARCH_COUNT][32], ser_names[MAX_NS][32];
+    double bars[MAX_NS][TMM_N_ARCHS];
+    const char *cats[TMM_N_ARCHS];
+    char cat_names[TMM_N_ARCHS][32], ser_names[MAX_NS][32];
     tmm_chart_series bser[MAX_NS];
     uint32_t nc = 0;
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         bool any = false;
         for (uint32_t i = 0; i < p->n_count; i++)
             any = any || t->at[i][a];
@@ -294,7 +294,7 @@ tmm_status exp_copy(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *
     uint32_t n = 0;
     tmm_status s = TMM_OK;
     for (uint32_t i = 0; i < p->n_count && s == TMM_OK; i++)
-        for (int a = 0; a < TMM_ARCH_COUNT && s == TMM_OK; a++) {
+        for (int a = 0; a < TMM_N_ARCHS && s == TMM_OK; a++) {
             const char *knob;
             if (!exp_selected(o, (tmm_arch)a))
                 continue;

@@ -14,7 +14,7 @@
 #include "train/trainer.h"
 
 #define N_ABLATIONS 5
-#define MAX_RUNS (TMM_ARCH_COUNT + N_ABLATIONS)
+#define MAX_RUNS (TMM_N_ARCHS + N_ABLATIONS)
 #define MAX_POS 3
 
 typedef struct eff_preset {
@@ -60,7 +60,7 @@ static tmm_status add_runs(const eff_preset *p, const tmm_exp_options *o, tmm_ex
     TMM_TRY(base(p, o, &ref));
     tmm_status s = TMM_OK;
     *tmm_row = -1;
-    for (int a = 0; a < TMM_ARCH_COUNT && s == TMM_OK; a++) {
+    for (int a = 0; a < TMM_N_ARCHS && s == TMM_OK; a++) {
         if (!exp_selected(o, (tmm_arch)a))
             continue;
         tmm_model_config m;

@@ -14,7 +14,7 @@
 #define MAX_PAIRS 4
 #define MAX_NS 4
 #define MAX_SETTINGS (MAX_PAIRS + MAX_NS)
-#define MAX_RUNS (MAX_SETTINGS * TMM_ARCH_COUNT)
+#define MAX_RUNS (MAX_SETTINGS * TMM_N_ARCHS)
 #define TARGET 0.99
 #define MARGIN 0.10 /* "competitive": the TMM's accuracy at least the best baseline's minus this */
 
@@ -37,7 +37,7 @@ static const recall_preset presets[TMM_EXP_PRESET_COUNT] = {
 typedef struct recall_setting {
     uint32_t n, pairs;
     bool in_pairs, in_n; /* which sweeps hold it */
-    const tmm_exp_run *at[TMM_ARCH_COUNT]; /* NULL: not run */
+    const tmm_exp_run *at[TMM_N_ARCHS]; /* NULL: not run */
 } recall_setting;
 
 typedef struct recall_table {
@@ -113,7 +113,7 @@ static double no_recall(uint32_t P, uint32_t V)
 static int best_baseline(const recall_setting *s)
 {
     int best = -1;
-    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+    for (int a = 0; a < TMM_N_ARCHS; a++)
         if ((tmm_arch)a != exp_arch("tmm") && s->at[a] && isfinite(final_accuracy(s->at[a])) &&
             (best < 0 || final_accuracy(s->at[a]) > final_accuracy(s->at[best])))
             best = a;
@@ -133,11 +133,11 @@ static const char *rule_at(const recall_setting *s, bool *held)
 /* Final accuracy against the pairs (by_n false) or n of one sweep: a series per architecture. */
 static tmm_status sweep_chart(exp_ctx *x, const recall_preset *p, const recall_table *t, bool by_n)
 {
-    tmm_chart_series ser[TMM_ARCH_COUNT + 1];
-    double xs[TMM_ARCH_COUNT + 1][MAX_SETTINGS], ys[TMM_ARCH_COUNT + 1][MAX_SETTINGS];
-    char names[TMM_ARCH_COUNT][32];
+    tmm_chart_series ser[TMM_N_ARCHS + 1];
+    double xs[TMM_N_ARCHS + 1][MAX_SETTINGS], ys[TMM_N_ARCHS + 1][MAX_SETTINGS];
+    char names[TMM_N_ARCHS][32];
     uint32_t k = 0;
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         uint32_t m = 0;
         const tmm_exp_run *any = NULL;
         for (uint32_t i = 0; i < t->count; i++) {
@@ -185,12 +185,12 @@ static tmm_status sweep_chart(exp_ctx *x, const recall_preset *p, const recall_t
 /* Held-out accuracy against training steps at one setting. */
 static tmm_status curve_chart(exp_ctx *x, const recall_setting *s)
 {
-    tmm_chart_series ser[TMM_ARCH_COUNT];
-    double *xs[TMM_ARCH_COUNT] = { 0 }, *ys[TMM_ARCH_COUNT] = { 0 };
-    char names[TMM_ARCH_COUNT][32];
+    tmm_chart_series ser[TMM_N_ARCHS];
+    double *xs[TMM_N_ARCHS] = { 0 }, *ys[TMM_N_ARCHS] = { 0 };
+    char names[TMM_N_ARCHS][32];
     uint32_t k = 0;
     tmm_status st = TMM_OK;
-    for (int a = 0; a < TMM_ARCH_COUNT && st == TMM_OK; a++) {
+    for (int a = 0; a < TMM_N_ARCHS && st == TMM_OK; a++) {
         const tmm_exp_run *r = s->at[a];
         if (!r)
             continue;
@@ -225,7 +225,7 @@ static void setting_json(cJSON *arr, const recall_setting *s, const char *at, ui
     cJSON_AddNumberToObject(o, "pairs", s->pairs);
     cJSON_AddNumberToObject(o, "no_recall", no_recall(s->pairs, values));
     cJSON_AddStringToObject(o, "sweep", s->in_pairs && s->in_n ? "both" : s->in_pairs ? "pairs" : "n");
-    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+    for (int a = 0; a < TMM_N_ARCHS; a++)
         if (s->at[a])
             cJSON_AddItemToObject(acc, tmm_arch_name((tmm_arch)a), isfinite(final_accuracy(s->at[a]))
                                                                        ? cJSON_CreateNumber(final_accuracy(s->at[a]))
@@ -246,7 +246,7 @@ static void setting_json(cJSON *arr, const recall_setting *s, const char *at, ui
 static void table_rows(FILE *f, const recall_table *t, bool by_n, const char *const *at, uint32_t values)
 {
     fprintf(f, "| n | pairs | no recall |");
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         bool any = false;
         for (uint32_t i = 0; i < t->count; i++)
             any = any || t->s[i].at[a];
@@ -254,7 +254,7 @@ static void table_rows(FILE *f, const recall_table *t, bool by_n, const char *co
             fprintf(f, " %s |", tmm_arch_name((tmm_arch)a));
     }
     fprintf(f, " rule |\n|---|---|---|");
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         bool any = false;
         for (uint32_t i = 0; i < t->count; i++)
             any = any || t->s[i].at[a];
@@ -267,7 +267,7 @@ static void table_rows(FILE *f, const recall_table *t, bool by_n, const char *co
         if (!(by_n ? s->in_n : s->in_pairs))
             continue;
         fprintf(f, "| %u | %u | %.4f |", s->n, s->pairs, no_recall(s->pairs, values));
-        for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+        for (int a = 0; a < TMM_N_ARCHS; a++) {
             bool any = false;
             for (uint32_t j = 0; j < t->count; j++)
                 any = any || t->s[j].at[a];
@@ -357,7 +357,7 @@ static tmm_status write_outputs(exp_ctx *x, const recall_preset *p, tmm_exp_run 
     for (uint32_t i = 0; i < t->count; i++) {
         const int b = best_baseline(&t->s[i]);
         double top = -1; /* the best accuracy of any architecture */
-        for (int a = 0; a < TMM_ARCH_COUNT; a++)
+        for (int a = 0; a < TMM_N_ARCHS; a++)
             if (t->s[i].at[a] && isfinite(final_accuracy(t->s[i].at[a])))
                 top = fmax(top, final_accuracy(t->s[i].at[a]));
         const bool recalled = top >= no_recall(t->s[i].pairs, p->values) + MARGIN;
@@ -387,7 +387,7 @@ tmm_status exp_recall(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome
         setting_of(t, p->ns[i], p->ns[i] / 4)->in_n = true;
     uint32_t n = 0;
     for (uint32_t i = 0; s == TMM_OK && i < t->count; i++)
-        for (int a = 0; a < TMM_ARCH_COUNT && s == TMM_OK; a++) {
+        for (int a = 0; a < TMM_N_ARCHS && s == TMM_OK; a++) {
             if (!exp_selected(o, (tmm_arch)a))
                 continue;
             s = add_run(p, o->seed, t->s[i].n, t->s[i].pairs, (tmm_arch)a, &runs[n]);

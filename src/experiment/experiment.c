@@ -108,7 +108,7 @@ exp_ctx exp_context(tmm_device *dev, const tmm_exp_options *o, const char *name,
 bool exp_selected(const tmm_exp_options *o, tmm_arch arch)
 {
     bool any = false;
-    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+    for (int a = 0; a < TMM_N_ARCHS; a++)
         any = any || o->archs[a];
     return !any || o->archs[arch];
 }
@@ -246,7 +246,7 @@ void exp_runs_free(tmm_exp_run *runs, uint32_t n)
 
 tmm_arch exp_arch(const char *name)
 {
-    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+    for (int a = 0; a < TMM_N_ARCHS; a++)
         if (strcmp(tmm_arch_name((tmm_arch)a), name) == 0)
             return (tmm_arch)a;
     abort(); /* a name the code gives, not a user */

@@ -9,6 +9,7 @@
 
 #include "device.h"
 #include "experiment/results.h"
+#include "model/arch.h"
 #include "tmm/model.h"
 
 typedef enum tmm_exp_preset { TMM_EXP_SMALL, TMM_EXP_MEDIUM, TMM_EXP_PAPER, TMM_EXP_PRESET_COUNT } tmm_exp_preset;
@@ -22,7 +23,7 @@ typedef tmm_status (*tmm_exp_decode_fn)(tmm_device *dev, const tmm_model_config 
 
 typedef struct tmm_exp_options {
     tmm_exp_preset preset;
-    bool archs[TMM_ARCH_COUNT];     /* the architectures to compare; none set: every one */
+    bool archs[TMM_N_ARCHS];     /* the architectures to compare; none set: every one */
     const char *out;                /* results root: the experiment writes OUT/NAME */
     uint64_t seed;                  /* model initialization and data */
     const char *const *data;        /* efficiency: the --data values (as tmm train --data) */

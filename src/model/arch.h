@@ -52,6 +52,10 @@ typedef struct tmm_arch_desc {
     const tmm_mixer_class *mixer;
 } tmm_arch_desc;
 
+/* The number of rows, for arrays with an entry per architecture: code above
+ * the registry and the mixers never names an architecture's constant. */
+enum { TMM_N_ARCHS = TMM_ARCH_COUNT };
+
 /* The descriptor of an architecture; NULL for one tmm does not build. */
 const tmm_arch_desc *tmm_arch_of(tmm_arch arch);
 /* Its name, with the knob that tells its variants apart ("swa (W 64)"). */

@@ -21,6 +21,15 @@ static tmm_status check_k(const char *op, uint32_t K)
 }
 
 /* rows = batch * n, refused above UINT32_MAX. */
+/* x of total floats, the weights w [C, K] and the bias [C]. */
+static tmm_status check_inputs(tmm_device *dev, const char *op, tmm_view x, uint64_t total, tmm_view w,
+                               tmm_view bias, uint32_t C, uint32_t K)
+{
+    TMM_TRY(tmm_op_need_floats(op, "x", x, total));
+    TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)C * K));
+    return tmm_op_need_bound(dev, op, "bias", bias, C);
+}
+
 static tmm_status rows_of(const char *op, uint32_t batch, uint32_t n, uint32_t *rows)
 {
     uint64_t rr = (uint64_t)batch * n;
@@ -55,9 +64,7 @@ tmm_status tmm_op_conv1d_forward(tmm_recorder *r, tmm_view x, tmm_view w, tmm_vi
     if (total == 0)
         return TMM_OK;
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(tmm_op_need_floats(op, "x", x, total));
-    TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)C * K));
-    TMM_TRY(tmm_op_need_bound(dev, op, "bias", bias, C));
+    TMM_TRY(check_inputs(dev, op, x, total, w, bias, C, K));
     TMM_TRY(tmm_op_need_floats(op, "y", y, total));
     tmm_op_span all[] = { { "x", x, total }, { "w", w, (uint64_t)C * K }, { "bias", bias, C }, { "y", y, total } };
     TMM_TRY(tmm_op_no_overlap(op, &all[3], all, 4));
@@ -220,9 +227,7 @@ tmm_status tmm_op_conv1d_step(tmm_recorder *r, tmm_view x, tmm_view w, tmm_view 
     if (total == 0)
         return TMM_OK;
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(tmm_op_need_floats(op, "x", x, total));
-    TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)C * K));
-    TMM_TRY(tmm_op_need_bound(dev, op, "bias", bias, C));
+    TMM_TRY(check_inputs(dev, op, x, total, w, bias, C, K));
     TMM_TRY(tmm_op_need_floats(op, "pos", pos, batch));
     if (nwin)
         TMM_TRY(tmm_op_need_floats(op, "window", window, nwin));

@@ -220,15 +220,22 @@ static tmm_status room(reader *r, size_t have)
     return TMM_OK;
 }
 
+/* The next chunk of the file after the `have` bytes held, and the progress line. */
+static tmm_status fill(reader *r, tmm_corpus_file *f, uint64_t base, size_t *have, size_t *got)
+{
+    TMM_TRY(room(r, *have));
+    TMM_TRY(tmm_corpus_file_read(f, r->buf + *have, TMM_CORPUS_CHUNK, got));
+    *have += *got;
+    report(r, f, base);
+    return TMM_OK;
+}
+
 static tmm_status read_plain(reader *r, tmm_corpus_file *f, uint64_t base)
 {
     size_t have = 0, cap = 17 * (size_t)TMM_CORPUS_CHUNK;
     for (;;) {
         size_t got;
-        TMM_TRY(room(r, have));
-        TMM_TRY(tmm_corpus_file_read(f, r->buf + have, TMM_CORPUS_CHUNK, &got));
-        have += got;
-        report(r, f, base);
+        TMM_TRY(fill(r, f, base, &have, &got));
         if (got == 0)
             return have ? r->fn(r->buf, have, r->user) : TMM_OK;
         if (have < TMM_CORPUS_CHUNK)
@@ -261,10 +268,7 @@ static tmm_status read_jsonl(reader *r, tmm_corpus_file *f, const char *path, ui
     uint64_t line = 1;
     for (;;) {
         size_t got;
-        TMM_TRY(room(r, have));
-        TMM_TRY(tmm_corpus_file_read(f, r->buf + have, TMM_CORPUS_CHUNK, &got));
-        have += got;
-        report(r, f, base);
+        TMM_TRY(fill(r, f, base, &have, &got));
         size_t start = 0;
         for (const char *nl; (nl = memchr(r->buf + start, '\n', have - start)) != NULL; line++) {
             TMM_TRY(json_line(r, path, line, r->buf + start, (size_t)(nl - r->buf) - start));
