@@ -415,10 +415,15 @@ if readme_commands "$root/README.md" "$readme_tmm" "$root" > "$dir/readme.cmds" 
 else
   failed=$((failed + 1)); echo "FAIL: README's commands could not be read"; sed 's/^/    /' "$dir/readme.err" | tail -5
 fi
-ran=0
+ran=0 found=0
 cd "$dir/readme" || exit 1
 while IFS=$'\t' read -r name words; do
   why="$(readme_skip "$name")"
+  if [ -n "${TMM_TEST_SANITIZED:-}" ] && [ -z "$why" ]; then
+    # the same commands run in the plain build's suite; here the checks above run under ASan
+    found=$((found + 1))
+    continue
+  fi
   if [ -n "$why" ]; then
     echo "README: not run here: $name ($why)"
     continue
@@ -428,7 +433,12 @@ while IFS=$'\t' read -r name words; do
   ran=$((ran + 1))
 done < "$dir/readme.cmds"
 cd - > /dev/null || exit 1
-check "README: its commands were found and run (at least 15)" test "$ran" -ge 15
+if [ -n "${TMM_TEST_SANITIZED:-}" ]; then
+  echo "README: $found commands found, not run in the sanitizer build (the plain build's cli test runs them)"
+  check "README: its commands were found (at least 15)" test "$found" -ge 15
+else
+  check "README: its commands were found and run (at least 15)" test "$ran" -ge 15
+fi
 # every command of tmm --help is shown in README's code blocks
 for c in $("$tmm" --help | sed -n '/^commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }'); do
   check "README shows tmm $c" grep -qE "^(build/)?tmm $c( |$)" <(cut -f1 "$dir/readme.cmds")
