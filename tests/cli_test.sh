@@ -252,6 +252,16 @@ check "prepare: documents from text, JSONL and .gz (one empty skipped)" \
   grep -q '"documents": 15,' "$dir/sh1/manifest.json"
 expect_fail "prepare refuses a prepared directory" 1 "already holds" \
   "$tmm" prepare --tokenizer bytes --data "$dir/corpus" --out "$dir/sh1" --quiet
+# one text file is one document: its last 5% of tokens validate (docs/data.md "Too few documents")
+check "prepare: one text file gives training and validation text" \
+  bash -c '"$1" prepare --tokenizer bytes --data "$2" --out "$3" --quiet | grep -q "last document was cut" &&
+           python3 -c "import json,sys; m=json.load(open(sys.argv[1])); t=[s[\"tokens\"] for s in m[\"shards\"] if s[\"split\"]==\"train\"]; v=[s[\"tokens\"] for s in m[\"shards\"] if s[\"split\"]==\"val\"]; n=sum(t)+sum(v)-2; assert len(t)==1 and len(v)==1 and v[0]-1==max(1,int(n*0.05)), (t,v)" "$3/manifest.json"' \
+  _ "$tmm" "$dir/fox.txt" "$dir/one"
+check "prepare: --val-fraction 0 cuts nothing" bash -c '"$1" prepare --tokenizer bytes --data "$2" --out "$3" \
+  --val-fraction 0 --quiet | grep -vq "was cut" && ! ls "$3"/val_* 2> /dev/null' _ "$tmm" "$dir/fox.txt" "$dir/one0"
+printf 'x' > "$dir/onebyte.txt"
+expect_fail "prepare: a one-token corpus cannot be split" 1 "too small to hold both" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/onebyte.txt" --out "$dir/one1" --quiet
 shard_run=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 2 --quiet --data "$dir/sh1" --eval-every 4
            --save-every 4 --keep 0)
 check "train on shards (windows)" "$tmm" train "${shard_run[@]}" --steps 8 --run-dir "$dir/shA"

@@ -41,7 +41,9 @@ static void usage(void)
            "order, skipping hidden names and symbolic links. Documents are written in\n"
            "input order, each followed by the tokenizer's end-of-text token. Document i\n"
            "(counting from 0 over the whole corpus) goes to validation when a hash of i\n"
-           "is below the validation fraction (docs/data.md). DIR receives train_NNNNNN.bin and\n"
+           "is below the validation fraction (docs/data.md); if that leaves either split\n"
+           "empty (a single file, or too few documents), the last document is cut instead:\n"
+           "its first (1 - F) of tokens train, the rest validate. DIR receives train_NNNNNN.bin and\n"
            "val_NNNNNN.bin shards, tokenizer.json and manifest.json (written last).\n"
            "The output is the same for every thread count. Gzip data may inflate to at\n"
            "most 100 times its size (64 MiB whatever its size); a JSONL line may be at\n"
@@ -355,6 +357,9 @@ typedef struct output {
     tmm_manifest m;
     uint32_t cap_shards;
     uint64_t tokens[2], docs[2], input_bytes, text_bytes;
+    uint32_t *held;          /* the last document, written when the next comes or at the end */
+    size_t held_count, held_cap;
+    bool has_held, cut_last; /* cut_last: the end split the held document by tokens */
 } output;
 
 /* The split of corpus document i (docs/data.md "Prepared shards"). */
@@ -387,10 +392,9 @@ static tmm_status close_shard(output *o, int k)
     return TMM_OK;
 }
 
-static tmm_status write_doc(output *o, const uint32_t *ids, size_t count)
+/* Writes a document to the shards of split k. */
+static tmm_status write_to(output *o, int k, const uint32_t *ids, size_t count)
 {
-    const uint64_t i = o->docs[0] + o->docs[1];
-    const int k = split_of(o, i);
     if (o->w[k] && tmm_shard_writer_tokens(o->w[k]) && tmm_shard_writer_tokens(o->w[k]) + count + 1 > o->shard_tokens)
         TMM_TRY(close_shard(o, k));
     if (!o->w[k]) {
@@ -406,6 +410,47 @@ static tmm_status write_doc(output *o, const uint32_t *ids, size_t count)
     o->tokens[k] += count + 1;
     o->docs[k]++;
     return TMM_OK;
+}
+
+/* Writes the held document, by the hash, and holds ids in its place. */
+static tmm_status write_doc(output *o, const uint32_t *ids, size_t count)
+{
+    if (o->has_held)
+        TMM_TRY(write_to(o, split_of(o, o->docs[0] + o->docs[1]), o->held, o->held_count));
+    if (count > o->held_cap) {
+        uint32_t *bigger = realloc(o->held, count * sizeof *bigger);
+        if (!bigger)
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        o->held = bigger;
+        o->held_cap = count;
+    }
+    if (count)
+        memcpy(o->held, ids, count * sizeof *ids);
+    o->held_count = count;
+    o->has_held = true;
+    return TMM_OK;
+}
+
+/* The end: the held document goes where the hash puts it, unless that would
+ * leave a split empty (one document, or too few for the fraction); then it
+ * is cut by tokens: its first (1 - F), at least one token, are training, the
+ * rest validation (docs/data.md "Prepared shards"). */
+static tmm_status write_last(output *o)
+{
+    if (!o->has_held)
+        return TMM_OK;
+    const int k = split_of(o, o->docs[0] + o->docs[1]);
+    const size_t n = o->held_count;
+    if (o->docs[!k] > 0 || (k == TMM_SHARD_TRAIN && o->val_fraction == 0))
+        return write_to(o, k, o->held, n);
+    if (n < 2)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the corpus is too small to hold both training and validation "
+                        "text (its last document has %zu token(s)): add text, or --val-fraction 0", n);
+    size_t val = (size_t)((double)n * o->val_fraction);
+    val = val < 1 ? 1 : val > n - 1 ? n - 1 : val;
+    o->cut_last = true;
+    TMM_TRY(write_to(o, TMM_SHARD_TRAIN, o->held, n - val));
+    return write_to(o, TMM_SHARD_VAL, o->held + (n - val), val);
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -486,6 +531,9 @@ static void progress(const options *o, const output *out, double t0, bool final,
            (unsigned long long)out->m.skipped, (unsigned long long)tokens, (unsigned long long)out->tokens[0],
            (unsigned long long)out->tokens[1], out->next_index[0], out->next_index[1], mb,
            tokens > docs ? (double)out->text_bytes / (double)(tokens - docs) : 0.0, s, s > 0 ? mb / s : 0.0, o->threads);
+    if (out->cut_last)
+        printf("prepare: the hash left a split empty, so the last document was cut by tokens: its first %.4g of "
+               "tokens are training, the rest validation (docs/data.md)\n", 1 - o->val_fraction);
 }
 
 /* Writes the jobs in order as the workers finish them. */
@@ -531,6 +579,8 @@ static tmm_status write_jobs(prep *P, output *out, const options *o)
             last = cli_now_ms();
         }
     }
+    if (s == TMM_OK)
+        s = write_last(out);
     for (int k = 0; s == TMM_OK && k < 2; k++)
         if (out->w[k])
             s = close_shard(out, k);
@@ -611,6 +661,7 @@ static tmm_status run_prepare(options *o)
         s = tmm_fail(s, "%s", msg);
     }
     free(P.ring);
+    free(out.held);
     tmm_manifest_free(&out.m);
     tmm_tokenizer_free(tok);
     return s;
