@@ -56,16 +56,16 @@ static tmm_status decode(tmm_device *dev, const tmm_model_config *c, const uint3
                          double *ms, void *user)
 {
     (void)user;
-    bench_gen g = { 0 };
+    tmm_bench_gen g = { 0 };
     double warm;
-    tmm_status s = bench_gen_random(dev, c, TMM_TOEPLITZ_AUTO, DECODE_REPEAT, &g);
+    tmm_status s = tmm_bench_gen_random(dev, c, TMM_TOEPLITZ_AUTO, DECODE_REPEAT, &g);
     if (s == TMM_OK)
-        s = bench_gen_cached(&g, 1, &warm); /* compiles the decoding kernels */
+        s = tmm_bench_gen_cached(&g, 1, &warm); /* compiles the decoding kernels */
     for (uint32_t i = 0; i < count && s == TMM_OK; i++)
-        s = positions[i] + DECODE_REPEAT <= c->n_ctx ? bench_gen_cached(&g, positions[i], &ms[i])
+        s = positions[i] + DECODE_REPEAT <= c->n_ctx ? tmm_bench_gen_cached(&g, positions[i], &ms[i])
                                                      : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "decoding position %u "
                                                                 "does not fit n %u", positions[i], c->n_ctx);
-    bench_gen_close(&g);
+    tmm_bench_gen_close(&g);
     return s;
 }
 
