@@ -44,4 +44,9 @@ refused gen train/trainer.h
 allowed text text/tokenizer.h
 refused ref cli/cli.h
 refused eval experiment/experiment.h
+allowed bench gen/generator.h
+allowed bench mixer/toeplitz_select.h
+refused bench experiment/experiment.h
+refused bench cli/bench.h
+refused gen bench/bench.h
 finish
