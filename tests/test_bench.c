@@ -268,7 +268,7 @@ H_TEST(bench, arch)
     tmm_bench_arch_result r;
     H_OK(tmm_bench_arch_models(&o, &r));
     cr_assert_eq(r.rows[TMM_ARCH_TMM].c.expansion, TMM_BENCH_ARCH_EXPANSION, "the TMM as given");
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         cr_assert_eq(r.rows[a].c.arch, (tmm_arch)a);
         cr_assert(r.rows[a].params > 0);
         cr_assert_eq(r.rows[a].params, tmm_model_param_count(&r.rows[a].c), "%s", tmm_arch_name((tmm_arch)a));
@@ -277,7 +277,7 @@ H_TEST(bench, arch)
     int rows = 0;
     H_OK(tmm_bench_arch(h_dev, &o, &r, count_row, &rows));
     cr_assert_eq(rows, 2, "a row reported as each is measured");
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         if (!o.selected[a])
             continue;
         const tmm_bench_arch_row *row = &r.rows[a];

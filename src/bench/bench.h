@@ -17,6 +17,7 @@
 
 #include "device.h"
 #include "gen/generator.h"
+#include "model/arch.h"
 #include "model/checkpoint.h"
 #include "ops/ops.h"
 #include "train/train_config.h"
@@ -287,7 +288,7 @@ typedef struct tmm_bench_arch_opts {
     uint32_t d, n, layers, heads, window, batch, vocab, steps, repeat;
     uint32_t positions[TMM_BENCH_MAX_POINTS];  /* each with position + repeat <= n */
     unsigned np;
-    bool selected[TMM_ARCH_COUNT];
+    bool selected[TMM_N_ARCHS];
 } tmm_bench_arch_opts;
 
 typedef struct tmm_bench_arch_row {
@@ -299,7 +300,7 @@ typedef struct tmm_bench_arch_row {
 } tmm_bench_arch_row;
 
 typedef struct tmm_bench_arch_result {
-    tmm_bench_arch_row rows[TMM_ARCH_COUNT];   /* by tmm_arch; measured where selected */
+    tmm_bench_arch_row rows[TMM_N_ARCHS];   /* by tmm_arch; measured where selected */
 } tmm_bench_arch_result;
 
 /* The models, no device needed: the TMM as given, each baseline with the

@@ -32,14 +32,14 @@ static tmm_status given_model(const tmm_bench_arch_opts *o, tmm_arch a, tmm_mode
 tmm_status tmm_bench_arch_models(const tmm_bench_arch_opts *o, tmm_bench_arch_result *out)
 {
     memset(out, 0, sizeof *out);
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         TMM_TRY(given_model(o, (tmm_arch)a, &out->rows[a].c));
         out->rows[a].params = tmm_model_param_count(&out->rows[a].c);
     }
     int subject = 0; /* the TMM: the others are matched to its parameter count */
     while (!tmm_arch_of(out->rows[subject].c.arch)->toeplitz)
         subject++;
-    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+    for (int a = 0; a < TMM_N_ARCHS; a++)
         if (a != subject)
             tmm_model_match_params(&out->rows[a].c, out->rows[subject].params, &out->rows[a].params);
     return TMM_OK;
@@ -65,7 +65,7 @@ tmm_status tmm_bench_arch(tmm_device *dev, const tmm_bench_arch_opts *o, tmm_ben
 {
     if (o->np > TMM_BENCH_MAX_POINTS)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "at most %d decoding positions", TMM_BENCH_MAX_POINTS);
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         if (!o->selected[a])
             continue;
         tmm_status s = measure(dev, o, &out->rows[a]);
@@ -92,7 +92,7 @@ char *tmm_bench_arch_json(const tmm_device *dev, const tmm_bench_arch_opts *o, c
     cJSON_AddNumberToObject(root, "warmup_steps", TMM_BENCH_TRAIN_WARMUP);
     cJSON_AddNumberToObject(root, "repeat", o->repeat);
     cJSON *arr = cJSON_AddArrayToObject(root, "archs");
-    for (int a = 0; a < TMM_ARCH_COUNT; a++) {
+    for (int a = 0; a < TMM_N_ARCHS; a++) {
         const tmm_bench_arch_row *r = &res->rows[a];
         if (!o->selected[a])
             continue;

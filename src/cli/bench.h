@@ -23,7 +23,7 @@ int bench_failed(tmm_status s);
 #define BENCH_ARCHS "tmm, transformer, swa, linear, hyena or mamba2"
 bool bench_parse_arch(const char *text, tmm_arch *out);
 /* --archs a,b,...: marks each named architecture in selected; false after a one-line error. */
-bool bench_parse_archs(const char *text, bool selected[TMM_ARCH_COUNT]);
+bool bench_parse_archs(const char *text, bool selected[TMM_N_ARCHS]);
 /* --window W: 1 .. TMM_MAX_N_CTX; false after a one-line error. */
 bool bench_parse_window(const char *text, uint32_t *out);
 /* The model flags of the benchmarks that train (bench train, bench memory),

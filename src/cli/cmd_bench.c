@@ -243,7 +243,7 @@ bool bench_parse_arch(const char *text, tmm_arch *out)
 }
 
 /* --archs tmm,swa: marks each named architecture; false after a one-line error. */
-bool bench_parse_archs(const char *text, bool selected[TMM_ARCH_COUNT])
+bool bench_parse_archs(const char *text, bool selected[TMM_N_ARCHS])
 {
     char name[32];
     for (const char *p = text;;) {

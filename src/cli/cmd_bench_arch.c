@@ -128,9 +128,9 @@ static int parse(int argc, char **argv, tmm_bench_arch_opts *o, arch_flags *f)
 static int check(tmm_bench_arch_opts *o, const arch_flags *f)
 {
     bool any = false;
-    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+    for (int a = 0; a < TMM_N_ARCHS; a++)
         any = any || o->selected[a];
-    for (int a = 0; a < TMM_ARCH_COUNT && !any; a++)
+    for (int a = 0; a < TMM_N_ARCHS && !any; a++)
         o->selected[a] = true;
     if (o->window && o->window > o->n) {
         cli_fail("--window (%u) must be at most --n-ctx (%u)\n", o->window, o->n);
