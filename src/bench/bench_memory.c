@@ -90,14 +90,7 @@ char *tmm_bench_memory_json(const tmm_device *dev, const tmm_bench_memory_opts *
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "device", tmm_device_get_info(dev)->name);
     cJSON_AddBoolToObject(root, "memory_budget", tmm_device_get_info(dev)->memory_budget);
-    cJSON *mc = cJSON_AddObjectToObject(root, "model");
-    cJSON_AddStringToObject(mc, "arch", tmm_arch_name(c->model.arch));
-    cJSON_AddNumberToObject(mc, "vocab", c->model.vocab);
-    cJSON_AddNumberToObject(mc, "d_model", c->model.d_model);
-    cJSON_AddNumberToObject(mc, "n_ctx", c->model.n_ctx);
-    cJSON_AddNumberToObject(mc, "n_layers", c->model.n_layers);
-    cJSON_AddNumberToObject(mc, "heads", c->model.heads);
-    cJSON_AddNumberToObject(mc, "params", (double)tmm_model_param_count(&c->model));
+    tmm_bench_json_model(root, &c->model);
     cJSON_AddNumberToObject(root, "batch", c->batch);
     cJSON_AddNumberToObject(root, "limit_bytes", (double)o->limit);
     cJSON_AddNumberToObject(root, "steps", o->steps);

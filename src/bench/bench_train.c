@@ -209,16 +209,7 @@ char *tmm_bench_train_json(const tmm_device *dev, const tmm_train_config *c, con
     const tmm_bench_train_result *res = &r->res;
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "device", tmm_device_get_info(dev)->name);
-    cJSON *mc = cJSON_AddObjectToObject(root, "model");
-    cJSON_AddStringToObject(mc, "arch", tmm_arch_name(c->model.arch));
-    cJSON_AddNumberToObject(mc, "vocab", c->model.vocab);
-    cJSON_AddNumberToObject(mc, "d_model", c->model.d_model);
-    cJSON_AddNumberToObject(mc, "n_ctx", c->model.n_ctx);
-    cJSON_AddNumberToObject(mc, "n_layers", c->model.n_layers);
-    cJSON_AddNumberToObject(mc, "heads", c->model.heads);
-    if (tmm_arch_of(c->model.arch)->default_window)
-        cJSON_AddNumberToObject(mc, "window", c->model.window);
-    cJSON_AddNumberToObject(mc, "params", (double)tmm_model_param_count(&c->model));
+    tmm_bench_json_model(root, &c->model);
     cJSON_AddNumberToObject(root, "batch", c->batch);
     cJSON_AddNumberToObject(root, "steps", (double)r->steps);
     cJSON_AddNumberToObject(root, "tokens_per_s", res->tokens_per_s);

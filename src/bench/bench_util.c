@@ -60,3 +60,18 @@ char *tmm_bench_json_text(cJSON *root)
         tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory writing JSON");
     return text;
 }
+
+cJSON *tmm_bench_json_model(cJSON *root, const tmm_model_config *c)
+{
+    cJSON *mc = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(mc, "arch", tmm_arch_name(c->arch));
+    cJSON_AddNumberToObject(mc, "vocab", c->vocab);
+    cJSON_AddNumberToObject(mc, "d_model", c->d_model);
+    cJSON_AddNumberToObject(mc, "n_ctx", c->n_ctx);
+    cJSON_AddNumberToObject(mc, "n_layers", c->n_layers);
+    cJSON_AddNumberToObject(mc, "heads", c->heads);
+    if (tmm_arch_of(c->arch)->default_window)
+        cJSON_AddNumberToObject(mc, "window", c->window);
+    cJSON_AddNumberToObject(mc, "params", (double)tmm_model_param_count(c));
+    return mc;
+}

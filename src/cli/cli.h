@@ -3,6 +3,9 @@
 #ifndef TMM_CLI_H
 #define TMM_CLI_H
 
+#include <getopt.h>
+
+#include "bench/bench.h"
 #include "device.h" /* TMM_MAX_DEVICE_INDEX */
 #include "tmm/tmm.h"
 
@@ -41,6 +44,14 @@ void cli_deprecated(const char *old_flag, const char *flag);
 int cli_error(const char *what, tmm_status status);
 /* Parses a non-negative integer option value; prints an error and returns false if bad. */
 bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out);
+/* A whole number from 1 to max; false after a one-line error. */
+bool cli_parse_positive(const char *option, const char *text, unsigned long max, uint32_t *out);
+/* The getopt_long loop of a subcommand `tmm NAME` whose options are all long
+ * (plus -h): each option goes to flag(opt, optarg, ctx), which returns false
+ * after its own one-line error. 0 to go on, -1 after --help (usage printed),
+ * 2 after an error (an unknown option, a missing value, a stray argument). */
+int cli_flags(int argc, char **argv, const struct option *longopts, const char *name, void (*usage)(void),
+              bool (*flag)(int opt, const char *arg, void *ctx), void *ctx);
 /* Parses a number strictly between 0 and 1 (a tolerance); as cli_parse_uint. */
 bool cli_parse_fraction(const char *option, const char *text, double *out);
 /* Applies a config file (JSON, as tmm train --config) on top of c: 0, or 1
@@ -51,9 +62,6 @@ int cli_load_config(struct tmm_train_config *c, const char *path);
 int cli_open_device(int index, tmm_device **out);
 /* bytes as "1.5 GiB", "12.0 MiB" or "300.0 KiB" in buf; returns buf. */
 const char *cli_size(uint64_t bytes, char *buf, size_t size);
-/* Monotonic wall-clock time in milliseconds. */
-double cli_now_ms(void);
-/* Median of n > 0 values (sorts v; the mean of the middle two when n is even). */
-double cli_median(double *v, uint32_t n);
+/* The clock and medians: tmm_bench_now_ms, tmm_bench_median (bench/bench.h). */
 
 #endif

@@ -58,20 +58,6 @@ static void matmul_usage(FILE *f)
             TMM_BENCH_MATMUL_TARGET_MS / 1000, TMM_BENCH_MATMUL_MIN_AUTO_REPEAT, TMM_BENCH_MATMUL_MAX_AUTO_REPEAT);
 }
 
-/* A positive option value up to max; false after a one-line error. */
-static bool parse_positive(const char *option, const char *text, unsigned long max, uint32_t *out)
-{
-    unsigned long v;
-    if (!cli_parse_uint(option, text, max, &v))
-        return false;
-    if (v == 0) {
-        cli_fail("%s must be at least 1\n", option);
-        return false;
-    }
-    *out = (uint32_t)v;
-    return true;
-}
-
 /* --variant auto|register|tiled|all */
 static bool parse_variant(const char *text, tmm_bench_matmul_opts *o)
 {
@@ -112,13 +98,13 @@ static int parse_matmul(int argc, char **argv, tmm_bench_matmul_opts *o, int *de
     opterr = 0; /* our own messages below */
     while (ok && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_M: ok = parse_positive("--m", optarg, MAX_SIDE, &o->desc.m); break;
-        case OPT_N: ok = parse_positive("--n", optarg, MAX_SIDE, &o->desc.n); break;
-        case OPT_K: ok = parse_positive("--k", optarg, MAX_SIDE, &o->desc.k); break;
+        case OPT_M: ok = cli_parse_positive("--m", optarg, MAX_SIDE, &o->desc.m); break;
+        case OPT_N: ok = cli_parse_positive("--n", optarg, MAX_SIDE, &o->desc.n); break;
+        case OPT_K: ok = cli_parse_positive("--k", optarg, MAX_SIDE, &o->desc.k); break;
         case OPT_VARIANT: ok = parse_variant(optarg, o); break;
         case OPT_TA: o->desc.trans_a = true; break;
         case OPT_TB: o->desc.trans_b = true; break;
-        case OPT_REPEAT: ok = parse_positive("--repeat", optarg, MAX_REPEAT, &o->repeat); break;
+        case OPT_REPEAT: ok = cli_parse_positive("--repeat", optarg, MAX_REPEAT, &o->repeat); break;
         case OPT_DEVICE:
             ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v);
             *device = (int)v;

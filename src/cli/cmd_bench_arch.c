@@ -55,20 +55,6 @@ static void usage(void)
            TMM_BENCH_MAX_REPEAT);
 }
 
-/* A positive option value up to max; false after a one-line error. */
-static bool parse_positive(const char *option, const char *text, unsigned long max, uint32_t *out)
-{
-    unsigned long v;
-    if (!cli_parse_uint(option, text, max, &v))
-        return false;
-    if (v == 0) {
-        cli_fail("%s must be at least 1\n", option);
-        return false;
-    }
-    *out = (uint32_t)v;
-    return true;
-}
-
 static int check(tmm_bench_arch_opts *o, const arch_flags *f);
 
 /* Parses the options into o and f; 0 to go on, -1 after --help, else the exit status. */
@@ -95,16 +81,16 @@ static int parse(int argc, char **argv, tmm_bench_arch_opts *o, arch_flags *f)
     opterr = 0; /* our own messages below */
     while (ok && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (opt) {
-        case O_D: ok = parse_positive("--d-model", optarg, TMM_MAX_D_MODEL, &o->d); break;
-        case O_N: ok = parse_positive("--n-ctx", optarg, TMM_MAX_N_CTX, &o->n); break;
-        case O_L: ok = parse_positive("--layers", optarg, TMM_MAX_LAYERS, &o->layers); break;
-        case O_H: ok = parse_positive("--heads", optarg, TMM_MAX_HEADS, &o->heads); break;
+        case O_D: ok = cli_parse_positive("--d-model", optarg, TMM_MAX_D_MODEL, &o->d); break;
+        case O_N: ok = cli_parse_positive("--n-ctx", optarg, TMM_MAX_N_CTX, &o->n); break;
+        case O_L: ok = cli_parse_positive("--layers", optarg, TMM_MAX_LAYERS, &o->layers); break;
+        case O_H: ok = cli_parse_positive("--heads", optarg, TMM_MAX_HEADS, &o->heads); break;
         case O_W: ok = bench_parse_window(optarg, &o->window); break;
-        case O_B: ok = parse_positive("--batch", optarg, 1u << 20, &o->batch); break;
-        case O_V: ok = parse_positive("--vocab", optarg, TMM_MAX_VOCAB, &o->vocab); break;
-        case O_STEPS: ok = parse_positive("--steps", optarg, 1u << 20, &o->steps); break;
+        case O_B: ok = cli_parse_positive("--batch", optarg, 1u << 20, &o->batch); break;
+        case O_V: ok = cli_parse_positive("--vocab", optarg, TMM_MAX_VOCAB, &o->vocab); break;
+        case O_STEPS: ok = cli_parse_positive("--steps", optarg, 1u << 20, &o->steps); break;
         case O_POS: ok = bench_parse_list("--positions", optarg, o->positions, &o->np), f->positions_given = true; break;
-        case O_REPEAT: ok = parse_positive("--repeat", optarg, TMM_BENCH_MAX_REPEAT, &o->repeat); break;
+        case O_REPEAT: ok = cli_parse_positive("--repeat", optarg, TMM_BENCH_MAX_REPEAT, &o->repeat); break;
         case O_DEVICE:
             ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v);
             f->device = (int)v;

@@ -113,6 +113,17 @@ static bool gen_flag(int opt, const char *arg, tmm_bench_generate_opts *o, gen_f
     }
 }
 
+typedef struct flag_ctx {
+    tmm_bench_generate_opts *o;
+    gen_flags *f;
+} flag_ctx;
+
+static bool gen_flag_ctx(int opt, const char *arg, void *ctx)
+{
+    flag_ctx *c = ctx;
+    return gen_flag(opt, arg, c->o, c->f);
+}
+
 /* The options of bench generate: 0 to go on, -1 after --help, else the exit status. */
 static int parse(int argc, char **argv, tmm_bench_generate_opts *o, gen_flags *f)
 {
@@ -127,26 +138,10 @@ static int parse(int argc, char **argv, tmm_bench_generate_opts *o, gen_flags *f
         { "arch", required_argument, NULL, O_ARCH },       { "window", required_argument, NULL, O_WINDOW },
         { "help", no_argument, NULL, 'h' },                { 0, 0, 0, 0 },
     };
-    int opt;
-    optind = 1;
-    opterr = 0; /* our own messages below */
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (opt == 'h') {
-            usage();
-            return -1;
-        }
-        if (opt == ':' || opt == '?') {
-            cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench generate --help'\n",
-                     argv[optind - 1]);
-            return 2;
-        }
-        if (!gen_flag(opt, optarg, o, f))
-            return 2;
-    }
-    if (optind < argc) {
-        cli_fail("unexpected argument '%s'; see 'tmm bench generate --help'\n", argv[optind]);
-        return 2;
-    }
+    flag_ctx ctx = { o, f };
+    int rc = cli_flags(argc, argv, longopts, "bench generate", usage, gen_flag_ctx, &ctx);
+    if (rc != 0)
+        return rc;
     if (f->checkpoint && f->arch_given) {
         cli_fail("--arch and --window describe the random model; a checkpoint has its own\n");
         return 2;

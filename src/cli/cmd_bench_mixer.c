@@ -113,6 +113,17 @@ static bool mixer_flag(int opt, const char *arg, tmm_bench_mixer_opts *o, mixer_
     }
 }
 
+typedef struct flag_ctx {
+    tmm_bench_mixer_opts *o;
+    mixer_flags *f;
+} flag_ctx;
+
+static bool mixer_flag_ctx(int opt, const char *arg, void *ctx)
+{
+    flag_ctx *c = ctx;
+    return mixer_flag(opt, arg, c->o, c->f);
+}
+
 /* The options of bench mixer: 0 to go on, -1 after --help, else the exit status. */
 static int parse(int argc, char **argv, tmm_bench_mixer_opts *o, mixer_flags *f)
 {
@@ -126,26 +137,10 @@ static int parse(int argc, char **argv, tmm_bench_mixer_opts *o, mixer_flags *f)
         { "repeat", required_argument, NULL, 'r' },     { "window", required_argument, NULL, 'w' },
         { 0, 0, 0, 0 },
     };
-    int opt;
-    optind = 1;
-    opterr = 0; /* our own messages below */
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (opt == 'h') {
-            usage();
-            return -1;
-        }
-        if (opt == ':' || opt == '?') {
-            cli_fail(opt == ':' ? "%s needs a value\n" : "unknown option '%s'; see 'tmm bench mixer --help'\n",
-                     argv[optind - 1]);
-            return 2;
-        }
-        if (!mixer_flag(opt, optarg, o, f))
-            return 2;
-    }
-    if (optind < argc) {
-        cli_fail("unexpected argument '%s'; see 'tmm bench mixer --help'\n", argv[optind]);
-        return 2;
-    }
+    flag_ctx ctx = { o, f };
+    int rc = cli_flags(argc, argv, longopts, "bench mixer", usage, mixer_flag_ctx, &ctx);
+    if (rc != 0)
+        return rc;
     if (f->cap_given && o->only_n) {
         cli_fail("--time-cap skips lengths predicted from the previous one: with a single --n there is none; "
                  "use --max-n for a series\n");

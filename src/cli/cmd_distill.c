@@ -345,13 +345,13 @@ static int run(const distill_opts *o)
     tmm_distilled set = { 0 };
     tmm_lock *lock = NULL;
     char step_dir[TMM_PATH_MAX], path[TMM_PATH_MAX];
-    const double t0 = cli_now_ms();
+    const double t0 = tmm_bench_now_ms();
     if (!tmm_arch_of(ck.table.config.arch)->toeplitz)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s is a %s checkpoint: only a TMM has Toeplitz vectors to distill",
                      o->checkpoint, tmm_arch_name(ck.table.config.arch));
     if (s == TMM_OK)
         s = realize_all(&ck, &o->ro, o->jobs, &reports, &count, &set);
-    const double secs = (cli_now_ms() - t0) / 1000;
+    const double secs = (tmm_bench_now_ms() - t0) / 1000;
     const bool created = !tmm_path_exists(o->out); /* removed again if the command fails */
     if (s == TMM_OK)
         s = write_run(o, &ck, &lock, step_dir, sizeof step_dir);

@@ -56,7 +56,7 @@ typedef struct progress {
 static void on_progress(uint32_t done, uint32_t total, void *user)
 {
     progress *p = user;
-    double now = cli_now_ms();
+    double now = tmm_bench_now_ms();
     if (!p->on || (!p->tty && now - p->last < 10000 && done < total))
         return;
     p->last = now;
@@ -255,7 +255,7 @@ int cmd_eval_task(int argc, char **argv)
     }
     tmm_generator *g = NULL;
     tmm_eval_report r = { 0 };
-    progress p = { !quiet, isatty(STDERR_FILENO), cli_now_ms(), cli_now_ms(), task_name };
+    progress p = { !quiet, isatty(STDERR_FILENO), tmm_bench_now_ms(), tmm_bench_now_ms(), task_name };
     o.on_progress = on_progress, o.user = &p;
     s = tmm_gen_load(dev, checkpoint, (uint32_t)batch, TMM_TOEPLITZ_AUTO, 0, &g);
     int rc = 0;

@@ -181,9 +181,9 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
         }
         first = n / 2 ? n / 2 : 1;
     }
-    const double t0 = cli_now_ms();
+    const double t0 = tmm_bench_now_ms();
     tmm_status s = prefill_tail(S, first);
-    const double t_prefill = cli_now_ms() - t0;
+    const double t_prefill = tmm_bench_now_ms() - t0;
     double t_first = 0, t_decode0 = 0;
     uint64_t produced = 0, slides = 0;
     const char *stop = NULL;
@@ -194,7 +194,7 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
         S->history[S->count++] = tok;
         produced++;
         if (produced == 1)
-            t_first = cli_now_ms() - t0, t_decode0 = cli_now_ms();
+            t_first = tmm_bench_now_ms() - t0, t_decode0 = tmm_bench_now_ms();
         if (tok == S->info->eot) {
             stop = "end of text";
             break;
@@ -228,7 +228,7 @@ static int run(const options *o, session *S, const uint32_t *prompt, uint32_t pr
                         "(--slide keeps going by prefilling the last %u again)\n",
                 (unsigned long long)produced, n, n / 2);
     if (!o->quiet) {
-        double decode_ms = produced > 1 ? cli_now_ms() - t_decode0 : 0;
+        double decode_ms = produced > 1 ? tmm_bench_now_ms() - t_decode0 : 0;
         fprintf(stderr, "tmm generate: prompt %u tokens: prefill %.1f ms (%.0f tokens/s), time to first token %.1f ms; "
                         "decoded %llu tokens at %.1f tokens/s%s%s",
                 first, t_prefill, first / (t_prefill / 1e3), t_first, (unsigned long long)produced,

@@ -293,11 +293,11 @@ int cmd_index(int argc, char **argv)
     tmm_status s = tmm_checkpoint_load_model(path, NULL, &ck);
     if (s != TMM_OK)
         return cli_error("cannot load the checkpoint", s);
-    const double t0 = (cli_now_ms() * 1e-3);
+    const double t0 = (tmm_bench_now_ms() * 1e-3);
     const char *what = "analysis failed";
     tmm_index_result r;
     s = tmm_index_model(&ck, &opt, &r);
-    const double elapsed = (cli_now_ms() * 1e-3) - t0;
+    const double elapsed = (tmm_bench_now_ms() * 1e-3) - t0;
     histogram h = { 0 };
     if (s == TMM_OK) {
         h.bins = malloc((r.count ? r.count : 1) * sizeof *h.bins);

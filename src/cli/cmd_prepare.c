@@ -513,7 +513,7 @@ static tmm_status check_out_apart(const inputs *in, const char *out)
 
 static void progress(const options *o, const output *out, double t0, bool final, bool *shown)
 {
-    double s = (cli_now_ms() - t0) / 1000.0;
+    double s = (tmm_bench_now_ms() - t0) / 1000.0;
     uint64_t tokens = out->tokens[0] + out->tokens[1], docs = out->docs[0] + out->docs[1];
     double mb = (double)out->input_bytes / 1e6;
     if (!final) {
@@ -540,7 +540,7 @@ static void progress(const options *o, const output *out, double t0, bool final,
 static tmm_status write_jobs(prep *P, output *out, const options *o)
 {
     tmm_status s = TMM_OK;
-    double t0 = cli_now_ms(), last = t0;
+    double t0 = tmm_bench_now_ms(), last = t0;
     bool shown = false;
     for (;;) {
         pthread_mutex_lock(&P->mu);
@@ -574,9 +574,9 @@ static tmm_status write_jobs(prep *P, output *out, const options *o)
         pthread_mutex_unlock(&P->mu);
         if (s != TMM_OK)
             break;
-        if (cli_now_ms() - last > 1000) {
+        if (tmm_bench_now_ms() - last > 1000) {
             progress(o, out, t0, false, &shown);
-            last = cli_now_ms();
+            last = tmm_bench_now_ms();
         }
     }
     if (s == TMM_OK)

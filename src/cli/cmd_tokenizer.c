@@ -88,9 +88,9 @@ static void bar(train_ui *ui, const char *phase, double frac, const char *detail
             b[i] = i < filled ? '#' : '.';
         b[32] = '\0';
         fprintf(stderr, "\r%-8s [%s] %3d%%  %s  %.0fs\033[K", phase, b, pct, detail,
-                (cli_now_ms() - ui->start_ms) / 1e3);
+                (tmm_bench_now_ms() - ui->start_ms) / 1e3);
     } else if (pct / 10 != ui->last / 10 || pct == 100) {
-        fprintf(stderr, "%s %3d%%  %s  %.0fs\n", phase, pct, detail, (cli_now_ms() - ui->start_ms) / 1e3);
+        fprintf(stderr, "%s %3d%%  %s  %.0fs\n", phase, pct, detail, (tmm_bench_now_ms() - ui->start_ms) / 1e3);
     }
     ui->last = pct;
 }
@@ -126,7 +126,7 @@ static int train(int argc, char **argv)
     const char *out = NULL;
     const char **data = calloc((size_t)argc + 1, sizeof *data);
     size_t n_data = 0;
-    train_ui ui = { .tty = isatty(STDERR_FILENO), .last = -1, .start_ms = cli_now_ms() };
+    train_ui ui = { .tty = isatty(STDERR_FILENO), .last = -1, .start_ms = tmm_bench_now_ms() };
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -164,7 +164,7 @@ static int train(int argc, char **argv)
         printf("wrote %s: %u entries (%u merges) from %llu words, %llu distinct kept, in %.1f s\n", out,
                tmm_tokenizer_vocab(tok), tmm_tokenizer_vocab(tok) - 257,
                (unsigned long long)tmm_bpe_counter_total(ui.counter),
-               (unsigned long long)tmm_bpe_counter_distinct(ui.counter), (cli_now_ms() - ui.start_ms) / 1e3);
+               (unsigned long long)tmm_bpe_counter_distinct(ui.counter), (tmm_bench_now_ms() - ui.start_ms) / 1e3);
     if (s == TMM_OK && tmm_tokenizer_vocab(tok) < vocab)
         tmm_warn("the corpus ran out of pairs: %u entries instead of %lu", tmm_tokenizer_vocab(tok), vocab);
     tmm_tokenizer_free(tok);
@@ -216,10 +216,10 @@ static int encode(int argc, char **argv)
             s = tmm_bytes_append(&text, argv[i], strlen(argv[i]));
     if (s == TMM_OK && no_cache)
         tmm_tok_cache_disable_words(cache);
-    double t0 = cli_now_ms();
+    double t0 = tmm_bench_now_ms();
     if (s == TMM_OK)
         s = tmm_tokenizer_encode(tok, cache, text.data ? text.data : "", text.length, special, &ids);
-    double ms = cli_now_ms() - t0;
+    double ms = tmm_bench_now_ms() - t0;
     if (s == TMM_OK && count) {
         printf("tokens %zu  bytes %zu  bytes/token %.3f  %.2f MB/s  (%s, word cache %s)\n", ids.count, text.length,
                ids.count ? (double)text.length / (double)ids.count : 0.0, (double)text.length / 1e3 / (ms > 0 ? ms : 1e-3),

@@ -1,9 +1,7 @@
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "cli.h"
 
@@ -77,21 +75,44 @@ const char *cli_size(uint64_t bytes, char *buf, size_t size)
     return buf;
 }
 
-double cli_now_ms(void)
+
+bool cli_parse_positive(const char *option, const char *text, unsigned long max, uint32_t *out)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    unsigned long v;
+    if (!cli_parse_uint(option, text, max, &v))
+        return false;
+    if (v == 0) {
+        cli_fail("%s must be at least 1\n", option);
+        return false;
+    }
+    *out = (uint32_t)v;
+    return true;
 }
 
-static int cmp_double(const void *x, const void *y)
+int cli_flags(int argc, char **argv, const struct option *longopts, const char *name, void (*usage)(void),
+              bool (*flag)(int opt, const char *arg, void *ctx), void *ctx)
 {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-double cli_median(double *v, uint32_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    int opt;
+    optind = 1;
+    opterr = 0; /* our own messages below */
+    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (opt == 'h') {
+            usage();
+            return -1;
+        }
+        if (opt == ':' || opt == '?') {
+            if (opt == ':')
+                cli_fail("%s needs a value\n", argv[optind - 1]);
+            else
+                cli_fail("unknown option '%s'; see 'tmm %s --help'\n", argv[optind - 1], name);
+            return 2;
+        }
+        if (!flag(opt, optarg, ctx))
+            return 2;
+    }
+    if (optind < argc) {
+        cli_fail("unexpected argument '%s'; see 'tmm %s --help'\n", argv[optind], name);
+        return 2;
+    }
+    return 0;
 }
