@@ -31,10 +31,11 @@ struct tmm_recorder {
 
     VkQueryPool queries;
     const char *labels[MAX_REGIONS];
+    tmm_region_work work[MAX_REGIONS];
     uint32_t n_regions;
     bool region_open;
 
-    uint32_t dispatches, barriers;
+    uint32_t dispatches, commands, barriers;
 };
 
 tmm_status tmm_recorder_create(tmm_device *device, tmm_recorder **out)
@@ -126,7 +127,8 @@ tmm_status tmm_recorder_begin(tmm_recorder *r)
     r->after_external = false;
     r->n_regions = 0;
     r->region_open = false;
-    r->dispatches = r->barriers = 0;
+    memset(r->work, 0, sizeof r->work);
+    r->dispatches = r->commands = r->barriers = 0;
     r->recorded = false;
     VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO };
     TMM_TRY(tmm_device_check(r->device, vkBeginCommandBuffer(r->cmd, &bi), "vkBeginCommandBuffer"));
@@ -242,6 +244,39 @@ static tmm_status allocate_set(tmm_recorder *r, VkDescriptorSetLayout layout, Vk
     return TMM_OK;
 }
 
+/* The open region's work, or NULL. */
+static tmm_region_work *open_work(tmm_recorder *r) { return r->region_open ? &r->work[r->n_regions] : NULL; }
+
+static void count_args(tmm_recorder *r, const tmm_arg *args, uint32_t n_args)
+{
+    tmm_region_work *w = open_work(r);
+    for (uint32_t i = 0; w && i < n_args; i++)
+        w->bytes += args[i].view.size * (args[i].access == TMM_READ_WRITE ? 2u : 1u);
+}
+
+static void count_command(tmm_recorder *r)
+{
+    r->commands++;
+    if (open_work(r))
+        open_work(r)->commands++;
+}
+
+void tmm_record_flops(tmm_recorder *r, double flops)
+{
+    tmm_region_work *w = open_work(r);
+    if (w)
+        w->flops += flops;
+}
+
+tmm_status tmm_recorder_region_work(const tmm_recorder *r, uint32_t i, tmm_region_work *out)
+{
+    if (i >= r->n_regions)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "region %u of %u", i, r->n_regions);
+    *out = r->work[i];
+    out->label = r->labels[i];
+    return TMM_OK;
+}
+
 tmm_status tmm_record_dispatch(tmm_recorder *r, tmm_pipeline *p, const tmm_arg *args, uint32_t n_args,
                                const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {
@@ -255,6 +290,7 @@ tmm_status tmm_record_dispatch(tmm_recorder *r, tmm_pipeline *p, const tmm_arg *
     if ((uint64_t)gx * gy * gz == 0)
         return TMM_OK;
     TMM_TRY(order_accesses(r, args, n_args));
+    count_args(r, args, n_args);
 
     VkDescriptorSet set;
     TMM_TRY(allocate_set(r, p->set_layout, &set));
@@ -285,6 +321,7 @@ tmm_status tmm_record_dispatch(tmm_recorder *r, tmm_pipeline *p, const tmm_arg *
                 uint32_t cz = gz - z < lim[2] ? gz - z : lim[2];
                 vkCmdDispatchBase(r->cmd, x, y, z, cx, cy, cz);
                 r->dispatches++;
+                count_command(r);
             }
     return TMM_OK;
 }
@@ -299,6 +336,8 @@ tmm_status tmm_record_copy(tmm_recorder *r, tmm_view src, tmm_view dst)
                         (unsigned long long)src.size, (unsigned long long)dst.size);
     tmm_arg args[2] = { tmm_in(src), tmm_out(dst) };
     TMM_TRY(order_accesses(r, args, 2));
+    count_args(r, args, 2);
+    count_command(r);
     VkBufferCopy region = { src.offset, dst.offset, src.size };
     vkCmdCopyBuffer(r->cmd, src.buffer->buffer, dst.buffer->buffer, 1, &region);
     return TMM_OK;
@@ -312,6 +351,8 @@ tmm_status tmm_record_fill_u32(tmm_recorder *r, tmm_view dst, uint32_t value)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "fill needs an offset and size that are multiples of 4");
     tmm_arg arg = tmm_out(dst);
     TMM_TRY(order_accesses(r, &arg, 1));
+    count_args(r, &arg, 1);
+    count_command(r);
     vkCmdFillBuffer(r->cmd, dst.buffer->buffer, dst.offset, dst.size, value);
     return TMM_OK;
 }
@@ -329,6 +370,8 @@ tmm_status tmm_record_external(tmm_recorder *r, VkCommandBuffer *cmd)
     if (r->n_acc || r->after_external)
         emit_barrier(r);
     r->after_external = true;
+    if (open_work(r))
+        open_work(r)->externals++;
     *cmd = r->cmd;
     return TMM_OK;
 }
@@ -396,6 +439,7 @@ tmm_status tmm_recorder_run(tmm_recorder *r)
 }
 
 uint32_t tmm_recorder_dispatches(const tmm_recorder *r) { return r->dispatches; }
+uint32_t tmm_recorder_commands(const tmm_recorder *r) { return r->commands; }
 uint32_t tmm_recorder_barriers(const tmm_recorder *r) { return r->barriers; }
 uint32_t tmm_recorder_regions(const tmm_recorder *r) { return r->n_regions; }
 

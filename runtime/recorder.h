@@ -62,12 +62,31 @@ tmm_status tmm_recorder_wait(tmm_recorder *recorder);
 tmm_status tmm_recorder_run(tmm_recorder *recorder);
 
 uint32_t tmm_recorder_dispatches(const tmm_recorder *recorder);
+/* Dispatches (each vkCmdDispatch of a split one), copies and fills recorded. */
+uint32_t tmm_recorder_commands(const tmm_recorder *recorder);
 uint32_t tmm_recorder_barriers(const tmm_recorder *recorder);
 uint32_t tmm_recorder_regions(const tmm_recorder *recorder);
 /* Device time of region i of the last finished run. TMM_ERR_UNSUPPORTED when
  * the queue has no timestamps. */
 tmm_status tmm_recorder_region_time(const tmm_recorder *recorder, uint32_t i,
                                     const char **label, double *ms);
+
+/* What region i recorded, for a roofline: its commands (each vkCmdDispatch of
+ * a split dispatch, each copy and fill), the bytes of the views they bind
+ * (a view read or written counts its size once, read and written twice; a
+ * copy its size twice, a fill once): an upper bound of the memory traffic;
+ * the FLOPs its ops declared (tmm_record_flops; 0 for ops that declare none,
+ * the memory-bound ones); and its external recordings (VkFFT: their work is
+ * not counted). */
+typedef struct tmm_region_work {
+    const char *label;
+    uint32_t commands, externals;
+    uint64_t bytes;
+    double flops;
+} tmm_region_work;
+tmm_status tmm_recorder_region_work(const tmm_recorder *recorder, uint32_t i, tmm_region_work *out);
+/* An op declares the arithmetic of what it just recorded (counted in the open region, if any). */
+void tmm_record_flops(tmm_recorder *recorder, double flops);
 
 static inline uint32_t tmm_div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 

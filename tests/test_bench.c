@@ -197,10 +197,21 @@ H_TEST(bench, train)
         }
         cr_assert(adamw, "no adamw in the profile");
         cr_assert(fabs(sum - res->device_ms) <= 1e-9 * res->device_ms + 1e-12);
+        /* the roofline: every op records commands and binds bytes; the matmuls declare 2 m n k */
+        double flops = 0;
+        uint32_t commands = 0;
+        for (int i = 0; i < res->n_ops; i++) {
+            cr_assert(res->ops[i].commands > 0 && res->ops[i].bytes > 0, "op %s records nothing", res->ops[i].name);
+            flops += strncmp(res->ops[i].name, "matmul", 6) == 0 ? res->ops[i].flops : 0;
+            commands += res->ops[i].commands;
+        }
+        cr_assert(flops > 0, "the matmuls declare no FLOPs");
+        cr_assert(commands <= res->commands_per_step);
+        cr_assert(r.peaks.copy_gbs > 0 && r.peaks.matmul_gflops > 0);
     }
     cJSON *root = parse_json(tmm_bench_train_json(h_dev, &c, &r));
     static const char *const keys[] = { "device", "model", "batch", "steps", "tokens_per_s", "ms_per_step",
-                                        "cpu_ms_per_step", "memory_bytes", "ops", NULL };
+                                        "cpu_ms_per_step", "memory_bytes", "commands_per_step", "ops", NULL };
     static const char *const model_keys[] = { "arch", "vocab", "d_model", "n_ctx", "n_layers", "heads", "params",
                                               NULL };
     has_keys(root, keys);

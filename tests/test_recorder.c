@@ -184,3 +184,39 @@ H_TEST(recorder, times_regions_with_timestamps)
     tmm_buffer_destroy(a);
     tmm_buffer_destroy(b);
 }
+
+/* What a region records, for the roofline: its commands, the bytes of the
+ * views they bind (read-write twice) and the FLOPs the ops declare. */
+H_TEST(recorder, counts_region_work)
+{
+    const uint32_t n = 1000, m = 7, k = 5, q = 3;
+    tmm_buffer *a = h_buffer(NULL, n), *b = h_buffer(NULL, n);
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_fill(r, tmm_whole(a), n, 1.0f)); /* outside a region: counted nowhere */
+    H_OK(tmm_record_region_begin(r, "axpy"));
+    H_OK(tmm_op_axpy(r, 1.0f, tmm_whole(a), tmm_whole(b), n));
+    H_OK(tmm_record_copy(r, tmm_sub(a, 0, 400), tmm_sub(b, 400, 400)));
+    H_OK(tmm_record_region_end(r));
+    H_OK(tmm_record_region_begin(r, "matmul"));
+    tmm_matmul_desc d = { .m = m, .n = q, .k = k, .batch = 2, .stride_a = m * k, .stride_b = k * q, .stride_c = m * q };
+    H_OK(tmm_op_matmul(r, &d, tmm_sub(a, 0, 4 * m * k * 2), tmm_sub(b, 0, 4 * k * q * 2), (tmm_view){ 0 },
+                       tmm_sub(b, 2048, 4 * m * q * 2)));
+    H_OK(tmm_record_region_end(r));
+    H_OK(tmm_recorder_end(r));
+    tmm_region_work w;
+    H_OK(tmm_recorder_region_work(r, 0, &w));
+    cr_assert_str_eq(w.label, "axpy");
+    cr_assert_eq(w.commands, 2, "the axpy's dispatch and the copy");
+    const uint64_t x = tmm_whole(a).size, y = tmm_whole(b).size;
+    cr_assert_eq(w.bytes, x + 2 * y + 2 * 400, "x once, y read and written, the copy both ways");
+    cr_assert_eq(w.flops, 0, "axpy declares none");
+    cr_assert_eq(w.externals, 0);
+    H_OK(tmm_recorder_region_work(r, 1, &w));
+    cr_assert_eq(w.flops, 2.0 * m * q * k * 2, "2 m n k per batch");
+    cr_assert(w.commands >= 1 && w.bytes > 0);
+    cr_assert_eq(tmm_recorder_region_work(r, 2, &w), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_recorder_commands(r), tmm_recorder_dispatches(r) + 1, "and the copy");
+    tmm_recorder_destroy(r);
+    tmm_buffer_destroy(a);
+    tmm_buffer_destroy(b);
+}

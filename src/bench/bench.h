@@ -156,7 +156,23 @@ tmm_status tmm_bench_mixer_svg(const char *path, const tmm_bench_mixer_opts *o, 
 typedef struct tmm_bench_op_time {
     char name[32];
     double ms;        /* summed over the measured steps */
+    /* per step, from the recording (tmm_region_work): commands, external
+     * recordings (VkFFT, whose work is not counted), bytes bound (an upper
+     * bound of the traffic) and the FLOPs the ops declared */
+    uint32_t commands, externals;
+    double bytes, flops;
 } tmm_bench_op_time;
+
+/* The roofline's ceilings, measured (bench_peaks.c): a copy kernel's
+ * bandwidth (reads + writes) and the matmul rate at 1024^3. */
+typedef struct tmm_bench_peaks_result {
+    double copy_gbs, matmul_gflops;
+} tmm_bench_peaks_result;
+tmm_status tmm_bench_peaks(tmm_device *dev, tmm_bench_peaks_result *out);
+/* The share of the roofline an op reaches: the time its bytes take at the
+ * copy bandwidth, or its FLOPs at the matmul rate, whichever is longer,
+ * over its measured ms. */
+double tmm_bench_roofline(const tmm_bench_peaks_result *peaks, double ms, double bytes, double flops);
 
 typedef struct tmm_bench_train_result {
     double tokens_per_s, ms_per_step, cpu_ms_per_step;  /* wall-clock and CPU time of the measured steps */
@@ -164,6 +180,7 @@ typedef struct tmm_bench_train_result {
     int n_ops;
     tmm_bench_op_time ops[TMM_BENCH_MAX_OPS];
     double device_ms;               /* sum of ops[].ms */
+    uint32_t commands_per_step;     /* dispatches, copies and fills the step records (all ranks' alike) */
     tmm_memory_budget heap;         /* the device's main heap after the steps, the model still held */
     double comm_ms_per_step;        /* several ranks: wall time of the gradients' sum across ranks */
 } tmm_bench_train_result;
@@ -192,6 +209,7 @@ tmm_status tmm_bench_train_steps_dist(tmm_device *dev, const tmm_train_config *c
 #define TMM_BENCH_TRAIN_WARMUP 2u
 typedef struct tmm_bench_train_report {
     uint32_t steps;
+    tmm_bench_peaks_result peaks;       /* the device's, for the roofline column */
     tmm_train_memory mem;               /* this rank's part of the batch */
     tmm_bench_train_result res;         /* this rank's steps */
     int ranks;

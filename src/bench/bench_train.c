@@ -29,6 +29,36 @@ static void fill_batch(uint32_t rows, uint32_t vocab, uint32_t *tok, int32_t *tg
     }
 }
 
+/* The entry of out->ops for label (made if new), or -1 when they are full. */
+static int op_index(tmm_bench_train_result *out, const char *label)
+{
+    int j = 0;
+    while (j < out->n_ops && strcmp(out->ops[j].name, label) != 0)
+        j++;
+    if (j == out->n_ops && out->n_ops < TMM_BENCH_MAX_OPS) {
+        memset(&out->ops[j], 0, sizeof out->ops[j]);
+        snprintf(out->ops[j].name, sizeof out->ops[j].name, "%s", label);
+        out->n_ops++;
+    }
+    return j < out->n_ops ? j : -1;
+}
+
+/* Adds what each region of a recording does per step to out->ops, and its commands. */
+static void add_op_work(tmm_recorder *r, tmm_bench_train_result *out)
+{
+    out->commands_per_step += tmm_recorder_commands(r);
+    for (uint32_t i = 0; i < tmm_recorder_regions(r); i++) {
+        tmm_region_work w;
+        int j = tmm_recorder_region_work(r, i, &w) == TMM_OK ? op_index(out, w.label) : -1;
+        if (j < 0)
+            continue;
+        out->ops[j].commands += w.commands;
+        out->ops[j].externals += w.externals;
+        out->ops[j].bytes += (double)w.bytes;
+        out->ops[j].flops += w.flops;
+    }
+}
+
 /* Adds the timestamp regions of the last run to out->ops (by label). */
 static void add_op_times(tmm_recorder *r, tmm_bench_train_result *out)
 {
@@ -39,14 +69,8 @@ static void add_op_times(tmm_recorder *r, tmm_bench_train_result *out)
             out->timed = false;
             return;
         }
-        int j = 0;
-        while (j < out->n_ops && strcmp(out->ops[j].name, label) != 0)
-            j++;
-        if (j == out->n_ops && out->n_ops < TMM_BENCH_MAX_OPS) {
-            snprintf(out->ops[j].name, sizeof out->ops[j].name, "%s", label);
-            out->ops[out->n_ops++].ms = 0;
-        }
-        if (j < out->n_ops)
+        int j = op_index(out, label);
+        if (j >= 0)
             out->ops[j].ms += ms;
         out->device_ms += ms;
     }
@@ -145,6 +169,11 @@ tmm_status tmm_bench_train_steps_dist(tmm_device *dev, const tmm_train_config *c
     tmm_status s = B ? stepper_make(dev, c, B, many, profile, &st)
                      : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a batch of %u does not split over %d ranks", c->batch,
                                 tmm_dist_size(dist));
+    if (s == TMM_OK) {
+        add_op_work(st.r, out);
+        if (many)
+            add_op_work(st.update, out);
+    }
     double wall = 0, cpu = 0, comm = 0;
     for (uint32_t step = 0; s == TMM_OK && step < warmup + steps; step++) {
         double w0 = tmm_bench_now_ms() * 1e-3, c0 = cpu_s(), comm0 = many ? dist->comm_s : 0;
@@ -181,6 +210,8 @@ tmm_status tmm_bench_train(tmm_device *dev, const tmm_train_config *c, tmm_dist 
     tmm_status s = tmm_train_memory_plan(dev, &mine, &out->mem);
     if (s == TMM_OK)
         s = tmm_bench_train_steps_dist(dev, c, dist, TMM_BENCH_TRAIN_WARMUP, steps, true, &out->res);
+    if (s == TMM_OK && out->res.timed)
+        s = tmm_bench_peaks(dev, &out->peaks);
     /* every rank's tokens/s and allreduce share, gathered as sums of one-hot rows */
     double *per = calloc(2 * (size_t)ranks, sizeof *per);
     if (s == TMM_OK && !per)
@@ -226,12 +257,23 @@ char *tmm_bench_train_json(const tmm_device *dev, const tmm_train_config *c, con
             cJSON_AddItemToArray(sh, cJSON_CreateNumber(r->rank_allreduce_share[i]));
         }
     }
+    cJSON_AddNumberToObject(root, "commands_per_step", res->commands_per_step);
+    if (res->timed) {
+        cJSON_AddNumberToObject(root, "peak_copy_gbs", r->peaks.copy_gbs);
+        cJSON_AddNumberToObject(root, "peak_matmul_gflops", r->peaks.matmul_gflops);
+    }
     cJSON *arr = cJSON_AddArrayToObject(root, "ops");
     for (int j = 0; res->timed && j < res->n_ops; j++) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "op", res->ops[j].name);
         cJSON_AddNumberToObject(e, "ms_per_step", res->ops[j].ms / (double)r->steps);
         cJSON_AddNumberToObject(e, "share", res->device_ms > 0 ? res->ops[j].ms / res->device_ms : 0);
+        cJSON_AddNumberToObject(e, "commands", res->ops[j].commands);
+        cJSON_AddNumberToObject(e, "bytes", res->ops[j].bytes);
+        cJSON_AddNumberToObject(e, "flops", res->ops[j].flops);
+        cJSON_AddNumberToObject(e, "externals", res->ops[j].externals);
+        cJSON_AddNumberToObject(e, "roofline", tmm_bench_roofline(&r->peaks, res->ops[j].ms / (double)r->steps,
+                                                                   res->ops[j].bytes, res->ops[j].flops));
         cJSON_AddItemToArray(arr, e);
     }
     return tmm_bench_json_text(root);

@@ -18,8 +18,12 @@ static void usage(void)
            "Times training steps (forward, backward, clipping and AdamW, recorded once and\n"
            "replayed) on fixed random tokens: tokens/s, ms per step, CPU time per step, the\n"
            "planned device memory of training (the model at the batch, plus AdamW's moments),\n"
-           "and the share of device time per op from timestamp queries. Defaults: the\n"
-           "tiny-copy model, batch 16, vocab 16, 20 measured steps after 2 warm-up steps.\n\n"
+           "and the share of device time per op from timestamp queries. Per op, a roofline:\n"
+           "its commands (dispatches, copies, fills), the bytes of the views they bind, the\n"
+           "FLOPs its ops declare, the rates reached, and the share of the roofline they\n"
+           "reach against the device's measured copy bandwidth and matmul rate (1024^3);\n"
+           "and the commands per step. Defaults: the tiny-copy model, batch 16, vocab 16,\n"
+           "20 measured steps after 2 warm-up steps.\n\n"
            "options:\n"
            "  --preset NAME     start from a training preset (see tmm train --help)\n"
            "  --arch A          " BENCH_ARCHS " (docs/baselines.md;\n"
@@ -97,10 +101,22 @@ static void print_table(const tmm_device *dev, const tmm_train_config *c, const 
         printf("  total: %.1f tokens/s\n", r->total_tokens_per_s);
     }
     if (res->timed) {
-        printf("\n%-16s %12s %8s\n", "op", "ms/step", "share");
-        for (int j = 0; j < res->n_ops; j++)
-            printf("%-16s %12.3f %7.1f%%\n", res->ops[j].name, res->ops[j].ms / (double)r->steps,
-                   100 * res->ops[j].ms / res->device_ms);
+        const tmm_bench_peaks_result *pk = &r->peaks;
+        printf("%u commands per step; roofline ceilings: copy %.1f GB/s, matmul %.1f GFLOP/s\n",
+               res->commands_per_step, pk->copy_gbs, pk->matmul_gflops);
+        printf("\n%-16s %10s %7s %6s %9s %8s %8s %8s %6s\n", "op", "ms/step", "share", "cmds", "MB", "GFLOP",
+               "GB/s", "GFLOP/s", "roof");
+        for (int j = 0; j < res->n_ops; j++) {
+            const tmm_bench_op_time *o = &res->ops[j];
+            const double ms = o->ms / (double)r->steps;
+            printf("%-16s %10.3f %6.1f%% %6u %9.1f %8.3f %8.1f %8.2f %5.0f%%%s\n", o->name, ms,
+                   100 * o->ms / res->device_ms, o->commands, o->bytes / 1e6, o->flops / 1e9,
+                   ms > 0 ? o->bytes / (ms * 1e6) : 0, ms > 0 ? o->flops / (ms * 1e6) : 0,
+                   100 * tmm_bench_roofline(pk, ms, o->bytes, o->flops), o->externals ? "  (+FFT, not counted)" : "");
+        }
+        printf("(MB: the bytes of the views its commands bind, an upper bound of its traffic; roof: the time those "
+               "bytes take at the copy bandwidth, or its FLOPs at the matmul rate, whichever is longer, over its "
+               "time)\n");
     } else {
         printf("(no per-op times: the device has no timestamps on its compute queue)\n");
     }

@@ -73,6 +73,15 @@ static uint64_t act_floats(const geom *g) { return (uint64_t)g->B * g->n * g->d;
 static uint64_t row_floats(const geom *g) { return (uint64_t)g->B * g->H * g->n; }
 static uint64_t mat_floats(const geom *g) { return (uint64_t)g->B * g->H * g->n * g->n; }
 
+/* The forward's arithmetic: scores and weighted values, 2 x 2 dh per (query, key) pair
+ * attended, over the heads; the backward's is twice that. */
+static double forward_flops(const geom *g)
+{
+    const double n = g->n, W = g->W ? g->W : g->n;
+    const double pairs = W >= n ? n * (n + 1) / 2 : W * (W + 1) / 2 + (n - W) * W;
+    return 4.0 * g->B * g->d * pairs;
+}
+
 static tmm_status resolve(const char *op, const tmm_recorder *r, const tmm_attention_desc *desc, geom *out)
 {
     if (!desc)
@@ -212,6 +221,7 @@ tmm_status tmm_op_attention_forward(tmm_recorder *r, const tmm_attention_desc *d
     TMM_TRY(need(r, op, "v", v, na, &bv));
     TMM_TRY(need(r, op, "o", o, na, &bo));
     TMM_TRY(need(r, op, "saved", saved, tmm_op_attention_saved(desc), &bs));
+    tmm_record_flops(r, forward_flops(&g));
     push p = push_of(&g);
     tmm_pipeline *pipe;
     if (g.impl == TMM_ATTENTION_NAIVE) {
@@ -260,6 +270,7 @@ tmm_status tmm_op_attention_backward(tmm_recorder *r, const tmm_attention_desc *
     TMM_TRY(need(r, op, "dq", dq, na, &bdq));
     TMM_TRY(need(r, op, "dk", dk, na, &bdk));
     TMM_TRY(need(r, op, "dv", dv, na, &bdv));
+    tmm_record_flops(r, 2 * forward_flops(&g));
     push p = push_of(&g);
     tmm_pipeline *pipe;
     if (g.impl == TMM_ATTENTION_NAIVE) {

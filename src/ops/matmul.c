@@ -189,6 +189,7 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
     const uint64_t align = tmm_op_offset_align(dev), max_range = dev->info.max_storage_buffer_range;
     const bool reg = variant == TMM_MATMUL_REGISTER;
     tmm_pipeline *pipes[16] = { 0 };
+    tmm_record_flops(r, 2.0 * (double)m * (double)n * (double)k * batch);
     for (uint32_t b0 = 0; b0 < batch;) {
         uint32_t count = batch - b0;
         TMM_TRY(batches_that_fit(&oc, align, max_range, b0, &count));

@@ -246,6 +246,9 @@ typedef struct fwd_push {
     uint32_t base_u, base_w, base_beta, base_y;
 } fwd_push;
 
+/* A direct product's arithmetic: each output sums K channels over its t + 1 positions. */
+static double direct_flops(const geom *g) { return (double)g->B * g->d * g->K * g->n * (g->n + 1.0); }
+
 tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view u, tmm_view w,
                                    tmm_view beta, tmm_view y)
 {
@@ -262,6 +265,7 @@ tmm_status tmm_op_toeplitz_forward(tmm_recorder *r, const tmm_toeplitz_desc *des
     for (int i = 0; i < 4; i++)
         TMM_TRY(tmm_op_need_floats(op, s[i].name, s[i].v, s[i].n));
     TMM_TRY(tmm_op_no_overlap(op, &s[3], s, 4));
+    tmm_record_flops(r, direct_flops(&g)); /* the FFT path's ops declare none */
 
     const blocking bk = blocking_of(&g);
     const uint32_t nbg = tmm_div_up(g.dg, bk.tc), ncb = g.G * nbg, ntb = tmm_div_up(g.n, bk.tt);
@@ -495,6 +499,7 @@ tmm_status tmm_op_toeplitz_backward(tmm_recorder *r, const tmm_toeplitz_desc *de
         if (s[i].n)
             TMM_TRY(need_aligned(r, op, s[i].name, s[i].v));
 
+    tmm_record_flops(r, direct_flops(&g) * ((want_du && act) + (want_params && act)));
     if (want_du && act)
         TMM_TRY(record_du(r, &g, gy, w, du));
     if (want_params && g.n) {
