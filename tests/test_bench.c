@@ -242,6 +242,8 @@ H_TEST(bench, generate)
     H_OK(tmm_bench_generate(h_dev, &o, &r));
     cr_assert_not(r.distilled);
     cr_assert_eq(r.speedup_at_1000, -1);
+    cr_assert(r.commands_per_token >= o.config.n_layers, "a decode step records %u commands", r.commands_per_token);
+    cr_assert_eq(r.distilled_commands_per_token, 0);
     for (unsigned i = 0; i < o.n_prompts; i++)
         cr_assert(r.first_token_ms[i] > 0);
     for (unsigned i = 0; i < o.n_positions; i++)

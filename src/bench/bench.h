@@ -283,6 +283,8 @@ typedef struct tmm_bench_generate_result {
     double naive_ms[TMM_BENCH_MAX_POINTS];          /* a full forward pass of the position's prefix */
     double distilled_ms[TMM_BENCH_MAX_POINTS];      /* with distilled */
     double speedup_at_1000;                         /* naive / cached at position 1000; -1: not measured */
+    uint32_t commands_per_token;                    /* of one decode step (all positions alike) */
+    uint32_t distilled_commands_per_token;          /* with distilled */
     bool distilled;                                 /* the checkpoint has distilled realizations */
     tmm_bench_fidelity fidelity;                    /* with distilled */
 } tmm_bench_generate_result;

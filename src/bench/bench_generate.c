@@ -216,8 +216,11 @@ tmm_status tmm_bench_generate(tmm_device *dev, const tmm_bench_generate_opts *o,
     } else {
         s = tmm_bench_gen_random(dev, &o->config, o->impl, o->repeat, &b);
     }
-    if (s == TMM_OK)
+    if (s == TMM_OK) {
+        out->commands_per_token = tmm_gen_step_commands(b.gen);
+        out->distilled_commands_per_token = out->distilled ? tmm_gen_step_commands(bd.gen) : 0;
         s = run(&b, out->distilled ? &bd : NULL, o, out);
+    }
     tmm_bench_gen_close(&b);
     tmm_bench_gen_close(&bd);
     tmm_distilled_free(&set);
@@ -278,6 +281,9 @@ char *tmm_bench_generate_json(const tmm_device *dev, const tmm_bench_generate_op
         else
             cJSON_AddNumberToObject(f, "first_different_position", fid->first_split);
     }
+    cJSON_AddNumberToObject(root, "commands_per_token", r->commands_per_token);
+    if (bd)
+        cJSON_AddNumberToObject(root, "distilled_commands_per_token", r->distilled_commands_per_token);
     if (r->speedup_at_1000 > 0)
         cJSON_AddNumberToObject(root, "decode_speedup_at_1000", r->speedup_at_1000);
     else

@@ -58,6 +58,10 @@ static void print_table(const tmm_device *dev, const tmm_bench_generate_opts *o,
     }
     if (r->speedup_at_1000 > 0)
         printf("\ndecode speedup at position 1000: %.1fx\n", r->speedup_at_1000);
+    printf("commands per decode step: %u", r->commands_per_token);
+    if (r->distilled)
+        printf(" (distilled: %u)", r->distilled_commands_per_token);
+    printf("\n");
     if (bd)
         printf("distilled vs exact decoding over %u greedy steps: largest |logit difference| %.3g (mean of each "
                "step's largest %.3g), same argmax at %.1f%% of steps, first different at %s%u\n", fid->steps,

@@ -384,3 +384,5 @@ size_t tmm_detokenize(const tmm_generator *g, uint32_t token, char *buf, size_t 
         return tmm_tokenizer_decode_token(g->text, token, buf, size);
     return tmm_model_tokenizer_decode(g->tokenizer, g->info.config.vocab, token, buf, size);
 }
+
+uint32_t tmm_gen_step_commands(const tmm_generator *g) { return tmm_model_step_commands(g->step); }

@@ -33,4 +33,7 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
                           tmm_model_tokenizer tokenizer, uint32_t batch, tmm_toeplitz_impl mixer,
                           const tmm_distilled *distilled, tmm_generator **out);
 
+/* The commands one decode step records (tmm bench generate). */
+uint32_t tmm_gen_step_commands(const tmm_generator *g);
+
 #endif

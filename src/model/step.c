@@ -128,3 +128,5 @@ void tmm_model_step_destroy(tmm_model_step *s)
         tmm_buffer_destroy(all[i]);
     free(s);
 }
+
+uint32_t tmm_model_step_commands(const tmm_model_step *s) { return tmm_recorder_commands(s->r); }

@@ -21,5 +21,7 @@ tmm_status tmm_model_step_create(tmm_device *device, tmm_model *model, tmm_mixer
  * NULL) receives [batch, vocab]. */
 tmm_status tmm_model_step_run(tmm_model_step *s, const uint32_t *tokens, const uint32_t *positions, float *logits);
 void tmm_model_step_destroy(tmm_model_step *s);
+/* The commands (dispatches, copies, fills) one step records: its fixed cost. */
+uint32_t tmm_model_step_commands(const tmm_model_step *s);
 
 #endif
