@@ -181,7 +181,9 @@ H_TEST(llama, rmsnorm_matches_reference)
     static const uint32_t shapes[][2] = { { 1, 1 },    { 2, 1 },    { 1, 7 },     { 3, 256 },  { 257, 255 },
                                           { 513, 1000 }, { 5, 2049 }, { 3, 5000 }, { 1100, 3 },
                                           /* rows beyond the loop cap (column sums), d beyond it (row sums) */
-                                          { 70001, 2 }, { 2, 70001 } };
+                                          { 70001, 2 }, { 2, 70001 },
+                                          /* one dispatch (rmsnorm_row) up to 64 rows of 2 d <= TMM_MAX_LOOP */
+                                          { 64, 2048 }, { 64, 2049 }, { 65, 17 }, { 63, 2048 } };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         check_rmsnorm(shapes[s][0], shapes[s][1], s % 3 == 1, seed_of(s, 1));
 }

@@ -52,6 +52,20 @@ tmm_status tmm_op_layernorm_forward(tmm_recorder *r, tmm_view x, tmm_view gamma,
     TMM_TRY(nn_fit_rows(dev, op, "mean", 1, &per));
     if (nc > 1)
         TMM_TRY(nn_fit_rows(dev, op, "scratch", 2ull * nc, &per));
+    if (rows <= NN_ROW_NORM_ROWS && 3ull * d <= TMM_MAX_LOOP && per == rows) {
+        tmm_pipeline *pr;
+        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_layernorm_row, 6, 28, local_loop, NULL, 0, &pr));
+        nn_bind bx = nn_rows(dev, x, 0, rows, d), by = nn_rows(dev, y, 0, rows, d);
+        nn_bind bm = nn_rows(dev, mean, 0, rows, 1), br = nn_rows(dev, rstd, 0, rows, 1);
+        struct {
+            uint32_t rows, d, base_x, base_m, base_r, base_y;
+            float eps;
+        } push = { .rows = rows, .d = d, .base_x = bx.base, .base_m = bm.base, .base_r = br.base, .base_y = by.base,
+                   .eps = eps };
+        tmm_arg args[6] = { tmm_in(bx.view), tmm_in(gamma), tmm_in(beta), tmm_out(bm.view), tmm_out(br.view),
+                            tmm_out(by.view) };
+        return tmm_record_dispatch(r, pr, args, 6, &push, tmm_div_up(rows, NN_WG_LOOP), 1, 1);
+    }
 
     tmm_pipeline *ps, *pc, *pa;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_layernorm_stats, 4, 36, local_loop, NULL, 0, &ps));

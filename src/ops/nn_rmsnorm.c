@@ -77,6 +77,19 @@ tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint3
     if (nc > 1)
         TMM_TRY(nn_fit_rows(dev, op, "scratch", nc, &per));
 
+    if (rows <= NN_ROW_NORM_ROWS && 2ull * d <= TMM_MAX_LOOP && per == rows) {
+        tmm_pipeline *pr;
+        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_row, 4, 24, local_loop, NULL, 0, &pr));
+        nn_bind bx = nn_rows(dev, x, 0, rows, d), by = nn_rows(dev, y, 0, rows, d);
+        nn_bind br = nn_rows(dev, rstd, 0, rows, 1);
+        struct {
+            uint32_t rows, d, base_x, base_r, base_y;
+            float eps;
+        } push = { .rows = rows, .d = d, .base_x = bx.base, .base_r = br.base, .base_y = by.base, .eps = eps };
+        tmm_arg args[4] = { tmm_in(bx.view), tmm_in(g), tmm_out(br.view), tmm_out(by.view) };
+        return tmm_record_dispatch(r, pr, args, 4, &push, tmm_div_up(rows, NN_WG_LOOP), 1, 1);
+    }
+
     tmm_pipeline *ps, *pc = NULL, *pa;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_stats, 3, 32, local_loop, NULL, 0, &ps));
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_apply, 4, 20, local_elem, NULL, 0, &pa));

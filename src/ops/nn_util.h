@@ -9,6 +9,10 @@
 
 #define NN_ALIGN_FLOATS 64u /* scratch regions start at multiples of 256 bytes */
 #define NN_WG_LOOP 64u      /* workgroup size of kernels that loop */
+/* Norms of at most this many rows (a decode step's) run in one dispatch, one
+ * invocation per row (layernorm_row, rmsnorm_row), where the row is short
+ * enough; more rows are faster in the phases, which spread a row's elements. */
+#define NN_ROW_NORM_ROWS 64u
 
 static inline uint64_t nn_aligned(uint64_t n) { return (n + NN_ALIGN_FLOATS - 1) / NN_ALIGN_FLOATS * NN_ALIGN_FLOATS; }
 
