@@ -7,21 +7,7 @@ layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 2) buffer Y { float y[]; };
 layout(push_constant) uniform Push { uint n, d, has_b, base_x, base_y; } p;
 
-// exp(hi + lo) for hi + lo <= 0, |lo| < 2, to about 1e-7 relative: 2^k exp(r),
-// r = hi - k ln2 + lo (ln2 in two parts, Cody-Waite), exp(r) by its Taylor
-// series to r^7 (|r| <= 0.35). `precise` keeps the compiler from
-// reassociating the reduction (llvmpipe's exp(x) alone loses |x| 2^-24).
-// 0 below -87 (float underflow).
-float exp_acc(float hi, float lo)
-{
-    if (hi + lo < -87.0)
-        return 0.0;
-    float k = round((hi + lo) * 1.44269504);
-    precise float r = ((hi - k * 0.693359375) + k * 2.12194440e-4) + lo;
-    precise float e = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0
-                    + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
-    return ldexp(e, int(k));
-}
+#include "exp_acc.glsl"
 
 // softplus(a) = max(a, 0) + log1p(e), e = exp(-|a|) in (0, 1]; log1p(e) =
 // 2 atanh(s) = 2 (s + s^3/3 + ... + s^15/15), s = e / (2 + e) <= 1/3

@@ -11,6 +11,7 @@
 #include "ops/ops.h"
 #include "ref/ref.h"
 #include "ref/ref_decode.h"
+#include "ref/ref_model_util.h"
 #include "ref/ref_toeplitz.h"
 
 static tmm_buffer *uint_buffer(const uint32_t *v, size_t n)
@@ -108,6 +109,45 @@ static void check_linear(uint32_t rows, uint32_t in, uint32_t out, bool bias, bo
     h_compare("linear_rows", y, ref, ny, 1e-5, 1e-5);
     tmm_buffer_destroy(bx), tmm_buffer_destroy(bw), tmm_buffer_destroy(bb), tmm_buffer_destroy(by);
     free(x), free(w), free(b), free(y), free(ref);
+}
+
+/* With the activation in the same dispatch: against the matmul reference
+ * then SiLU or the exact GELU (the references of the MLP's own ops), on the
+ * kernel's path and the matmul op's fallback. */
+static void check_linear_act(uint32_t rows, uint32_t in, uint32_t out, tmm_row_act act, uint64_t seed)
+{
+    const size_t nx = (size_t)rows * in, nw = (size_t)out * in, ny = (size_t)rows * out;
+    float *x = h_floats(nx), *w = h_floats(nw), *b = h_floats(out), *y = h_floats(ny), *ref = h_floats(ny);
+    h_rand(x, nx, seed, -1, 1);
+    h_rand(w, nw, seed + 1, -1, 1);
+    h_rand(b, out, seed + 2, -1, 1);
+    tmm_buffer *bx = h_buffer(x, nx), *bw = h_buffer(w, nw), *bb = h_buffer(b, out), *by = h_buffer(NULL, ny);
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_linear_rows_act(r, tmm_whole(bx), rows, in, out, tmm_whole(bw), tmm_whole(bb), act, tmm_whole(by)));
+    h_run(r);
+    h_read(by, y, ny);
+    tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1 };
+    ref_matmul(&d, x, w, b, ref);
+    for (size_t i = 0; i < ny; i++)
+        ref[i] = (float)(act == TMM_ROW_ACT_SILU ? ref_silu(ref[i]) : ref_gelu(ref[i]));
+    h_compare(act == TMM_ROW_ACT_SILU ? "linear_rows + silu" : "linear_rows + gelu", y, ref, ny, 2e-5, 2e-5);
+    tmm_buffer_destroy(bx), tmm_buffer_destroy(bw), tmm_buffer_destroy(bb), tmm_buffer_destroy(by);
+    free(x), free(w), free(b), free(y), free(ref);
+}
+
+H_TEST(decode_ops, linear_rows_act)
+{
+    check_linear_act(1, 12, 70, TMM_ROW_ACT_SILU, 20);    /* vec4 */
+    check_linear_act(3, 5, 7, TMM_ROW_ACT_GELU, 21);      /* scalar */
+    check_linear_act(8, 64, 33, TMM_ROW_ACT_GELU, 22);    /* the most rows the kernel takes */
+    check_linear_act(9, 16, 10, TMM_ROW_ACT_SILU, 23);    /* more: the matmul op, then the activation's op */
+    check_linear_act(2, 4100, 3, TMM_ROW_ACT_GELU, 24);   /* the matmul op */
+    tmm_buffer *b = h_buffer(NULL, 64);
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_linear_rows_act(r, tmm_whole(b), 1, 4, 4, tmm_whole(b), tmm_whole(b), (tmm_row_act)7,
+                                        tmm_sub(b, 128, 16)), TMM_ERR_INVALID_ARGUMENT, "an unknown activation");
+    h_run(r);
+    tmm_buffer_destroy(b);
 }
 
 H_TEST(decode_ops, linear_rows)

@@ -36,6 +36,9 @@ tmm_status tmm_frame_mlp_forward(const tmm_rec *rec, const tmm_arch_desc *a, uin
     if (a->mlp == TMM_MLP_SWIGLU) {
         TMM_REC_OP(rec, "matmul", linear(r, x, rows, d, 2 * e, mlp->w_in, none, mlp->act, false));
         TMM_REC_OP(rec, "swiglu", tmm_op_swiglu_forward(r, mlp->act, rows, e, mlp->z));
+    } else if (few_rows) { /* a decode step: the activation in the linear layer's dispatch */
+        const tmm_row_act act = a->mlp == TMM_MLP_GELU ? TMM_ROW_ACT_GELU : TMM_ROW_ACT_SILU;
+        TMM_REC_OP(rec, "matmul", tmm_op_linear_rows_act(r, x, rows, d, e, mlp->w_in, mlp->b_in, act, mlp->z));
     } else {
         TMM_REC_OP(rec, "matmul", linear(r, x, rows, d, e, mlp->w_in, none, mlp->act, false));
         if (a->mlp == TMM_MLP_GELU)

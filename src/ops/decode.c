@@ -2,6 +2,7 @@
 #include "decode_ops.h"
 
 #include "nn_util.h"
+#include "ssm_ops.h"
 
 static const uint32_t local_1d[3] = { TMM_WG_1D, 1, 1 };
 static const uint32_t local_loop[3] = { NN_WG_LOOP, 1, 1 };
@@ -41,15 +42,22 @@ tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tm
     return TMM_OK;
 }
 
-tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
-                              tmm_view bias, tmm_view y, bool accumulate)
+static tmm_status linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                              tmm_view bias, tmm_row_act act, tmm_view y, bool accumulate)
 {
     static const char *op = "linear_rows";
     tmm_device *dev = tmm_recorder_device(r);
     const bool vec = in % 4 == 0;
+    if ((unsigned)act > TMM_ROW_ACT_GELU || (act && accumulate))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: activation %d%s", op, (int)act,
+                        act && accumulate ? " with accumulate" : " is unknown");
     if (rows == 0 || rows > TMM_DECODE_MAX_ROWS || in == 0 || in > (vec ? 4 : 1) * TMM_MAX_LOOP) {
         tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .accumulate = accumulate };
-        return tmm_op_matmul(r, &d, x, w, bias, y);
+        static const tmm_view none = { 0 };
+        TMM_TRY(tmm_op_matmul(r, &d, x, w, act ? none : bias, y));
+        if (act == TMM_ROW_ACT_SILU)
+            return tmm_op_bias_silu_forward(r, y, bias, rows, out, y);
+        return act == TMM_ROW_ACT_GELU ? tmm_op_gelu_forward(r, y, bias, rows, out, y) : TMM_OK;
     }
     const bool has_bias = bias.size > 0;
     TMM_TRY(tmm_op_need_floats(op, "x", x, (uint64_t)rows * in));
@@ -63,9 +71,9 @@ tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32
     if (per < rows || (uint64_t)out * in > UINT32_MAX / 2)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %u x %u weights do not fit one binding", op, out, in);
     nn_bind bx = nn_rows(dev, x, 0, rows, in), by = nn_rows(dev, y, 0, rows, out);
-    const uint32_t spec[2] = { vec && bx.base % 4 == 0, rows };
+    const uint32_t spec[3] = { vec && bx.base % 4 == 0, rows, (uint32_t)act };
     tmm_pipeline *p;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_decode_linear, 4, 28, local_loop, spec, 2, &p));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_decode_linear, 4, 28, local_loop, spec, 3, &p));
     struct { uint32_t in, out, has_bias, accumulate, base_x, base_w, base_y; } push = { .in = in, .out = out,
                                                                                         .has_bias = has_bias,
                                                                                         .accumulate = accumulate,
@@ -74,6 +82,18 @@ tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32
     tmm_arg args[4] = { tmm_in(bx.view), tmm_in(w), tmm_in(has_bias ? bias : w),
                         { by.view, accumulate ? TMM_READ_WRITE : TMM_WRITE } };
     return tmm_record_dispatch(r, p, args, 4, &push, tmm_div_up(out, NN_WG_LOOP), 1, 1);
+}
+
+tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                              tmm_view bias, tmm_view y, bool accumulate)
+{
+    return linear_rows(r, x, rows, in, out, w, bias, TMM_ROW_ACT_NONE, y, accumulate);
+}
+
+tmm_status tmm_op_linear_rows_act(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                                  tmm_view bias, tmm_row_act act, tmm_view y)
+{
+    return linear_rows(r, x, rows, in, out, w, bias, act, y, false);
 }
 
 static uint32_t n_chunks(const tmm_toeplitz_desc *desc) { return tmm_div_up(desc->n, TMM_STEP_CHUNK); }

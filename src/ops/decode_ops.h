@@ -42,4 +42,13 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
 tmm_status tmm_op_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                               tmm_view bias, tmm_view y, bool accumulate);
 
+/* The activation a decoding step's linear layer may apply to its output. */
+typedef enum tmm_row_act { TMM_ROW_ACT_NONE, TMM_ROW_ACT_SILU, TMM_ROW_ACT_GELU } tmm_row_act;
+/* y[rows, out] = act(x · Wᵀ + bias) in the same dispatch: an MLP's first
+ * half in one command (the MLP's own ops compute the same: SiLU as
+ * tmm_op_bias_silu_forward, GELU as tmm_op_gelu_forward). Shapes that
+ * tmm_op_linear_rows hands to tmm_op_matmul get the activation as its own op. */
+tmm_status tmm_op_linear_rows_act(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                                  tmm_view bias, tmm_row_act act, tmm_view y);
+
 #endif
