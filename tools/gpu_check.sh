@@ -28,7 +28,7 @@
 #   --no-torch       leave tools/torch_bench.py out
 #   -h, --help       this help
 # Environment: the ICD is the machine's (VK_DRIVER_FILES or VK_ICD_FILENAMES when set; else the
-# loader's own search, or NVIDIA's manifest under /usr/local/nvidia when that search finds none);
+# loader's own search, with NVIDIA's manifest under /usr/local/nvidia added when it finds none);
 # TMM_CACHE_DIR (default: a fresh temporary folder).
 # Exit status: 0 when every step passed, 1 when one failed or timed out (the results are written
 # either way), 2 for bad usage.
@@ -80,15 +80,17 @@ if [ -f "$tmm_dir/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json"
   export VK_LAYER_PATH="$tmm_dir/share/vulkan/explicit_layer.d${VK_LAYER_PATH:+:$VK_LAYER_PATH}"
 fi
 if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ]; then
-  found=
+  # The loader searches these folders; NVIDIA's manifest may live under /usr/local/nvidia instead
+  # (this workplace's device machines): then it is added to the search (VK_ADD_DRIVER_FILES).
+  nv=
   for d in /etc/vulkan/icd.d /usr/share/vulkan/icd.d /usr/local/share/vulkan/icd.d /usr/local/etc/vulkan/icd.d; do
-    compgen -G "$d/*.json" >/dev/null && found="$d" && break
+    compgen -G "$d/nvidia*.json" >/dev/null && nv="$d"
   done
-  if [ -z "$found" ]; then
+  if [ -z "$nv" ] && [ -z "${VK_ADD_DRIVER_FILES:-}" ]; then
     for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/etc/vulkan/icd.d/nvidia_icd.json; do
       if [ -f "$f" ]; then
-        export VK_DRIVER_FILES="$f"
-        notes+=("no ICD manifest in the loader's folders: VK_DRIVER_FILES=$f")
+        export VK_ADD_DRIVER_FILES="$f"
+        notes+=("NVIDIA's ICD manifest is not in the loader's folders: VK_ADD_DRIVER_FILES=$f")
         break
       fi
     done
@@ -190,6 +192,7 @@ echo "gpu_check.sh: $layout $tmm_dir, results in $out ($([ "$quick" -eq 1 ] && e
   echo "tmm_version: $("$tmm" --version 2>&1 | head -1)"
   echo "VK_DRIVER_FILES: ${VK_DRIVER_FILES:-}"
   echo "VK_ICD_FILENAMES: ${VK_ICD_FILENAMES:-}"
+  echo "VK_ADD_DRIVER_FILES: ${VK_ADD_DRIVER_FILES:-}"
   echo "VK_LAYER_PATH: ${VK_LAYER_PATH:-}"
   echo "LD_LIBRARY_PATH: ${LD_LIBRARY_PATH:-}"
   has_layer=no
@@ -207,8 +210,9 @@ echo "gpu_check.sh: $layout $tmm_dir, results in $out ($([ "$quick" -eq 1 ] && e
 
 # ---- devices and check ------------------------------------------------------------
 step devices devices 30 "$tmm" devices
-if [ -s "$logs/devices.err" ] || ! grep -q 'tmm uses this one' "$logs/devices.out"; then
-  # no device: what the loader saw, for the report
+if [ -s "$logs/devices.err" ] || ! grep -q 'tmm uses this one' "$logs/devices.out" ||
+   { command -v nvidia-smi >/dev/null && ! grep -q 'discrete GPU' "$logs/devices.out"; }; then
+  # no device, or none of the GPU that nvidia-smi sees: what the loader tried, for the report
   VK_LOADER_DEBUG=error,warn,info timeout 30 "$tmm" devices > "$logs/loader_debug.out" 2>&1 || true
 fi
 step check check 60 "$tmm" check

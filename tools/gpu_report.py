@@ -37,11 +37,14 @@ def parse_devices(text):
     return devs
 
 
-def device_verdict(devs):
+def device_verdict(devs, nvidia_smi=""):
     picked = next((d for d in devs if d["picked"]), None)
     discrete = [d for d in devs if d["type"] == "discrete GPU"]
     if not devs:
         return picked, "fail", "no Vulkan device found"
+    if nvidia_smi and "NVIDIA" in nvidia_smi.upper() and not discrete and "fail" not in nvidia_smi.lower():
+        return picked, "fail", f"nvidia-smi sees a GPU ({nvidia_smi.strip(' ;')}) but Vulkan shows no discrete " \
+                               f"GPU: the NVIDIA ICD was not found (logs/loader_debug.out; docs/gpu.md)"
     if picked is None:
         return picked, "fail", "tmm devices marked no device as the one it uses"
     if discrete and picked["type"] != "discrete GPU":
@@ -146,7 +149,7 @@ def main():
         steps.append(st)
 
     devs = parse_devices(read(os.path.join(logs, "devices.out")))
-    picked, verdict, why = device_verdict(devs)
+    picked, verdict, why = device_verdict(devs, machine.get("nvidia_smi", ""))
     device = dict(devices=devs, picked=picked, verdict=verdict, note=why)
     loader = read(os.path.join(logs, "loader_debug.out"))
     if loader:
@@ -179,7 +182,7 @@ def markdown(machine, device, steps, summary):
     w(f"# tmm GPU check ({machine.get('mode', '?')})\n")
     w(f"- device: **{picked.get('name', 'none')}** ({picked.get('type', '?')}): {device['note']}")
     for k in ("nvidia_smi", "os", "uname", "cpus", "tmm_version", "bundle", "layout", "validation_layer",
-              "VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
+              "VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"):
         if machine.get(k):
             w(f"- {k.replace('_', ' ')}: {machine[k]}")
     for n in machine.get("notes", []):
