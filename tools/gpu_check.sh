@@ -139,6 +139,7 @@ if [ "$quick" -eq 1 ]; then
   GEN=(--d-model 32 --n-ctx 64 --layers 2 --heads 4 --vocab 64 --prompts 16 --positions 1,10,40 --repeat 2)
   PRESET_OVERRIDE=(--d-model 32 --n-ctx 64 --layers 1 --batch 2)
   SUITES_WANTED="ops pack16"
+  CAP_OPS=$budget CAP_MIXER=$budget CAP_TRAIN=$budget CAP_TORCH=$budget
 else
   D=512 N=1024 L=16 H=4 B=8 V=8000 STEPS=10 WINDOW=128
   MM=4096 MIX_D=512 MIX_MAX=65536 MIX_CAP=8
@@ -146,6 +147,8 @@ else
        --repeat 3)
   PRESET_OVERRIDE=()
   SUITES_WANTED=all
+  # the most each group may take, so that one slow group leaves time for the others
+  CAP_OPS=100 CAP_MIXER=75 CAP_TRAIN=100 CAP_TORCH=80
 fi
 JOBS=$(nproc 2>/dev/null || echo 2)
 [ "$JOBS" -le 8 ] || JOBS=8
@@ -154,14 +157,22 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 start=$EPOCHREALTIME
 elapsed() { awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a }'; }
 failed=0
+group_end=   # the end (seconds since the start) of the current group of steps, if it has its own cap
+# cap SECONDS: the steps that follow, together, get at most SECONDS (full mode: so that a slow group
+# leaves time for the rest)
+cap() { group_end=$(($(elapsed) + $1)); }
 # step NAME GROUP TIMEOUT COMMAND...: runs COMMAND (stdout to logs/NAME.out, stderr to logs/NAME.err)
-# under TIMEOUT seconds, cut to what the budget has left; one line in logs/steps.tsv.
+# under TIMEOUT seconds, cut to what the budget (and the group's cap) has left; one line in
+# logs/steps.tsv.
 step() {
   local name="$1" group="$2" limit="$3"; shift 3
-  local left=$((budget - $(elapsed))) status rc t0 secs
+  local now left status rc t0 secs
+  now=$(elapsed)
+  left=$((budget - now))
+  [ -z "$group_end" ] || [ $((group_end - now)) -ge "$left" ] || left=$((group_end - now))
   if [ "$left" -lt 5 ]; then
     printf '%s\t%s\tskipped\t\t0\t0\t%s\n' "$name" "$group" "$*" >> "$steps"
-    echo "gpu_check.sh: [$(elapsed)s] $name: skipped (the ${budget} s budget is spent)"
+    echo "gpu_check.sh: [$(elapsed)s] $name: skipped (its time is spent)"
     return 0
   fi
   [ "$limit" -le "$left" ] || limit=$left
@@ -219,6 +230,7 @@ step check check 60 "$tmm" check
 step check_validated check 60 env TMM_VALIDATE=1 "$tmm" check
 
 # ---- the device-op tests, suite by suite --------------------------------------------
+cap "$CAP_OPS"
 if [ -x "$op_tests" ]; then
   step op_list op_tests 60 "$op_tests" --list
   suites=$(sed -n 's/^\([A-Za-z0-9_]*\): [0-9]* tests\{0,1\}$/\1/p' "$logs/op_list.out")
@@ -233,12 +245,15 @@ else
 fi
 
 # ---- benchmarks ---------------------------------------------------------------------
+cap 90
 step bench_matmul matmul 90 "$tmm" bench matmul --m "$MM" --n "$MM" --k "$MM" --variant all --json
+cap "$CAP_MIXER"
 for impl in auto fft attention; do
   step "bench_mixer_$impl" mixer 120 "$tmm" bench mixer --max-n "$MIX_MAX" --d "$MIX_D" --heads 4 --impls "$impl" \
     --time-cap "$MIX_CAP" --svg "$logs/mixer_$impl.svg" --json
 done
 # every architecture on the paper's block (paper-512: MLP expansion 4) at n N, batch B
+cap "$CAP_TRAIN"
 for arch in tmm transformer swa linear hyena mamba2; do
   heads=$H win=()
   case "$arch" in
@@ -252,6 +267,7 @@ step bench_train_paper512 train 150 "$tmm" bench train --preset paper-512 "${PRE
   --steps "$STEPS" --json
 
 # ---- PyTorch on the same shapes ---------------------------------------------------
+cap "$CAP_TORCH"
 if [ "$torch" -eq 1 ]; then
   if [ -n "$py" ]; then
     torch_args=(--device auto --steps "$STEPS" --vocab "$V" --window "$WINDOW")
@@ -267,6 +283,7 @@ if [ "$torch" -eq 1 ]; then
 fi
 
 # ---- generation ---------------------------------------------------------------------
+group_end=
 for arch in tmm transformer; do
   step "bench_generate_$arch" generate 150 "$tmm" bench generate --arch "$arch" "${GEN[@]}" --json
 done
