@@ -52,6 +52,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || die "usage: tools/gpu_check.sh [--quick] [--tmm-dir DIR] OUT_DIR (see --help)"
 [ -n "$budget" ] || budget=$([ "$quick" -eq 1 ] && echo 240 || echo 330)
+start=$EPOCHREALTIME   # the budget counts from here
 
 # ---- where tmm is: a bundle (bin/tmm) or a build tree (tmm, tests/) ----------
 if [ -z "$tmm_dir" ]; then
@@ -154,7 +155,6 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 [ "$JOBS" -le 8 ] || JOBS=8
 
 # ---- the step runner ------------------------------------------------------------
-start=$EPOCHREALTIME
 elapsed() { awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a }'; }
 failed=0
 group_end=   # the end (seconds since the start) of the current group of steps, if it has its own cap
@@ -233,7 +233,7 @@ step check_validated check 60 env TMM_VALIDATE=1 "$tmm" check
 cap "$CAP_OPS"
 if [ -x "$op_tests" ]; then
   step op_list op_tests 60 "$op_tests" --list
-  suites=$(sed -n 's/^\([A-Za-z0-9_]*\): [0-9]* tests\{0,1\}$/\1/p' "$logs/op_list.out")
+  suites=$(sed -n 's/^\([A-Za-z0-9_]*\): [0-9]* tests\{0,1\}$/\1/p' "$logs/op_list.out" 2>/dev/null || true)
   for s in $suites; do
     if [ "$SUITES_WANTED" != all ] && [[ " $SUITES_WANTED " != *" $s "* ]]; then continue; fi
     step "op_$s" op_tests 150 "$op_tests" --filter "$s/*" --jobs "$JOBS" --timeout 120 --ascii \
