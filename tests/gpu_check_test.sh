@@ -14,8 +14,8 @@ torch=(--no-torch)
 [ -z "$py" ] || torch=(--python "$py")
 
 check "gpu_check.sh --quick" "$gc" --quick --tmm-dir "$build" "${torch[@]}" "$dir/res"
-check "results written" bash -c 'for f in results.json results.md logs.tar.gz; do
-  [ -s "$0/res/$f" ] || { echo "missing: $f"; exit 1; }; done' "$dir"
+check "results written: those three files alone" bash -c 'for f in results.json results.md logs.tar.gz; do
+  [ -s "$0/res/$f" ] || { echo "missing: $f"; exit 1; }; done; [ "$(ls -A "$0/res" | wc -l)" -eq 3 ] || ls -A "$0/res"' "$dir"
 # every step ok, the device verdict ok, each kind of step parsed
 check "results.json" python3 - "$dir/res/results.json" "$py" <<'EOF'
 import json, sys

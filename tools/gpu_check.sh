@@ -26,6 +26,8 @@
 #   --python PY      the Python that imports torch (default: the first of python3, /usr/bin/python3
 #                    that does)
 #   --no-torch       leave tools/torch_bench.py out
+#   --keep-logs      keep OUT_DIR/logs/ beside logs.tar.gz (by default only the three files stay, so
+#                    that a device run's few returned files are these)
 #   -h, --help       this help
 # Environment: the ICD is the machine's (VK_DRIVER_FILES or VK_ICD_FILENAMES when set; else the
 # loader's own search, with NVIDIA's manifest under /usr/local/nvidia added when it finds none);
@@ -34,7 +36,7 @@
 # either way), 2 for bad usage.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-quick=0 tmm_dir= budget= py= torch=1 out=
+quick=0 tmm_dir= budget= py= torch=1 out= keep_logs=0
 
 die() { echo "gpu_check.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
               [[ "$budget" =~ ^[1-9][0-9]*$ ]] || die "--budget must be a whole number of seconds, not '$budget'" ;;
     --python) py="${2:?--python needs a program}"; shift 2 ;;
     --no-torch) torch=0; shift ;;
+    --keep-logs) keep_logs=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) die "unknown option '$1' (see --help)" ;;
     *) [ -z "$out" ] || die "one OUT_DIR only ('$out', then '$1')"; out="$1"; shift ;;
@@ -298,5 +301,6 @@ else
   report_rc=1
 fi
 tar -C "$out" -czf "$out/logs.tar.gz" logs
+[ "$keep_logs" -eq 1 ] || rm -rf "$logs"
 echo "gpu_check.sh: $out/results.json, $out/results.md, $out/logs.tar.gz ($(elapsed) s)"
 [ "$failed" -eq 0 ] && [ "$report_rc" -eq 0 ]
