@@ -11,7 +11,7 @@
 #     layer, cJSON, PCRE2, LAPACK, Criterion) hidden, and the system's layer manifests too.
 #   tests/bundle_test.sh BUILD_DIR
 set -u
-build="$1"
+build="$(cd "$1" && pwd)"
 src="$(cd "$(dirname "$0")/.." && pwd)"
 . "$(dirname "$0")/lib.sh"
 

@@ -6,7 +6,7 @@
 # usage fails with one line.
 #   tests/gpu_check_test.sh BUILD_DIR [TORCH_PYTHON]
 set -u
-build="$1" py="${2:-}"
+build="$(cd "$1" && pwd)" py="${2:-}"
 src="$(cd "$(dirname "$0")/.." && pwd)"
 . "$(dirname "$0")/lib.sh"
 gc="$src/tools/gpu_check.sh"
