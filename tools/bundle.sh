@@ -62,7 +62,8 @@ if [ -z "$build" ]; then
     -DTMM_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_LIBDIR=lib > "$build/bundle-configure.log" 2>&1 ||
     { tail -20 "$build/bundle-configure.log" >&2; die "configuring $build failed (log: $build/bundle-configure.log)"; }
 fi
-build="$(cd "$build" 2>/dev/null && pwd)" || die "no build directory '$build'"
+abs="$(cd "$build" 2>/dev/null && pwd)" || die "no build directory '$build'"
+build="$abs"
 cache="$build/CMakeCache.txt"
 [ -f "$cache" ] || die "$build is not a configured CMake build (no CMakeCache.txt)"
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$cache")

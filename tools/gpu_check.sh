@@ -61,7 +61,8 @@ start=$EPOCHREALTIME   # the budget counts from here
 if [ -z "$tmm_dir" ]; then
   if [ -x "$here/../bin/tmm" ]; then tmm_dir="$here/.."; else tmm_dir="$here/../build"; fi
 fi
-tmm_dir="$(cd "$tmm_dir" 2>/dev/null && pwd)" || die "no directory '$tmm_dir' (--tmm-dir)"
+abs="$(cd "$tmm_dir" 2>/dev/null && pwd)" || die "no directory '$tmm_dir' (--tmm-dir)"
+tmm_dir="$abs"
 if [ -x "$tmm_dir/bin/tmm" ]; then
   layout=bundle tmm="$tmm_dir/bin/tmm" op_tests="$tmm_dir/bin/tmm_op_tests"
 elif [ -x "$tmm_dir/tmm" ]; then
