@@ -7,7 +7,9 @@
 #                           PyTorch (python3-torch, for the parity test), strace (for the
 #                           dependency audit, tools/check_deps.sh), clang with its
 #                           libFuzzer runtime (tools/fuzz.sh), Node.js with npm (the
-#                           tokenizer parity test), and openmpi-bin (mpirun, for the 2-rank test)
+#                           tokenizer parity test), openmpi-bin (mpirun, for the 2-rank test), and
+#                           patchelf and git (tools/bundle.sh sets the bundle's RUNPATHs and stamps
+#                           its commit; the bundle test)
 #   tools/setup.sh --list [--test]   print the packages, one per line, and install nothing
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
@@ -23,8 +25,9 @@ run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
 # clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
 # nodejs and npm run the tokenizer parity test (tests/tokenizer_parity_test.sh)
 # openmpi-bin: mpirun for the data-parallel test (tests/mpi_test.sh)
+# patchelf and git: tools/bundle.sh (tests/bundle_test.sh)
 test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld nodejs npm
-           openmpi-bin)
+           openmpi-bin patchelf git)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0
@@ -32,7 +35,7 @@ for arg in "$@"; do
   case "$arg" in
     --test) want+=("${test_pkgs[@]}") ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test, --list or nothing)" >&2; exit 2 ;;
   esac
 done
