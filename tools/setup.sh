@@ -9,7 +9,8 @@
 #                           libFuzzer runtime (tools/fuzz.sh), Node.js with npm (the
 #                           tokenizer parity test), openmpi-bin (mpirun, for the 2-rank test), and
 #                           patchelf and git (tools/bundle.sh sets the bundle's RUNPATHs and stamps
-#                           its commit; the bundle test)
+#                           its commit; the bundle test), and OpenBLAS (libopenblas0: PyTorch on
+#                           the CPU at full speed, for tools/torch_compare.sh and the parity test)
 #   tools/setup.sh --list [--test]   print the packages, one per line, and install nothing
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
@@ -26,8 +27,9 @@ run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
 # nodejs and npm run the tokenizer parity test (tests/tokenizer_parity_test.sh)
 # openmpi-bin: mpirun for the data-parallel test (tests/mpi_test.sh)
 # patchelf and git: tools/bundle.sh (tests/bundle_test.sh)
+# libopenblas0: the BLAS PyTorch uses on the CPU (with only the reference BLAS it is 5-8x slower)
 test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld nodejs npm
-           openmpi-bin patchelf git)
+           openmpi-bin patchelf git libopenblas0)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0
