@@ -209,18 +209,24 @@ static int bad_option(tmm_status s)
     return 2;
 }
 
-int cmd_train(int argc, char **argv)
+/* What tmm train's own flags (not the config's) say. */
+typedef struct train_flags {
+    const char *resume;
+    int device;
+    bool quiet, force;
+    unsigned long stop_after;
+} train_flags;
+
+/* The config from the flags, in three passes: the preset and --resume set
+ * the base, then config files, then the flags override. 0 to go on, -1 after
+ * --help or --list-config, else the exit status (c freed). */
+static int parse_flags(int argc, char **argv, tmm_train_config *c, train_flags *f)
 {
-    tmm_train_config c;
-    tmm_train_config_default(&c);
     struct option opts[MAX_OPTIONS];
     build_options(opts);
-    /* pass 1: the preset and --resume set the base; pass 2: config files;
-     * pass 3: flags override */
-    const char *resume = NULL;
-    int opt, device = -1;
-    bool quiet = false, data_given = false, force = false, run_dir_given = false;
-    unsigned long v, stop_after = 0;
+    bool data_given = false, run_dir_given = false;
+    unsigned long v;
+    int opt;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -232,20 +238,20 @@ int cmd_train(int argc, char **argv)
                     fprintf(stderr, "%s%s", *p, p[1] ? ", " : "\n");
                 return 2;
             }
-            tmm_status s = tmm_train_config_apply_json(&c, json, optarg);
+            tmm_status s = tmm_train_config_apply_json(c, json, optarg);
             if (s != TMM_OK)
                 return cli_error("bad preset", s);
         } else if (opt == O_RESUME) {
-            resume = optarg;
-            tmm_status s = tmm_train_config_from_checkpoint(resume, &c);
+            f->resume = optarg;
+            tmm_status s = tmm_train_config_from_checkpoint(f->resume, c);
             if (s != TMM_OK)
                 return cli_error("cannot resume", s);
         } else if (opt == 'h') {
             usage(stdout);
-            return 0;
+            return -1;
         } else if (opt == O_LIST_CONFIG) {
             list_config();
-            return 0;
+            return -1;
         } else if (opt == '?') {
             cli_fail("unknown or incomplete option '%s'; see tmm train --help\n", argv[optind - 1]);
             return 2;
@@ -257,55 +263,124 @@ int cmd_train(int argc, char **argv)
     }
     optind = 1;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-        if (opt == O_CONFIG && cli_load_config(&c, optarg))
+        if (opt == O_CONFIG && cli_load_config(c, optarg))
             return 1;
     optind = 1;
     int which;
     while ((opt = getopt_long(argc, argv, "h", opts, &which)) != -1) {
         if (opt >= O_FIELD) {
-            const tmm_config_field *f = &tmm_config_fields[opt - O_FIELD];
-            if (f->old_flag && strcmp(opts[which].name, f->old_flag) == 0)
-                cli_deprecated(f->old_flag, f->flag);
-            bool first = f->type == TMM_CONFIG_FILES && !data_given;
-            tmm_status s = tmm_config_set_text(&c, f, optarg ? optarg : "true", first);
-            if (s != TMM_OK) {
-                tmm_train_config_free(&c);
+            const tmm_config_field *fd = &tmm_config_fields[opt - O_FIELD];
+            if (fd->old_flag && strcmp(opts[which].name, fd->old_flag) == 0)
+                cli_deprecated(fd->old_flag, fd->flag);
+            bool first = fd->type == TMM_CONFIG_FILES && !data_given;
+            tmm_status s = tmm_config_set_text(c, fd, optarg ? optarg : "true", first);
+            if (s != TMM_OK)
                 return bad_option(s);
-            }
-            if (f->type == TMM_CONFIG_FILES) {
+            if (fd->type == TMM_CONFIG_FILES) {
                 data_given = true;
-                c.task = TMM_DATA_TEXT;
+                c->task = TMM_DATA_TEXT;
             }
-            run_dir_given |= f->offset == offsetof(tmm_train_config, run_dir);
+            run_dir_given |= fd->offset == offsetof(tmm_train_config, run_dir);
             continue;
         }
         bool ok = true;
         switch (opt) {
-        case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), device = (int)v; break;
-        case O_QUIET: quiet = true; break;
-        case O_FORCE: force = true; break;
-        case O_STOP_AFTER: ok = cli_parse_uint("--stop-after", optarg, 1ul << 40, &v), stop_after = v; break;
+        case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), f->device = (int)v; break;
+        case O_QUIET: f->quiet = true; break;
+        case O_FORCE: f->force = true; break;
+        case O_STOP_AFTER: ok = cli_parse_uint("--stop-after", optarg, 1ul << 40, &v), f->stop_after = v; break;
         default: break;
         }
-        if (!ok) {
-            tmm_train_config_free(&c);
+        if (!ok)
             return 2;
-        }
     }
-    if (resume && !run_dir_given) {
+    if (f->resume && !run_dir_given) {
         /* continue in the run directory that holds the checkpoint given, never
          * in one named inside the checkpoint (a copied run stays separate) */
-        tmm_status s = tmm_checkpoint_run_dir(resume, c.run_dir, sizeof c.run_dir);
-        if (s != TMM_OK) {
-            tmm_train_config_free(&c);
+        tmm_status s = tmm_checkpoint_run_dir(f->resume, c->run_dir, sizeof c->run_dir);
+        if (s != TMM_OK)
             return cli_error("cannot resume", s);
-        }
     }
+    return 0;
+}
 
+/* The run's setup, before the first step: device, data, config, memory. */
+static void print_setup(const tmm_train_config *c, const train_flags *f, tmm_device *dev, tmm_data *data,
+                        tmm_dist *dist, const char *json)
+{
+    printf("tmm train on %s\n", tmm_device_get_info(dev)->name);
+    printf("data: %s\n", tmm_data_describe(data));
+    if (c->task == TMM_DATA_TEXT)
+        printf("unigram entropy of the training text: %.4f nats per token\n", tmm_data_unigram_entropy(data));
+    const tmm_data_info *di = tmm_data_get_info(data);
+    if (di->truncated_docs)
+        printf("note: documents mode trains on the first n+1 = %u tokens of each document: %llu of the %llu "
+               "training documents are longer, and %.1f%% of the training tokens (%llu) are in no row; "
+               "--text-mode windows uses all of it\n", c->model.n_ctx + 1,
+               (unsigned long long)di->truncated_docs, (unsigned long long)di->train_docs,
+               100.0 * (double)di->truncated_bytes / (double)di->train_tokens,
+               (unsigned long long)di->truncated_bytes);
+    printf("config:\n%s\n", json ? json : "");
+    printf("parameters: %llu\n", (unsigned long long)tmm_model_param_count(&c->model));
+    tmm_train_memory mem;
+    tmm_train_config mine = *c; /* several ranks: each plans its part of the batch */
+    mine.batch = c->batch / (uint32_t)tmm_dist_size(dist);
+    if (mine.batch % c->accum == 0 && tmm_train_memory_plan(dev, &mine, &mem) == TMM_OK) {
+        char t[7][32], limit[64];
+        printf("device memory: %s planned (precision %s, recompute %s, %u sequences per micro-batch); the limit "
+               "is %s\n", cli_size(mem.total, t[0], 32), tmm_config_field_by_flag("precision")->names[c->precision],
+               tmm_config_field_by_flag("recompute")->names[c->recompute], mine.batch / c->accum,
+               tmm_train_memory_limit_text(&mem, limit, sizeof limit));
+        printf("  parameters %s, gradients %s, AdamW moments %s, activations %s, workspace %s, mixer plan %s\n",
+               cli_size(mem.model.params, t[1], 32), cli_size(mem.model.grads + mem.accumulation, t[2], 32),
+               cli_size(mem.optimizer, t[3], 32), cli_size(mem.model.activations, t[4], 32),
+               cli_size(mem.model.workspace, t[5], 32),
+               mem.model.fft_plans ? cli_size(mem.model.fft_plans, t[6], 32) : "none");
+    }
+    if (f->resume)
+        printf("resuming from %s\n", f->resume);
+    if (tmm_dist_size(dist) > 1)
+        printf("data parallel: %d ranks, %u sequences each per step (global batch %u)\n", tmm_dist_size(dist),
+               c->batch / (uint32_t)tmm_dist_size(dist), c->batch);
+}
+
+/* The leader's closing lines: the result, the checkpoint and what to run next. */
+static void print_result(const tmm_train_config *c, const train_flags *f, const progress_ui *ui,
+                         const tmm_train_result *res)
+{
+    if (ui->tty && !f->quiet)
+        printf("\n");
+    printf("%s after %llu steps in %.1f s: loss %.4f", res->interrupted ? "interrupted" : "done",
+           (unsigned long long)res->step, res->seconds, res->loss);
+    if (res->accuracy >= 0)
+        printf(", held-out %s %.2f%%", c->task == TMM_DATA_COPY ? "copy accuracy"
+                                       : c->task == TMM_DATA_MQAR ? "recall accuracy" : "accuracy",
+               100 * res->accuracy);
+    printf("\ncheckpoint: %s\n", res->checkpoint);
+    if (res->reached_target)
+        printf("reached the target accuracy of %.0f%%\n", 100 * c->target_accuracy);
+    if (res->interrupted)
+        printf("resume with: %s train --resume %s\n", cli_program, c->run_dir);
+    else if (c->task == TMM_DATA_COPY && !c->model.frozen && tmm_arch_of(c->model.arch)->toeplitz)
+        printf("next: %s eval --checkpoint %s   |   %s train --frozen --run-dir runs/frozen (the ablation: "
+               "copying fails)\n", cli_program, c->run_dir, cli_program);
+    else
+        printf("next: %s eval --checkpoint %s\n", cli_program, c->run_dir);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    tmm_train_config c;
+    tmm_train_config_default(&c);
+    train_flags f = { .device = -1 };
+    int rc = parse_flags(argc, argv, &c, &f);
+    if (rc) {
+        tmm_train_config_free(&c);
+        return rc < 0 ? 0 : rc;
+    }
     /* under mpirun: one rank of several (every rank runs this same command) */
     tmm_dist *dist;
-    int rc = cli_dist_open(&dist);
-    if (rc) {
+    if ((rc = cli_dist_open(&dist)) != 0) {
         tmm_train_config_free(&c);
         return rc;
     }
@@ -313,19 +388,16 @@ int cmd_train(int argc, char **argv)
     if (tmm_dist_size(dist) > 1) {
         snprintf(command, sizeof command, "train (rank %d of %d)", tmm_dist_rank(dist), tmm_dist_size(dist));
         cli_command = command; /* names each rank's error lines */
-        quiet |= !tmm_dist_leader(dist);
+        f.quiet |= !tmm_dist_leader(dist);
     }
-    tmm_data *data;
+    tmm_data *data = NULL;
+    tmm_device *dev = NULL;
     tmm_status s = tmm_train_prepare(&c, &data);
-    if (s != TMM_OK) {
-        tmm_train_config_free(&c);
+    if (s != TMM_OK)
         rc = cli_error("bad training setup", s);
-        tmm_dist_abort(dist, rc);
-        cli_dist_close(dist);
-        return rc;
-    }
-    tmm_device *dev;
-    if ((rc = cli_open_device(cli_dist_device(dist, device), &dev)) != 0) {
+    else
+        rc = cli_open_device(cli_dist_device(dist, f.device), &dev);
+    if (rc) {
         tmm_data_destroy(data);
         tmm_train_config_free(&c);
         tmm_dist_abort(dist, rc);
@@ -336,42 +408,8 @@ int cmd_train(int argc, char **argv)
     if (tmm_dist_size(dist) > 1)
         fprintf(stderr, "tmm train: rank %d of %d (local rank %d) on %s\n", tmm_dist_rank(dist),
                 tmm_dist_size(dist), dist->local_rank, tmm_device_get_info(dev)->name);
-    if (!quiet) {
-        printf("tmm train on %s\n", tmm_device_get_info(dev)->name);
-        printf("data: %s\n", tmm_data_describe(data));
-        if (c.task == TMM_DATA_TEXT)
-            printf("unigram entropy of the training text: %.4f nats per token\n", tmm_data_unigram_entropy(data));
-        const tmm_data_info *di = tmm_data_get_info(data);
-        if (di->truncated_docs)
-            printf("note: documents mode trains on the first n+1 = %u tokens of each document: %llu of the %llu "
-                   "training documents are longer, and %.1f%% of the training tokens (%llu) are in no row; "
-                   "--text-mode windows uses all of it\n", c.model.n_ctx + 1,
-                   (unsigned long long)di->truncated_docs, (unsigned long long)di->train_docs,
-                   100.0 * (double)di->truncated_bytes / (double)di->train_tokens,
-                   (unsigned long long)di->truncated_bytes);
-        printf("config:\n%s\n", json ? json : "");
-        printf("parameters: %llu\n", (unsigned long long)tmm_model_param_count(&c.model));
-        tmm_train_memory mem;
-        tmm_train_config mine = c; /* several ranks: each plans its part of the batch */
-        mine.batch = c.batch / (uint32_t)tmm_dist_size(dist);
-        if (mine.batch % c.accum == 0 && tmm_train_memory_plan(dev, &mine, &mem) == TMM_OK) {
-            char t[7][32], limit[64];
-            printf("device memory: %s planned (precision %s, recompute %s, %u sequences per micro-batch); the limit "
-                   "is %s\n", cli_size(mem.total, t[0], 32), tmm_config_field_by_flag("precision")->names[c.precision],
-                   tmm_config_field_by_flag("recompute")->names[c.recompute], mine.batch / c.accum,
-                   tmm_train_memory_limit_text(&mem, limit, sizeof limit));
-            printf("  parameters %s, gradients %s, AdamW moments %s, activations %s, workspace %s, mixer plan %s\n",
-                   cli_size(mem.model.params, t[1], 32), cli_size(mem.model.grads + mem.accumulation, t[2], 32),
-                   cli_size(mem.optimizer, t[3], 32), cli_size(mem.model.activations, t[4], 32),
-                   cli_size(mem.model.workspace, t[5], 32),
-                   mem.model.fft_plans ? cli_size(mem.model.fft_plans, t[6], 32) : "none");
-        }
-        if (resume)
-            printf("resuming from %s\n", resume);
-        if (tmm_dist_size(dist) > 1)
-            printf("data parallel: %d ranks, %u sequences each per step (global batch %u)\n", tmm_dist_size(dist),
-                   c.batch / (uint32_t)tmm_dist_size(dist), c.batch);
-    }
+    if (!f.quiet)
+        print_setup(&c, &f, dev, data, dist, json);
     free(json);
 
     /* schedulers and `timeout` send SIGTERM, a closed terminal SIGHUP: all save like Ctrl-C */
@@ -380,37 +418,19 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    progress_ui ui = { isatty(STDOUT_FILENO), quiet, c.task };
+    progress_ui ui = { isatty(STDOUT_FILENO), f.quiet, c.task };
     tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &interrupted,
-                              .stop_after = stop_after, .replace_run = force, .data = data, .dist = dist };
+                              .stop_after = f.stop_after, .replace_run = f.force, .data = data, .dist = dist };
     tmm_train_result res;
-    s = tmm_train(dev, &c, resume, &hooks, &res);
+    s = tmm_train(dev, &c, f.resume, &hooks, &res);
     tmm_data_destroy(data);
     if (s != TMM_OK) {
         rc = cli_error("training failed", s);
         /* the other ranks may be waiting for this one: end them all now */
         tmm_dist_abort(dist, rc);
-    } else if (!tmm_dist_leader(dist)) {
-        rc = res.interrupted ? 128 + (int)(interrupted ? interrupted : SIGTERM) : 0; /* another rank's signal */
     } else {
-        if (ui.tty && !quiet)
-            printf("\n");
-        printf("%s after %llu steps in %.1f s: loss %.4f", res.interrupted ? "interrupted" : "done",
-               (unsigned long long)res.step, res.seconds, res.loss);
-        if (res.accuracy >= 0)
-            printf(", held-out %s %.2f%%", c.task == TMM_DATA_COPY ? "copy accuracy"
-                                          : c.task == TMM_DATA_MQAR ? "recall accuracy" : "accuracy",
-                   100 * res.accuracy);
-        printf("\ncheckpoint: %s\n", res.checkpoint);
-        if (res.reached_target)
-            printf("reached the target accuracy of %.0f%%\n", 100 * c.target_accuracy);
-        if (res.interrupted)
-            printf("resume with: %s train --resume %s\n", cli_program, c.run_dir);
-        else if (c.task == TMM_DATA_COPY && !c.model.frozen && tmm_arch_of(c.model.arch)->toeplitz)
-            printf("next: %s eval --checkpoint %s   |   %s train --frozen --run-dir runs/frozen (the ablation: "
-                   "copying fails)\n", cli_program, c.run_dir, cli_program);
-        else
-            printf("next: %s eval --checkpoint %s\n", cli_program, c.run_dir);
+        if (tmm_dist_leader(dist))
+            print_result(&c, &f, &ui, &res);
         /* 130 for Ctrl-C, 143 for SIGTERM (also when another rank got the signal) */
         rc = res.interrupted ? 128 + (int)(interrupted ? interrupted : SIGTERM) : 0;
     }
