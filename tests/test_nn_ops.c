@@ -310,6 +310,21 @@ H_TEST(nn, layernorm_matches_reference)
         check_layernorm(shapes[s][0], shapes[s][1], s % 3 == 1, seed_of(s, 2));
 }
 
+/* The GPUs' statistics (norm_stats_sg: a workgroup per row, subgroup sums),
+ * forced on this device: rows past one dispatch's 65535, rows longer than a
+ * workgroup, several loops per invocation. */
+H_TEST(nn, layernorm_subgroups_match_reference)
+{
+    if (!tmm_op_norm_subgroups_for(tmm_device_get_info(h_dev), 2))
+        cr_skip_test("skipped: the device lacks subgroup arithmetic in compute");
+    static const uint32_t shapes[][2] = { { 1, 1 }, { 3, 7 }, { 2, 255 }, { 5, 1000 }, { 70, 4099 },
+                                          { 64, 1 }, { 1, 70001 }, { 65537, 3 } };
+    h_dev->tuning.norm_variant = 2;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        check_layernorm(shapes[s][0], shapes[s][1], s % 3 == 1, seed_of(s, 7));
+    h_dev->tuning.norm_variant = 0;
+}
+
 /* ---- bias + SiLU -------------------------------------------------------------- */
 
 static void check_silu(uint32_t rows, uint32_t d, bool in_place, uint64_t seed)

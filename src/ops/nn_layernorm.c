@@ -52,7 +52,11 @@ tmm_status tmm_op_layernorm_forward(tmm_recorder *r, tmm_view x, tmm_view gamma,
     TMM_TRY(nn_fit_rows(dev, op, "mean", 1, &per));
     if (nc > 1)
         TMM_TRY(nn_fit_rows(dev, op, "scratch", 2ull * nc, &per));
-    if (rows <= NN_ROW_NORM_ROWS && 3ull * d <= TMM_MAX_LOOP && per == rows) {
+    const bool sg = tmm_op_norms_use_subgroups(dev);
+    bool stats_done = false;
+    if (sg)
+        TMM_TRY(nn_norm_stats_sg(r, op, 0, x, rows, d, eps, mean, rstd, &stats_done));
+    if (!sg && rows <= NN_ROW_NORM_ROWS && 3ull * d <= TMM_MAX_LOOP && per == rows) {
         tmm_pipeline *pr;
         TMM_TRY(tmm_op_pipeline(r, &tmm_spv_layernorm_row, 6, 28, local_loop, NULL, 0, &pr));
         nn_bind bx = nn_rows(dev, x, 0, rows, d), by = nn_rows(dev, y, 0, rows, d);
@@ -73,7 +77,7 @@ tmm_status tmm_op_layernorm_forward(tmm_recorder *r, tmm_view x, tmm_view gamma,
     if (nc > 1)
         TMM_TRY(tmm_op_pipeline(r, &tmm_spv_layernorm_combine, 3, 32, local_loop, NULL, 0, &pc));
 
-    for (int phase = 0; phase < 3; phase++)
+    for (int phase = stats_done ? 2 : 0; phase < 3; phase++)
         for (uint64_t r0 = 0; r0 < rows; r0 += per) {
             uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
             nn_bind bx = nn_rows(dev, x, r0, nr, d), by = nn_rows(dev, y, r0, nr, d);

@@ -186,4 +186,11 @@ uint64_t tmm_op_argmax_scratch(uint32_t rows, uint32_t vocab);
 tmm_status tmm_op_argmax(tmm_recorder *r, tmm_view logits, uint32_t rows, uint32_t vocab, tmm_view scratch,
                          tmm_view argmax);
 
+/* Whether LayerNorm's and RMSNorm's statistics take the subgroup kernel on
+ * dev: a workgroup per row, subgroup sums (GPUs with subgroup arithmetic in
+ * compute; tuning.norm_variant forces either way). */
+bool tmm_op_norms_use_subgroups(const tmm_device *dev);
+/* The same for a device's info and a norm_variant (tmm devices). */
+bool tmm_op_norm_subgroups_for(const tmm_device_info *info, uint32_t norm_variant);
+
 #endif

@@ -77,7 +77,11 @@ tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint3
     if (nc > 1)
         TMM_TRY(nn_fit_rows(dev, op, "scratch", nc, &per));
 
-    if (rows <= NN_ROW_NORM_ROWS && 2ull * d <= TMM_MAX_LOOP && per == rows) {
+    const bool sg = tmm_op_norms_use_subgroups(dev);
+    bool stats_done = false;
+    if (sg)
+        TMM_TRY(nn_norm_stats_sg(r, op, 1, x, rows, d, eps, rstd, rstd, &stats_done));
+    if (!sg && rows <= NN_ROW_NORM_ROWS && 2ull * d <= TMM_MAX_LOOP && per == rows) {
         tmm_pipeline *pr;
         TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_row, 4, 24, local_loop, NULL, 0, &pr));
         nn_bind bx = nn_rows(dev, x, 0, rows, d), by = nn_rows(dev, y, 0, rows, d);
@@ -98,7 +102,7 @@ tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint3
 
     /* Phase 0: sums of squares (per chunk); 1: their combination into rstd
      * (several chunks only); 2: y. */
-    for (int phase = 0; phase < 3; phase++) {
+    for (int phase = stats_done ? 2 : 0; phase < 3; phase++) {
         if (phase == 1 && nc == 1)
             continue;
         for (uint64_t r0 = 0; r0 < rows; r0 += per) {

@@ -66,3 +66,55 @@ tmm_status nn_colsum_finish(tmm_recorder *r, tmm_view region, uint32_t n_planes,
     }
     return TMM_OK;
 }
+
+bool tmm_op_norm_subgroups_for(const tmm_device_info *i, uint32_t variant)
+{
+    const bool has = i->subgroup_in_compute && i->subgroup_size >= 4 && i->subgroup_size <= 128 &&
+                     (i->subgroup_operations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+                     (i->subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    switch (variant) {
+    case 1: return false;
+    case 2: return has;
+    default: return has && i->type != TMM_DEVICE_CPU;
+    }
+}
+
+bool tmm_op_norms_use_subgroups(const tmm_device *dev)
+{
+    return tmm_op_norm_subgroups_for(&dev->info, dev->tuning.norm_variant);
+}
+
+uint32_t nn_norm_sg_workgroup(const tmm_device *dev)
+{
+    const uint32_t s = dev->info.subgroup_size;
+    return s * s < 256 ? s * s : 256;
+}
+
+tmm_status nn_norm_stats_sg(tmm_recorder *r, const char *op, uint32_t kind, tmm_view x, uint32_t rows, uint32_t d,
+                            float eps, tmm_view mean, tmm_view rstd, bool *done)
+{
+    tmm_device *dev = tmm_recorder_device(r);
+    const uint32_t wg = nn_norm_sg_workgroup(dev);
+    *done = false;
+    if (tmm_div_up(d, wg) > TMM_MAX_LOOP)
+        return TMM_OK;
+    uint64_t per = rows;
+    TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
+    TMM_TRY(nn_fit_rows(dev, op, "rstd", 1, &per));
+    const uint32_t local[3] = { wg, 1, 1 }, spec = kind;
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_norm_stats_sg, 3, 24, local, &spec, 1, &p));
+    for (uint64_t r0 = 0; r0 < rows; r0 += per) {
+        const uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
+        nn_bind bx = nn_rows(dev, x, r0, nr, d), br = nn_rows(dev, rstd, r0, nr, 1);
+        nn_bind bm = kind == 0 ? nn_rows(dev, mean, r0, nr, 1) : br; /* RMSNorm writes no mean */
+        struct {
+            uint32_t rows, d, base_x, base_m, base_r;
+            float eps;
+        } push = { .rows = nr, .d = d, .base_x = bx.base, .base_m = bm.base, .base_r = br.base, .eps = eps };
+        tmm_arg args[3] = { tmm_in(bx.view), tmm_out(bm.view), tmm_out(br.view) };
+        TMM_TRY(tmm_record_dispatch(r, p, args, 3, &push, nr < 65535 ? nr : 65535, tmm_div_up(nr, 65535), 1));
+    }
+    *done = true;
+    return TMM_OK;
+}

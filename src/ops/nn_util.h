@@ -14,6 +14,15 @@
  * enough; more rows are faster in the phases, which spread a row's elements. */
 #define NN_ROW_NORM_ROWS 64u
 
+/* The subgroup kernel's workgroup size: min(256, S^2) for the device's
+ * subgroup size S, so that a workgroup holds at most S subgroups. */
+uint32_t nn_norm_sg_workgroup(const tmm_device *dev);
+/* Records norm_stats_sg (kind 0 LayerNorm: mean and rstd; 1 RMSNorm: rstd)
+ * over rows of d columns; false (nothing recorded) when a row is too long
+ * for one workgroup's loops. */
+tmm_status nn_norm_stats_sg(tmm_recorder *r, const char *op, uint32_t kind, tmm_view x, uint32_t rows, uint32_t d,
+                            float eps, tmm_view mean, tmm_view rstd, bool *done);
+
 static inline uint64_t nn_aligned(uint64_t n) { return (n + NN_ALIGN_FLOATS - 1) / NN_ALIGN_FLOATS * NN_ALIGN_FLOATS; }
 
 /* A binding and the element offset (in its own units) of the first wanted
