@@ -29,9 +29,10 @@ typedef struct tmm_device_tuning {
     uint32_t ssd_block;       /* SSD chunk products: outputs per invocation BK x BK (0: 16 on CPU devices,
                                  8 on GPUs; at most 16) */
     uint32_t max_chunk_rows;  /* FFT path: channel rows per chunk (0: as many as a binding holds) */
-    uint32_t norm_variant;    /* LayerNorm and RMSNorm statistics: 0 per device (a workgroup per row with
-                                 subgroup sums on GPUs that have subgroup arithmetic in compute), 1 one
-                                 invocation per row chunk, 2 subgroups wherever the device has them */
+    uint32_t reduce_variant;  /* row reductions (LayerNorm and RMSNorm statistics, cross-entropy): 0 per
+                                 device (a workgroup per row with subgroup arithmetic on GPUs that have it in
+                                 compute), 1 one invocation per row chunk, 2 subgroups wherever the device
+                                 has them */
     bool force_staging;       /* device buffers use staged copies even on unified memory: the discrete-GPU
                                  path (set before creating buffers) */
 } tmm_device_tuning;

@@ -192,14 +192,14 @@ H_TEST(llama, rmsnorm_matches_reference)
 /* The GPUs' statistics (norm_stats_sg), forced on this device. */
 H_TEST(llama, rmsnorm_subgroups_match_reference)
 {
-    if (!tmm_op_norm_subgroups_for(tmm_device_get_info(h_dev), 2))
+    if (!tmm_op_row_subgroups_for(tmm_device_get_info(h_dev), 2))
         cr_skip_test("skipped: the device lacks subgroup arithmetic in compute");
     static const uint32_t shapes[][2] = { { 1, 1 }, { 3, 7 }, { 2, 255 }, { 5, 1000 }, { 70, 4099 },
                                           { 1, 70001 }, { 65537, 3 } };
-    h_dev->tuning.norm_variant = 2;
+    h_dev->tuning.reduce_variant = 2;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         check_rmsnorm(shapes[s][0], shapes[s][1], s % 3 == 1, seed_of(s, 5));
-    h_dev->tuning.norm_variant = 0;
+    h_dev->tuning.reduce_variant = 0;
 }
 
 H_TEST(llama, rmsnorm_backward_of_no_rows)

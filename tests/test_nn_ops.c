@@ -315,14 +315,14 @@ H_TEST(nn, layernorm_matches_reference)
  * workgroup, several loops per invocation. */
 H_TEST(nn, layernorm_subgroups_match_reference)
 {
-    if (!tmm_op_norm_subgroups_for(tmm_device_get_info(h_dev), 2))
+    if (!tmm_op_row_subgroups_for(tmm_device_get_info(h_dev), 2))
         cr_skip_test("skipped: the device lacks subgroup arithmetic in compute");
     static const uint32_t shapes[][2] = { { 1, 1 }, { 3, 7 }, { 2, 255 }, { 5, 1000 }, { 70, 4099 },
                                           { 64, 1 }, { 1, 70001 }, { 65537, 3 } };
-    h_dev->tuning.norm_variant = 2;
+    h_dev->tuning.reduce_variant = 2;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         check_layernorm(shapes[s][0], shapes[s][1], s % 3 == 1, seed_of(s, 7));
-    h_dev->tuning.norm_variant = 0;
+    h_dev->tuning.reduce_variant = 0;
 }
 
 /* ---- bias + SiLU -------------------------------------------------------------- */
@@ -461,6 +461,38 @@ H_TEST(nn, xent_matches_reference)
                                           { 3, 70000 } /* vocab beyond the loop cap */ };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         check_xent(shapes[s][0], shapes[s][1], seed_of(s, 4));
+}
+
+/* The GPUs' kernel (xent_row_sg: a workgroup per row, subgroup max, argmax
+ * and sum), forced on this device; and ties go to the first index. */
+H_TEST(nn, xent_subgroups_match_reference)
+{
+    if (!tmm_op_row_subgroups_for(tmm_device_get_info(h_dev), 2))
+        cr_skip_test("skipped: the device lacks subgroup arithmetic in compute");
+    static const uint32_t shapes[][2] = { { 1, 1 }, { 1, 2 }, { 7, 2048 }, { 37, 1000 }, { 65537, 3 }, { 3, 70000 } };
+    h_dev->tuning.reduce_variant = 2;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        check_xent(shapes[s][0], shapes[s][1], seed_of(s, 9));
+    const uint32_t rows = 3, vocab = 300;
+    float x[3 * 300];
+    for (uint32_t i = 0; i < rows * vocab; i++)
+        x[i] = (float)(i % 7) * 0.25f;
+    x[1 * vocab + 200] = x[1 * vocab + 250] = 9.0f; /* row 1: two maxima */
+    x[2 * vocab + 299] = 9.0f;                      /* row 2: the last */
+    tmm_buffer *bx = h_buffer(x, rows * vocab), *ba = h_buffer(NULL, rows);
+    tmm_buffer *sc = scratch_buffer(tmm_op_argmax_scratch(rows, vocab));
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_argmax(r, tmm_whole(bx), rows, vocab, tmm_whole(sc), tmm_whole(ba)));
+    h_run(r);
+    float words[3];
+    uint32_t am[3];
+    h_read(ba, words, 3);
+    memcpy(am, words, sizeof am);
+    cr_assert_eq(am[0], 6, "row 0's first maximum is at 6, got %u", am[0]);
+    cr_assert_eq(am[1], 200, "row 1: the first of two maxima, got %u", am[1]);
+    cr_assert_eq(am[2], 299, "row 2: the last logit, got %u", am[2]);
+    h_dev->tuning.reduce_variant = 0;
+    tmm_buffer_destroy(bx), tmm_buffer_destroy(ba), tmm_buffer_destroy(sc);
 }
 
 H_TEST(nn, xent_nothing_scored)

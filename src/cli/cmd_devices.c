@@ -82,8 +82,8 @@ static void print_device(const tmm_device_info *d, bool picked)
                (double)d->timestamp_period_ns);
     else
         printf("  timestamps                 not on the compute queue\n");
-    printf("  fast paths                 norm statistics by subgroups: %s; cooperative-matrix matmul: none "
-           "in this tmm yet\n", tmm_op_norm_subgroups_for(d, 0) ? "yes" : d->type == TMM_DEVICE_CPU ? "no (a CPU "
+    printf("  fast paths                 row reductions by subgroups (norms, cross-entropy): %s; "
+           "cooperative-matrix matmul: none in this tmm yet\n", tmm_op_row_subgroups_for(d, 0) ? "yes" : d->type == TMM_DEVICE_CPU ? "no (a CPU "
            "device: one invocation per row is faster)" : "no (the device lacks subgroup arithmetic in compute)");
     if (!d->has_compute_queue || d->api_version < VK_API_VERSION_1_1)
         printf("  (unusable: tmm needs Vulkan 1.1 with a compute queue)\n");

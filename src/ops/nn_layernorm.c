@@ -52,7 +52,7 @@ tmm_status tmm_op_layernorm_forward(tmm_recorder *r, tmm_view x, tmm_view gamma,
     TMM_TRY(nn_fit_rows(dev, op, "mean", 1, &per));
     if (nc > 1)
         TMM_TRY(nn_fit_rows(dev, op, "scratch", 2ull * nc, &per));
-    const bool sg = tmm_op_norms_use_subgroups(dev);
+    const bool sg = tmm_op_rows_use_subgroups(dev);
     bool stats_done = false;
     if (sg)
         TMM_TRY(nn_norm_stats_sg(r, op, 0, x, rows, d, eps, mean, rstd, &stats_done));

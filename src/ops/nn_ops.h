@@ -186,11 +186,12 @@ uint64_t tmm_op_argmax_scratch(uint32_t rows, uint32_t vocab);
 tmm_status tmm_op_argmax(tmm_recorder *r, tmm_view logits, uint32_t rows, uint32_t vocab, tmm_view scratch,
                          tmm_view argmax);
 
-/* Whether LayerNorm's and RMSNorm's statistics take the subgroup kernel on
- * dev: a workgroup per row, subgroup sums (GPUs with subgroup arithmetic in
- * compute; tuning.norm_variant forces either way). */
-bool tmm_op_norms_use_subgroups(const tmm_device *dev);
-/* The same for a device's info and a norm_variant (tmm devices). */
-bool tmm_op_norm_subgroups_for(const tmm_device_info *info, uint32_t norm_variant);
+/* Whether row reductions (LayerNorm's and RMSNorm's statistics, the
+ * cross-entropy's max, sum and argmax) take the subgroup kernels on dev: a
+ * workgroup per row, subgroup arithmetic (GPUs with it in compute;
+ * tuning.reduce_variant forces either way). */
+bool tmm_op_rows_use_subgroups(const tmm_device *dev);
+/* The same for a device's info and a reduce_variant (tmm devices). */
+bool tmm_op_row_subgroups_for(const tmm_device_info *info, uint32_t reduce_variant);
 
 #endif

@@ -77,7 +77,7 @@ tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint3
     if (nc > 1)
         TMM_TRY(nn_fit_rows(dev, op, "scratch", nc, &per));
 
-    const bool sg = tmm_op_norms_use_subgroups(dev);
+    const bool sg = tmm_op_rows_use_subgroups(dev);
     bool stats_done = false;
     if (sg)
         TMM_TRY(nn_norm_stats_sg(r, op, 1, x, rows, d, eps, rstd, rstd, &stats_done));

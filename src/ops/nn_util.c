@@ -67,7 +67,7 @@ tmm_status nn_colsum_finish(tmm_recorder *r, tmm_view region, uint32_t n_planes,
     return TMM_OK;
 }
 
-bool tmm_op_norm_subgroups_for(const tmm_device_info *i, uint32_t variant)
+bool tmm_op_row_subgroups_for(const tmm_device_info *i, uint32_t variant)
 {
     const bool has = i->subgroup_in_compute && i->subgroup_size >= 4 && i->subgroup_size <= 128 &&
                      (i->subgroup_operations & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
@@ -79,9 +79,9 @@ bool tmm_op_norm_subgroups_for(const tmm_device_info *i, uint32_t variant)
     }
 }
 
-bool tmm_op_norms_use_subgroups(const tmm_device *dev)
+bool tmm_op_rows_use_subgroups(const tmm_device *dev)
 {
-    return tmm_op_norm_subgroups_for(&dev->info, dev->tuning.norm_variant);
+    return tmm_op_row_subgroups_for(&dev->info, dev->tuning.reduce_variant);
 }
 
 uint32_t nn_norm_sg_workgroup(const tmm_device *dev)

@@ -66,8 +66,16 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
     if (backward)
         TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_grad, 4, 32, local_elem, NULL, 0, &pg));
     const float scale = denominator ? 1.0f / (float)denominator : 0.0f;
+    /* GPUs: passes 1 and 2 in one, a workgroup per row (xent_row_sg) */
+    const uint32_t wg = nn_norm_sg_workgroup(dev);
+    const bool sg = tmm_op_rows_use_subgroups(dev) && tmm_div_up(vocab, wg) <= TMM_MAX_LOOP;
+    tmm_pipeline *psg = NULL;
+    if (sg) {
+        const uint32_t local[3] = { wg, 1, 1 };
+        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_row_sg, 5, 40, local, NULL, 0, &psg));
+    }
 
-    for (int phase = 0; phase < (backward ? 3 : 2); phase++)
+    for (int phase = sg ? 1 : 0; phase < (backward ? 3 : 2); phase++)
         for (uint64_t r0 = 0; r0 < rows; r0 += per) {
             uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
             nn_bind bx = nn_rows(dev, logits, r0, nr, vocab), bp = nn_rows(dev, part, r0, nr, 3ull * nc);
@@ -84,6 +92,16 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
                                                                                          .base_p = bp.base };
                 tmm_arg args[2] = { tmm_in(bx.view), tmm_out(bp.view) };
                 TMM_TRY(tmm_record_dispatch(r, pp, args, 2, &push, tmm_div_up((uint64_t)nr * nc, NN_WG_LOOP), 1, 1));
+            } else if (phase == 1 && sg) {
+                struct {
+                    uint32_t rows, vocab, has_targets, has_loss, has_argmax, base_x, base_t, base_l, base_lse, base_a;
+                } push = { .rows = nr, .vocab = vocab, .has_targets = targets != NULL, .has_loss = has_loss,
+                           .has_argmax = has_argmax, .base_x = bx.base, .base_t = bt.base, .base_l = bloss.base,
+                           .base_lse = bl.base, .base_a = ba.base };
+                tmm_arg args[5] = { tmm_in(bx.view), tmm_in(bt.view), tmm_out(bloss.view), tmm_out(bl.view),
+                                    tmm_out(ba.view) };
+                TMM_TRY(tmm_record_dispatch(r, psg, args, 5, &push, nr < 65535 ? nr : 65535, tmm_div_up(nr, 65535),
+                                            1));
             } else if (phase == 1) {
                 struct {
                     uint32_t rows, vocab, nchunk, has_targets, has_loss, has_argmax;
