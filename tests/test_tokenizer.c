@@ -263,7 +263,7 @@ Test(tokenizer, bad_json_refused)
     expect_refused("{\"model\":", "not valid JSON");
     expect_refused("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]},\"decoder\":{\"type\":\"ByteLevel\"}}", "Unigram");
     expect_refused("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{}},\"decoder\":{\"type\":\"ByteLevel\"}}", "WordPiece");
-    expect_refused("{\"normalizer\":{\"type\":\"NFC\"},\"model\":{\"type\":\"BPE\"}}", "NFC");
+    expect_refused("{\"normalizer\":{\"type\":\"NFKD\"},\"model\":{\"type\":\"BPE\"}}", "normalizer 'NFKD' is not supported");
     char *j = tiny_json("{\"type\":\"Whitespace\"}", "", "", "");
     expect_refused(j, "Whitespace");
     free(j);

@@ -1,8 +1,11 @@
-/* BPE of one pre-tokenized word: the symbols start as the word's bytes and
- * the pair of lowest rank is merged until no pair has one, the leftmost first
- * among equal ranks (Hugging Face's order). Symbols are a linked list over
- * the byte positions and candidate pairs sit in a binary heap ordered by
- * (rank, position), checked when popped: O(n log n) for a word of n bytes. */
+/* The BPE model on one pre-tokenized word, as Hugging Face's (BPE::merge_word
+ * and Word::merge_all): the first symbols are the word's bytes (byte-level)
+ * or characters; one the vocabulary lacks becomes its "<0xHH>" byte tokens
+ * (byte_fallback), else unk_token (consecutive ones fused with fuse_unk),
+ * else nothing. Then the pair of lowest rank is merged until no pair has one,
+ * the leftmost first among equal ranks. Symbols are a linked list and
+ * candidate pairs sit in a binary heap ordered by (rank, position), checked
+ * when popped: O(n log n) for a word of n symbols. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,12 +13,13 @@
 #include "text/tokenizer_impl.h"
 
 typedef struct tok_heap_entry {
-    uint32_t rank, pos, left, right;
+    uint32_t rank, pos, result;
 } tok_heap_entry;
 
 void tmm_tok_scratch_free(tok_scratch *s)
 {
     free(s->id), free(s->prev), free(s->next), free(s->heap);
+    free(s->norm[0].data), free(s->norm[1].data), free(s->meta.data);
     *s = (tok_scratch){ 0 };
 }
 
@@ -26,16 +30,17 @@ static tmm_status reserve(tok_scratch *s, size_t n)
     size_t cap = s->capacity ? s->capacity : 64;
     while (cap < n)
         cap *= 2;
-    tmm_tok_scratch_free(s);
+    free(s->id), free(s->prev), free(s->next), free(s->heap);
     s->id = malloc(cap * sizeof *s->id);
     s->prev = malloc(cap * sizeof *s->prev);
     s->next = malloc(cap * sizeof *s->next);
     s->heap = malloc(cap * sizeof *s->heap);
-    if (!s->id || !s->prev || !s->next || !s->heap) {
-        tmm_tok_scratch_free(s);
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a word of %zu bytes", n);
-    }
     s->capacity = cap;
+    if (!s->id || !s->prev || !s->next || !s->heap) {
+        free(s->id), free(s->prev), free(s->next), free(s->heap);
+        s->id = s->prev = s->next = NULL, s->heap = NULL, s->capacity = 0;
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a word of %zu symbols", n / 4);
+    }
     return TMM_OK;
 }
 
@@ -77,8 +82,8 @@ static tok_heap_entry heap_pop(tok_heap_entry *h, size_t *n)
 #define END UINT32_MAX
 
 /* The heap holds at most one live entry per adjacent pair, plus stale ones:
- * each merge removes a pair and adds at most two, so n entries suffice for n
- * symbols only when stale entries are popped first; 2n bounds it always. */
+ * each merge removes a pair and adds at most two, so 2n entries bound it for
+ * n symbols. */
 static void consider(const tmm_tokenizer *t, tok_scratch *s, size_t *h, uint32_t pos)
 {
     uint32_t nx = s->next[pos];
@@ -86,36 +91,115 @@ static void consider(const tmm_tokenizer *t, tok_scratch *s, size_t *h, uint32_t
         return;
     uint32_t r = tmm_tok_rank(t, s->id[pos], s->id[nx]);
     if (r != TMM_TOK_NONE)
-        heap_push(s->heap, h, (tok_heap_entry){ r, pos, s->id[pos], s->id[nx] });
+        heap_push(s->heap, h, (tok_heap_entry){ r, pos, t->merge_result[r] });
+}
+
+/* The symbols of one unit (a byte or a character) the vocabulary lacks:
+ * "<0xHH>" tokens of its bytes, or unk_token (pending in *unk, fused or
+ * flushed as Hugging Face does), or none. */
+typedef struct symbols {
+    uint32_t *id;
+    uint32_t n;
+    bool unk; /* an unk pending */
+} symbols;
+
+static tmm_status unknown(const tmm_tokenizer *t, symbols *sy, const char *bytes, size_t len)
+{
+    if (t->byte_fallback) {
+        size_t i = 0;
+        while (i < len && t->fallback_id[(unsigned char)bytes[i]] != TMM_TOK_NONE)
+            i++;
+        if (i == len) { /* like Hugging Face, a pending unk stays pending */
+            for (i = 0; i < len; i++)
+                sy->id[sy->n++] = t->fallback_id[(unsigned char)bytes[i]];
+            return TMM_OK;
+        }
+    }
+    if (!t->unk_token)
+        return TMM_OK;
+    if (t->unk_id == TMM_TOK_NONE)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the text needs unk_token '%.80s', which is not in the vocabulary",
+                        t->unk_token);
+    if (sy->unk && !t->fuse_unk)
+        sy->id[sy->n++] = t->unk_id;
+    sy->unk = true;
+    return TMM_OK;
+}
+
+static tmm_status first_symbols(const tmm_tokenizer *t, tok_scratch *s, const char *w, size_t n, uint32_t *count)
+{
+    symbols sy = { s->id, 0, false };
+    for (size_t i = 0; i < n;) {
+        uint32_t id, cp;
+        size_t len = 1;
+        if (t->byte_level) {
+            id = t->byte_id[(unsigned char)w[i]];
+        } else {
+            len = tmm_tok_utf8_get(w + i, n - i, &cp);
+            id = tmm_tok_word_id(t, w + i, len);
+        }
+        if (id != TMM_TOK_NONE) {
+            if (sy.unk)
+                sy.id[sy.n++] = t->unk_id, sy.unk = false;
+            sy.id[sy.n++] = id;
+        } else if (t->byte_level) { /* the model sees the byte's character */
+            tmm_tok_map m;
+            char ch[4];
+            tmm_tok_byte_map(&m);
+            TMM_TRY(unknown(t, &sy, ch, tmm_tok_utf8_put(m.byte_char[(unsigned char)w[i]], ch)));
+        } else {
+            TMM_TRY(unknown(t, &sy, w + i, len));
+        }
+        i += len;
+    }
+    if (sy.unk)
+        sy.id[sy.n++] = t->unk_id;
+    *count = sy.n;
+    return TMM_OK;
 }
 
 tmm_status tmm_tok_bpe_word(const tmm_tokenizer *t, tok_scratch *s, const char *word, size_t n, tmm_tokens *out)
 {
-    if (n == 1)
+    if (n == 0)
+        return TMM_OK;
+    if (n == 1 && t->all_bytes)
         return tmm_tokens_push(out, t->byte_id[(unsigned char)word[0]]);
     if (t->ignore_merges) {
         uint32_t id = tmm_tok_word_id(t, word, n);
         if (id != TMM_TOK_NONE)
             return tmm_tokens_push(out, id);
     }
-    if (n > UINT32_MAX / 4)
+    if (n > UINT32_MAX / 8)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a pre-tokenized word of %zu bytes is too long", n);
-    TMM_TRY(reserve(s, 2 * n));
-    for (uint32_t i = 0; i < n; i++) {
-        s->id[i] = t->byte_id[(unsigned char)word[i]];
+    /* at most 2 symbols per byte (a byte-level fallback), and 2 heap entries per symbol */
+    TMM_TRY(reserve(s, 4 * n));
+    uint32_t m = 0;
+    if (t->all_bytes) {
+        for (uint32_t i = 0; i < n; i++)
+            s->id[i] = t->byte_id[(unsigned char)word[i]];
+        m = (uint32_t)n;
+    } else {
+        TMM_TRY(first_symbols(t, s, word, n, &m));
+    }
+    if (m == 0)
+        return TMM_OK;
+    for (uint32_t i = 0; i < m; i++) {
         s->prev[i] = i ? i - 1 : END;
-        s->next[i] = i + 1 < n ? i + 1 : END;
+        s->next[i] = i + 1 < m ? i + 1 : END;
     }
     size_t h = 0;
-    for (uint32_t i = 0; i + 1 < n; i++)
+    for (uint32_t i = 0; i + 1 < m; i++)
         consider(t, s, &h, i);
     while (h) {
         tok_heap_entry e = heap_pop(s->heap, &h);
         uint32_t nx = s->next[e.pos];
-        /* stale: the left symbol was merged away or changed, or its right neighbour did */
-        if (s->id[e.pos] != e.left || nx == END || s->id[nx] != e.right)
+        /* stale unless the pair there still merges into the same token (Hugging Face's check) */
+        if (s->id[e.pos] == END || nx == END)
             continue;
-        s->id[e.pos] = t->merge_result[e.rank];
+        uint32_t r = tmm_tok_rank(t, s->id[e.pos], s->id[nx]);
+        if (r == TMM_TOK_NONE || t->merge_result[r] != e.result)
+            continue;
+        s->id[e.pos] = e.result;
         s->id[nx] = END; /* dead */
         s->next[e.pos] = s->next[nx];
         if (s->next[nx] != END)

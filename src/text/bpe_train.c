@@ -427,12 +427,8 @@ static tmm_status build(uint32_t n_merges, const uint32_t (*merges)[2], tmm_toke
             t->merge_pair[r][0] = merges[r][0], t->merge_pair[r][1] = merges[r][1];
             t->merge_result[r] = 257 + r;
         }
-        t->steps[0] = (tok_step){ .byte_level = true, .use_regex = true, .trim_offsets = true };
-        t->n_steps = 1;
-        t->post_byte_level = true;
-        t->post_add_prefix_space = t->post_use_regex = true;
-        t->dec_add_prefix_space = t->dec_trim_offsets = t->dec_use_regex = true;
-        s = tmm_tok_finish(t);
+        if ((s = tmm_tok_set_byte_level(t, NULL)) == TMM_OK)
+            s = tmm_tok_finish(t);
     }
     free(len);
     if (s != TMM_OK) {

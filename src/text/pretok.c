@@ -2,7 +2,8 @@
  * Oniguruma, whose \s and \S are Unicode's White_Space (with U+0085, without
  * U+FEFF); PCRE2's \s is not, so they are rewritten to \p{White_Space}. UTF
  * mode with PCRE2_MATCH_INVALID_UTF: invalid UTF-8 is matched by nothing
- * (docs/tokenizer.md, "Invalid UTF-8"). JIT-compiled where PCRE2 can. */
+ * (docs/tokenizer.md, "Invalid UTF-8"). ^ and $ match at line ends, as in
+ * Oniguruma's Ruby syntax. JIT-compiled where PCRE2 can. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +41,7 @@ tmm_status tmm_tok_compile(const char *pattern, bool literal, pcre2_code **out)
     }
     int err;
     PCRE2_SIZE at;
-    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
+    uint32_t opts = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP | PCRE2_MULTILINE);
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)p, PCRE2_ZERO_TERMINATED, opts, &err, &at, NULL);
     free(p);
     if (!re) {
@@ -52,4 +53,11 @@ tmm_status tmm_tok_compile(const char *pattern, bool literal, pcre2_code **out)
     (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* without JIT the interpreter gives the same matches */
     *out = re;
     return TMM_OK;
+}
+
+void tmm_tok_pattern_free(tok_pattern *p)
+{
+    free(p->text);
+    pcre2_code_free(p->re);
+    *p = (tok_pattern){ 0 };
 }

@@ -1,13 +1,14 @@
-/* The tokenizer object: the byte tokenizer, the tables every tokenizer
- * builds once it is made, encoding (added tokens, pre-tokenization, BPE with
- * the word cache) and decoding. docs/tokenizer.md. */
+/* The tokenizer object: the byte tokenizer, loading (tokenizer.json or a
+ * .tiktoken file), the tables every tokenizer builds once it is made, its
+ * fingerprint, and the template of special tokens. Encoding is encode.c,
+ * decoding decoder.c. docs/tokenizer.md. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "files.h"
 #include "io/limits.h"
 #include "status.h"
-#include "text/tokenizer_impl.h"
+#include "text/tokenizer_json.h"
 
 #define EOT_TEXT "<|endoftext|>"
 
@@ -50,7 +51,7 @@ tmm_status tmm_tok_alloc(uint32_t vocab, tmm_tokenizer **out)
     t->vocab = vocab;
     t->offset = calloc((size_t)vocab + 1, sizeof *t->offset);
     t->flags = calloc(vocab ? vocab : 1, 1);
-    t->eot = TMM_TOK_NONE;
+    t->eot = t->unk_id = TMM_TOK_NONE;
     if (!t->offset || !t->flags) {
         tmm_tokenizer_free(t);
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a vocabulary of %u", vocab);
@@ -66,13 +67,36 @@ void tmm_tokenizer_free(tmm_tokenizer *tok)
     free(tok->offset), free(tok->data), free(tok->flags);
     free(tok->merge_pair), free(tok->merge_result);
     free(tok->rank_keys), free(tok->rank_vals), free(tok->word_slots);
-    free(tok->unk_token);
-    for (uint32_t i = 0; i < tok->n_steps; i++) {
-        free(tok->steps[i].pattern);
-        pcre2_code_free(tok->steps[i].re);
-    }
-    free(tok->added), free(tok->added_sorted);
+    tmm_tok_parts_free(tok);
+    free(tok->piece_offset), free(tok->piece_data);
+    free(tok->added);
+    tmm_tok_added_free(&tok->raw_set);
+    tmm_tok_added_free(&tok->norm_set);
+    pcre2_code_free(tok->word_re);
     free(tok);
+}
+
+tmm_status tmm_tok_set_byte_level(tmm_tokenizer *t, const char *pattern)
+{
+    t->byte_level = true;
+    t->n_steps = 0;
+    if (pattern) {
+        t->steps[t->n_steps] = (tok_step){ .kind = TOK_STEP_SPLIT };
+        if (!(t->steps[t->n_steps].pat.text = malloc(strlen(pattern) + 1)))
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a pattern");
+        strcpy(t->steps[t->n_steps].pat.text, pattern);
+        TMM_TRY(tmm_tok_compile(pattern, false, &t->steps[t->n_steps++].pat.re));
+    }
+    t->steps[t->n_steps] = (tok_step){ .kind = TOK_STEP_BYTE_LEVEL, .use_regex = !pattern, .trim_offsets = true };
+    if (!pattern)
+        TMM_TRY(tmm_tok_compile(TMM_TOK_GPT2_PATTERN, false, &t->steps[t->n_steps].pat.re));
+    t->n_steps++;
+    t->post[0] = (tok_post){ .kind = TOK_POST_BYTE_LEVEL, .add_prefix_space = true, .use_regex = true };
+    t->n_post = 1;
+    t->decoders[0] = (tok_dec){ .kind = TOK_DEC_BYTE_LEVEL, .add_prefix_space = true, .trim_offsets = true,
+                                .use_regex = true };
+    t->n_decoders = 1;
+    return TMM_OK;
 }
 
 tmm_status tmm_tokenizer_bytes(tmm_tokenizer **out)
@@ -97,10 +121,10 @@ tmm_status tmm_tokenizer_bytes(tmm_tokenizer **out)
     t->flags[256] = TOK_PRESENT | TOK_ADDED | TOK_SPECIAL | TOK_IN_VOCAB;
     t->added[0] = 256;
     t->n_added = 1;
-    t->steps[0] = (tok_step){ .byte_level = true, .use_regex = true, .trim_offsets = true };
-    t->n_steps = 1;
-    t->dec_add_prefix_space = t->dec_trim_offsets = t->dec_use_regex = true;
-    tmm_status s = tmm_tok_finish(t);
+    tmm_status s = tmm_tok_set_byte_level(t, NULL);
+    t->n_post = 0;
+    if (s == TMM_OK)
+        s = tmm_tok_finish(t);
     if (s != TMM_OK) {
         tmm_tokenizer_free(t);
         return s;
@@ -109,17 +133,37 @@ tmm_status tmm_tokenizer_bytes(tmm_tokenizer **out)
     return TMM_OK;
 }
 
-tmm_status tmm_tokenizer_load(const char *name_or_path, tmm_tokenizer **out)
+/* tokenizer.json starts with '{'; anything else is read as a .tiktoken file. */
+static bool is_json(const char *text, size_t n)
+{
+    size_t i = 0;
+    while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
+        i++;
+    if (n - i >= 3 && memcmp(text + i, "\xEF\xBB\xBF", 3) == 0)
+        return true;
+    return i == n || text[i] == '{' || text[i] == '[' || text[i] == '"';
+}
+
+tmm_status tmm_tokenizer_load_as(const char *path, const char *encoding, tmm_tokenizer **out)
 {
     *out = NULL;
-    if (strcmp(name_or_path, "bytes") == 0)
+    if (strcmp(path, "bytes") == 0 && !encoding)
         return tmm_tokenizer_bytes(out);
     void *text;
     size_t n;
-    TMM_TRY(tmm_read_file(name_or_path, "tokenizer.json", TMM_LIMIT_TOKENIZER, &text, &n));
-    tmm_status s = tmm_tokenizer_parse(text, n, name_or_path, out);
+    TMM_TRY(tmm_read_file(path, "tokenizer", TMM_LIMIT_TOKENIZER, &text, &n));
+    tmm_status s;
+    if (!encoding && is_json(text, n))
+        s = tmm_tokenizer_parse(text, n, path, out);
+    else
+        s = tmm_tok_tiktoken_parse(text, n, path, encoding ? encoding : tmm_tok_tiktoken_name(path), true, out);
     free(text);
     return s;
+}
+
+tmm_status tmm_tokenizer_load(const char *name_or_path, tmm_tokenizer **out)
+{
+    return tmm_tokenizer_load_as(name_or_path, NULL, out);
 }
 
 uint32_t tmm_tokenizer_vocab(const tmm_tokenizer *tok) { return tok->vocab; }
@@ -133,11 +177,41 @@ size_t tmm_tokenizer_token_bytes(const tmm_tokenizer *tok, uint32_t id, const ch
         *bytes = "";
         return 0;
     }
+    if (tok->piece_offset) {
+        *bytes = tok->piece_data + tok->piece_offset[id];
+        return (size_t)(tok->piece_offset[id + 1] - tok->piece_offset[id]);
+    }
     *bytes = tok->data + tok->offset[id];
-    return (size_t)(tok->offset[id + 1] - tok->offset[id]);
+    return tmm_tok_len(tok, id);
 }
 
-static size_t token_len(const tmm_tokenizer *tok, uint32_t id) { return (size_t)(tok->offset[id + 1] - tok->offset[id]); }
+bool tmm_tokenizer_has_template(const tmm_tokenizer *tok) { return tok->has_template; }
+
+tmm_status tmm_tokenizer_add_special(const tmm_tokenizer *tok, tmm_tokens *ids, size_t first)
+{
+    if (!tok->has_template)
+        return TMM_OK;
+    const tok_template *tp = &tok->template;
+    size_t n = ids->count - first;
+    uint32_t *seq = malloc((n ? n : 1) * sizeof *seq);
+    if (!seq)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for %zu token ids", n);
+    if (n)
+        memcpy(seq, ids->ids + first, n * sizeof *seq);
+    ids->count = first;
+    tmm_status s = TMM_OK;
+    for (uint32_t i = 0; i < tp->n_single && s == TMM_OK; i++) {
+        const tok_template_piece *pc = &tp->single[i];
+        if (pc->sequence)
+            for (size_t k = 0; k < n && s == TMM_OK; k++)
+                s = tmm_tokens_push(ids, seq[k]);
+        else
+            for (uint32_t k = 0; k < tp->specials[pc->special].n && s == TMM_OK; k++)
+                s = tmm_tokens_push(ids, tp->specials[pc->special].ids[k]);
+    }
+    free(seq);
+    return s;
+}
 
 uint64_t tmm_tok_hash(const void *data, size_t n)
 {
@@ -164,7 +238,7 @@ uint32_t tmm_tok_word_id(const tmm_tokenizer *tok, const char *bytes, size_t n)
 {
     for (uint64_t i = tmm_tok_hash(bytes, n) & tok->word_mask;; i = (i + 1) & tok->word_mask) {
         uint32_t id = tok->word_slots[i];
-        if (id == TMM_TOK_NONE || (token_len(tok, id) == n && memcmp(tok->data + tok->offset[id], bytes, n) == 0))
+        if (id == TMM_TOK_NONE || (tmm_tok_len(tok, id) == n && memcmp(tok->data + tok->offset[id], bytes, n) == 0))
             return id;
     }
 }
@@ -177,20 +251,11 @@ static uint64_t table_size(uint64_t n)
     return c;
 }
 
-typedef struct added_key {
-    uint32_t first, len, id;
-} added_key;
+static uint64_t more_str(uint64_t h, const char *s) { return tmm_fnv1a64_more(h, s ? s : "", s ? strlen(s) + 1 : 1); }
 
-static int by_first_byte_longest(const void *x, const void *y)
-{
-    const added_key *a = x, *b = y;
-    if (a->first != b->first)
-        return a->first < b->first ? -1 : 1;
-    if (a->len != b->len)
-        return a->len > b->len ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id;
-}
-
+/* What a tokenizer maps. Parts that tmm's first tokenizers (byte-level, no
+ * normalizer, ...) did not have are hashed only when present, so their
+ * fingerprints, which shards record, stay as they were. */
 static void fingerprint(tmm_tokenizer *t)
 {
     uint64_t h = TMM_FNV1A64_BASIS;
@@ -198,7 +263,7 @@ static void fingerprint(tmm_tokenizer *t)
     h = tmm_fnv1a64_more(h, kind, strlen(kind) + 1);
     h = tmm_fnv1a64_more(h, &t->vocab, sizeof t->vocab);
     for (uint32_t id = 0; id < t->vocab; id++) {
-        uint64_t len = token_len(t, id);
+        uint64_t len = tmm_tok_len(t, id);
         h = tmm_fnv1a64_more(h, &t->flags[id], 1);
         h = tmm_fnv1a64_more(h, &len, sizeof len);
         h = tmm_fnv1a64_more(h, t->data + t->offset[id], len);
@@ -210,36 +275,72 @@ static void fingerprint(tmm_tokenizer *t)
     h = tmm_fnv1a64_more(h, &im, 1);
     for (uint32_t i = 0; i < t->n_steps; i++) {
         const tok_step *st = &t->steps[i];
-        uint8_t f[4] = { st->byte_level, st->literal, st->add_prefix_space, st->use_regex };
+        uint8_t f[4] = { st->kind == TOK_STEP_BYTE_LEVEL, st->pat.literal, st->add_prefix_space, st->use_regex };
         h = tmm_fnv1a64_more(h, f, sizeof f);
-        if (st->pattern)
-            h = tmm_fnv1a64_more(h, st->pattern, strlen(st->pattern) + 1);
+        if (st->pat.text)
+            h = tmm_fnv1a64_more(h, st->pat.text, strlen(st->pat.text) + 1);
+        if (st->kind == TOK_STEP_METASPACE) {
+            uint8_t g[2] = { (uint8_t)st->prepend_scheme, st->split };
+            h = more_str(tmm_fnv1a64_more(h, "metaspace", 10), st->replacement);
+            h = tmm_fnv1a64_more(h, g, sizeof g);
+        }
     }
+    if (!t->byte_level && !t->bytes)
+        h = tmm_fnv1a64_more(h, "char-level", 11);
+    if (t->byte_fallback || t->fuse_unk || t->unk_token) {
+        uint8_t g[2] = { t->byte_fallback, t->fuse_unk };
+        h = more_str(tmm_fnv1a64_more(tmm_fnv1a64_more(h, "model", 6), g, sizeof g), t->unk_token);
+    }
+    for (uint32_t i = 0; i < t->n_norms; i++) {
+        const tok_norm *nm = &t->norms[i];
+        uint8_t g[2] = { (uint8_t)nm->kind, nm->pat.literal };
+        h = tmm_fnv1a64_more(tmm_fnv1a64_more(h, "normalizer", 11), g, sizeof g);
+        h = more_str(more_str(h, nm->pat.text), nm->content);
+    }
+    if (t->has_template) {
+        const tok_template *tp = &t->template;
+        h = tmm_fnv1a64_more(h, "template", 9);
+        for (uint32_t i = 0; i < tp->n_single; i++) {
+            const tok_template_piece *pc = &tp->single[i];
+            h = tmm_fnv1a64_more(h, &pc->sequence, 1);
+            if (!pc->sequence)
+                h = tmm_fnv1a64_more(h, tp->specials[pc->special].ids,
+                                     tp->specials[pc->special].n * sizeof *tp->specials[pc->special].ids);
+        }
+    }
+    if (!t->byte_level && !t->bytes)
+        for (uint32_t i = 0; i < t->n_decoders; i++) {
+            const tok_dec *d = &t->decoders[i];
+            uint32_t g[5] = { (uint32_t)d->kind, d->pat.literal, d->start, d->stop, (uint32_t)d->prepend_scheme };
+            h = tmm_fnv1a64_more(tmm_fnv1a64_more(h, "decoder", 8), g, sizeof g);
+            h = more_str(more_str(more_str(more_str(h, d->pat.text), d->content), d->strip), d->replacement);
+        }
     t->fingerprint = h;
 }
 
-tmm_status tmm_tok_finish(tmm_tokenizer *t)
+/* The end-of-text token: the first of these added tokens that is there, else
+ * the first special added token. */
+static void find_eot(tmm_tokenizer *t)
 {
-    for (uint32_t b = 0; b < 256; b++)
-        t->byte_id[b] = TMM_TOK_NONE;
-    for (uint32_t id = 0; id < t->vocab; id++)
-        if ((t->flags[id] & (TOK_PRESENT | TOK_ADDED)) == TOK_PRESENT && token_len(t, id) == 1)
-            t->byte_id[(unsigned char)t->data[t->offset[id]]] = id;
-    for (uint32_t b = 0; b < 256; b++)
-        if (t->byte_id[b] == TMM_TOK_NONE)
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the vocabulary has no token for byte 0x%02X: a byte-level BPE "
-                            "needs all 256 bytes so that any text can be encoded", b);
-    /* ranks */
+    static const char *const names[] = { EOT_TEXT, "<|end_of_text|>", "</s>" };
+    t->eot = TMM_TOK_NONE;
+    for (size_t k = 0; k < 3 && t->eot == TMM_TOK_NONE; k++)
+        for (uint32_t i = 0; i < t->n_added && t->eot == TMM_TOK_NONE; i++) {
+            uint32_t id = t->added[i];
+            if (tmm_tok_len(t, id) == strlen(names[k]) && memcmp(t->data + t->offset[id], names[k], strlen(names[k])) == 0)
+                t->eot = id;
+        }
+    for (uint32_t i = 0; i < t->n_added && t->eot == TMM_TOK_NONE; i++)
+        if (t->flags[t->added[i]] & TOK_SPECIAL)
+            t->eot = t->added[i];
+}
+
+static tmm_status build_ranks(tmm_tokenizer *t)
+{
     uint64_t cap = table_size(t->n_merges);
     t->rank_keys = malloc(cap * sizeof *t->rank_keys);
     t->rank_vals = malloc(cap * sizeof *t->rank_vals);
-    uint64_t words = 0;
-    for (uint32_t id = 0; id < t->vocab; id++)
-        words += (t->flags[id] & (TOK_PRESENT | TOK_ADDED)) == TOK_PRESENT;
-    uint64_t wcap = table_size(words);
-    t->word_slots = malloc(wcap * sizeof *t->word_slots);
-    t->added_sorted = malloc((t->n_added ? t->n_added : 1) * sizeof *t->added_sorted);
-    if (!t->rank_keys || !t->rank_vals || !t->word_slots || !t->added_sorted)
+    if (!t->rank_keys || !t->rank_vals)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for the tokenizer's tables");
     t->rank_mask = cap - 1;
     memset(t->rank_vals, 0xFF, cap * sizeof *t->rank_vals);
@@ -253,223 +354,55 @@ tmm_status tmm_tok_finish(tmm_tokenizer *t)
                             t->rank_vals[i], t->merge_pair[r][0], t->merge_pair[r][1]);
         t->rank_keys[i] = key, t->rank_vals[i] = r;
     }
+    return TMM_OK;
+}
+
+/* bytes -> id of the model's tokens */
+static tmm_status build_words(tmm_tokenizer *t)
+{
+    uint64_t words = 0;
+    for (uint32_t id = 0; id < t->vocab; id++)
+        words += (t->flags[id] & TOK_IN_VOCAB) != 0;
+    uint64_t wcap = table_size(words);
+    t->word_slots = malloc(wcap * sizeof *t->word_slots);
+    if (!t->word_slots)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for the tokenizer's tables");
     t->word_mask = wcap - 1;
     memset(t->word_slots, 0xFF, wcap * sizeof *t->word_slots);
     for (uint32_t id = 0; id < t->vocab; id++) {
-        if ((t->flags[id] & (TOK_PRESENT | TOK_ADDED)) != TOK_PRESENT)
+        if (!(t->flags[id] & TOK_IN_VOCAB))
             continue;
-        size_t n = token_len(t, id);
+        size_t n = tmm_tok_len(t, id);
         uint64_t i = tmm_tok_hash(t->data + t->offset[id], n) & t->word_mask;
         while (t->word_slots[i] != TMM_TOK_NONE) {
             uint32_t o = t->word_slots[i];
-            if (token_len(t, o) == n && memcmp(t->data + t->offset[o], t->data + t->offset[id], n) == 0)
+            if (tmm_tok_len(t, o) == n && memcmp(t->data + t->offset[o], t->data + t->offset[id], n) == 0)
                 return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "tokens %u and %u are the same bytes", o, id);
             i = (i + 1) & t->word_mask;
         }
         t->word_slots[i] = id;
     }
-    /* added tokens: by first byte, longest first (leftmost-longest matching) */
-    added_key *keys = malloc((t->n_added ? t->n_added : 1) * sizeof *keys);
-    if (!keys)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for the tokenizer's tables");
-    for (uint32_t i = 0; i < t->n_added; i++) {
-        uint32_t id = t->added[i];
-        keys[i] = (added_key){ (unsigned char)t->data[t->offset[id]], (uint32_t)token_len(t, id), id };
+    return TMM_OK;
+}
+
+tmm_status tmm_tok_finish(tmm_tokenizer *t)
+{
+    TMM_TRY(build_ranks(t));
+    TMM_TRY(build_words(t));
+    t->all_bytes = t->byte_level || t->bytes;
+    for (uint32_t b = 0; b < 256; b++) {
+        char one = (char)b, hex[7];
+        t->byte_id[b] = t->byte_level || t->bytes ? tmm_tok_word_id(t, &one, 1) : TMM_TOK_NONE;
+        t->all_bytes &= t->byte_id[b] != TMM_TOK_NONE;
+        static const char digits[] = "0123456789ABCDEF";
+        memcpy(hex, "<0x", 3);
+        hex[3] = digits[b >> 4], hex[4] = digits[b & 15], hex[5] = '>', hex[6] = '\0';
+        t->fallback_id[b] = tmm_tok_word_id(t, hex, 6);
     }
-    qsort(keys, t->n_added, sizeof *keys, by_first_byte_longest);
-    for (uint32_t i = 0; i < t->n_added; i++)
-        t->added_sorted[i] = keys[i].id;
-    free(keys);
-    for (uint32_t b = 0, k = 0; b <= 256; b++) {
-        while (k < t->n_added && (unsigned char)t->data[t->offset[t->added_sorted[k]]] < b)
-            k++;
-        t->added_first[b] = b == 256 ? t->n_added : k;
-    }
-    t->eot = TMM_TOK_NONE;
-    for (uint32_t i = 0; i < t->n_added && t->eot == TMM_TOK_NONE; i++) {
-        uint32_t id = t->added[i];
-        if (token_len(t, id) == sizeof EOT_TEXT - 1 && memcmp(t->data + t->offset[id], EOT_TEXT, token_len(t, id)) == 0)
-            t->eot = id;
-    }
-    for (uint32_t i = 0; i < t->n_added && t->eot == TMM_TOK_NONE; i++)
-        if (t->flags[t->added[i]] & TOK_SPECIAL)
-            t->eot = t->added[i];
-    for (uint32_t i = 0; i < t->n_steps; i++) {
-        tok_step *st = &t->steps[i];
-        if (!st->re && (st->pattern || (st->byte_level && st->use_regex)))
-            TMM_TRY(tmm_tok_compile(st->pattern ? st->pattern : TMM_TOK_GPT2_PATTERN, st->literal, &st->re));
-    }
+    t->unk_id = t->unk_token ? tmm_tok_word_id(t, t->unk_token, strlen(t->unk_token)) : TMM_TOK_NONE;
+    TMM_TRY(tmm_tok_added_build(t));
+    TMM_TRY(tmm_tok_decoder_pieces(t));
+    find_eot(t);
     fingerprint(t);
-    return TMM_OK;
-}
-
-/* ---- encoding ------------------------------------------------------------ */
-
-typedef struct encoder {
-    const tmm_tokenizer *tok;
-    tmm_tok_cache *cache;
-    tok_scratch *scratch;
-    pcre2_match_data *match;
-    tmm_tokens *out;
-} encoder;
-
-static tmm_status emit_word(encoder *e, const char *w, size_t n)
-{
-    if (n == 0)
-        return TMM_OK;
-    const uint32_t *ids;
-    uint32_t count;
-    if (e->cache && tmm_tok_cache_get(e->cache, e->tok, w, n, &ids, &count)) {
-        for (uint32_t i = 0; i < count; i++)
-            TMM_TRY(tmm_tokens_push(e->out, ids[i]));
-        return TMM_OK;
-    }
-    size_t first = e->out->count;
-    TMM_TRY(tmm_tok_bpe_word(e->tok, e->scratch, w, n, e->out));
-    if (e->cache)
-        tmm_tok_cache_put(e->cache, w, n, e->out->ids + first, (uint32_t)(e->out->count - first));
-    return TMM_OK;
-}
-
-static tmm_status run_steps(encoder *e, uint32_t step, const char *p, size_t n);
-
-/* Split (Isolated): the matches and the runs between them are the pieces.
- * Invalid UTF-8 matches nothing (PCRE2_MATCH_INVALID_UTF), so it ends up in
- * the runs between matches: docs/tokenizer.md, "Invalid UTF-8". */
-static tmm_status split(encoder *e, const pcre2_code *re, uint32_t next, const char *p, size_t n)
-{
-    size_t pos = 0, gap = 0;
-    while (pos < n) {
-        int rc = pcre2_match(re, (PCRE2_SPTR)p, n, pos, 0, e->match, NULL);
-        if (rc == PCRE2_ERROR_NOMATCH)
-            break;
-        if (rc < 0) {
-            PCRE2_UCHAR msg[160];
-            pcre2_get_error_message(rc, msg, sizeof msg);
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "pre-tokenization failed at byte %zu of a piece of %zu: %s", pos,
-                            n, (const char *)msg);
-        }
-        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(e->match);
-        size_t s = ov[0], end = ov[1];
-        if (end == s) { /* an empty match is no piece: look again one character on */
-            pos = s + 1;
-            while (pos < n && ((unsigned char)p[pos] & 0xC0) == 0x80)
-                pos++;
-            continue;
-        }
-        if (s > gap)
-            TMM_TRY(run_steps(e, next, p + gap, s - gap));
-        TMM_TRY(run_steps(e, next, p + s, end - s));
-        pos = gap = end;
-    }
-    return gap < n ? run_steps(e, next, p + gap, n - gap) : TMM_OK;
-}
-
-static tmm_status run_steps(encoder *e, uint32_t step, const char *p, size_t n)
-{
-    const tmm_tokenizer *t = e->tok;
-    if (n == 0)
-        return TMM_OK;
-    if (step == t->n_steps)
-        return emit_word(e, p, n);
-    const tok_step *st = &t->steps[step];
-    if (!st->byte_level)
-        return split(e, st->re, step + 1, p, n);
-    if (st->add_prefix_space && p[0] != ' ') {
-        char *q = malloc(n + 1);
-        if (!q)
-            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a piece of %zu bytes", n + 1);
-        q[0] = ' ';
-        memcpy(q + 1, p, n);
-        tmm_status s = st->use_regex ? split(e, st->re, step + 1, q, n + 1) : run_steps(e, step + 1, q, n + 1);
-        free(q);
-        return s;
-    }
-    return st->use_regex ? split(e, st->re, step + 1, p, n) : run_steps(e, step + 1, p, n);
-}
-
-static tmm_status encode_segment(encoder *e, const char *p, size_t n)
-{
-    if (e->tok->bytes) {
-        for (size_t i = 0; i < n; i++)
-            TMM_TRY(tmm_tokens_push(e->out, (unsigned char)p[i]));
-        return TMM_OK;
-    }
-    return run_steps(e, 0, p, n);
-}
-
-/* The added token that starts at p (the longest), or TMM_TOK_NONE. */
-static uint32_t added_at(const tmm_tokenizer *t, const char *p, size_t left, bool special)
-{
-    unsigned char b = (unsigned char)*p;
-    for (uint32_t k = t->added_first[b]; k < t->added_first[b + 1]; k++) {
-        uint32_t id = t->added_sorted[k];
-        size_t len = token_len(t, id);
-        if ((special || !(t->flags[id] & TOK_SPECIAL)) && len <= left && memcmp(p, t->data + t->offset[id], len) == 0)
-            return id;
-    }
-    return TMM_TOK_NONE;
-}
-
-static tmm_status encode_all(encoder *e, const char *text, size_t length, bool special)
-{
-    const tmm_tokenizer *t = e->tok;
-    size_t seg = 0;
-    for (size_t i = 0; i < length && t->n_added; i++) {
-        unsigned char b = (unsigned char)text[i];
-        if (t->added_first[b] == t->added_first[b + 1])
-            continue;
-        uint32_t id = added_at(t, text + i, length - i, special);
-        if (id == TMM_TOK_NONE)
-            continue;
-        TMM_TRY(encode_segment(e, text + seg, i - seg));
-        TMM_TRY(tmm_tokens_push(e->out, id));
-        i += token_len(t, id) - 1;
-        seg = i + 1;
-    }
-    return encode_segment(e, text + seg, length - seg);
-}
-
-tmm_status tmm_tokenizer_encode(const tmm_tokenizer *tok, tmm_tok_cache *cache, const char *text, size_t length,
-                                bool special, tmm_tokens *out)
-{
-    encoder e = { .tok = tok, .cache = cache, .out = out };
-    tok_scratch local = { 0 };
-    e.scratch = cache ? &cache->scratch : &local;
-    bool own_match = !cache || !cache->match;
-    e.match = own_match ? pcre2_match_data_create(1, NULL) : cache->match;
-    if (!e.match)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for regex match data");
-    if (cache && own_match)
-        cache->match = e.match, own_match = false;
-    size_t before = out->count;
-    tmm_status s = encode_all(&e, text, length, special);
-    if (s != TMM_OK)
-        out->count = before;
-    if (own_match)
-        pcre2_match_data_free(e.match);
-    tmm_tok_scratch_free(&local);
-    return s;
-}
-
-tmm_status tmm_tokenizer_decode(const tmm_tokenizer *tok, const uint32_t *ids, size_t count, bool special,
-                                tmm_bytes *out)
-{
-    size_t before = out->length;
-    for (size_t i = 0; i < count; i++) {
-        uint32_t id = ids[i];
-        if (id >= tok->vocab) {
-            out->length = before;
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "token id %u (at %zu) is not in the vocabulary of %u", id, i,
-                            tok->vocab);
-        }
-        if ((tok->flags[id] & TOK_SPECIAL) && !special)
-            continue;
-        tmm_status s = tmm_bytes_append(out, tok->data + tok->offset[id], token_len(tok, id));
-        if (s != TMM_OK) {
-            out->length = before;
-            return s;
-        }
-    }
     return TMM_OK;
 }

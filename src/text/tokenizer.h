@@ -1,12 +1,14 @@
-/* Tokenizers of real text: tmm's byte tokenizer and byte-level BPE as GPT-2
- * and Hugging Face define it, loaded from and saved to Hugging Face
- * tokenizer.json (docs/tokenizer.md).
+/* Tokenizers of real text: tmm's byte tokenizer and BPE as Hugging Face
+ * defines it (byte-level as GPT-2's and Llama 3's, SentencePiece-style as
+ * Llama 2's and Mistral's), loaded from and saved to Hugging Face
+ * tokenizer.json, and OpenAI's tiktoken encodings (docs/tokenizer.md).
  *
  * "bytes" is the built-in byte tokenizer: token b is byte b (0..255), the
  * end-of-text token is 256, the vocabulary 257 (TMM_TEXT_VOCAB).
  *
- * Decoding is exact: decode(encode(x)) == x for any bytes, invalid UTF-8
- * included. A tmm_tokenizer is read-only after it is made and may be shared
+ * Decoding is exact for byte-level BPE: decode(encode(x)) == x for any
+ * bytes, invalid UTF-8 included; the others round-trip where their
+ * normalizer and decoder do (docs/tokenizer.md). A tmm_tokenizer is read-only after it is made and may be shared
  * by threads; encoding caches pre-tokenized words in a tmm_tok_cache, one per
  * thread (or none: slower, same result). */
 #ifndef TMM_TEXT_TOKENIZER_H
@@ -33,10 +35,15 @@ typedef struct tmm_bytes {
     size_t length, capacity;
 } tmm_bytes;
 
-/* "bytes", or the path of a tokenizer.json. Unsupported model types
- * (Unigram, WordPiece, WordLevel), normalizers and pre-tokenizers get one
- * clear error naming them. */
+/* "bytes", or the path of a tokenizer.json or of a .tiktoken file (told
+ * apart by content; the tiktoken encoding by the file's name, as
+ * "cl100k_base.tiktoken", else by its number of ranks). Unsupported model
+ * types (Unigram, WordPiece, WordLevel), normalizers, pre-tokenizers,
+ * post-processors and decoders get one clear error naming them. */
 tmm_status tmm_tokenizer_load(const char *name_or_path, tmm_tokenizer **out);
+/* The same, a .tiktoken file read as the named encoding (r50k_base,
+ * p50k_base, cl100k_base, o200k_base) when encoding is not NULL. */
+tmm_status tmm_tokenizer_load_as(const char *path, const char *encoding, tmm_tokenizer **out);
 /* The same from a tokenizer.json already in memory; origin names it in errors. */
 tmm_status tmm_tokenizer_parse(const char *json, size_t length, const char *origin, tmm_tokenizer **out);
 tmm_status tmm_tokenizer_bytes(tmm_tokenizer **out);
@@ -50,8 +57,9 @@ tmm_status tmm_tokenizer_save(const tmm_tokenizer *tok, const char *path);
 
 /* One past the largest id, added tokens included. */
 uint32_t tmm_tokenizer_vocab(const tmm_tokenizer *tok);
-/* The end-of-text id ("<|endoftext|>" or the tokenizer's first special
- * token; 256 for bytes); UINT32_MAX when it has none. */
+/* The end-of-text id (the added token "<|endoftext|>", "<|end_of_text|>"
+ * or "</s>", else the first special added token; 256 for bytes);
+ * UINT32_MAX when it has none. */
 uint32_t tmm_tokenizer_eot(const tmm_tokenizer *tok);
 /* "bytes" or "bpe". */
 const char *tmm_tokenizer_kind(const tmm_tokenizer *tok);
@@ -71,13 +79,19 @@ void tmm_tok_cache_disable_words(tmm_tok_cache *cache);
  * they are ordinary text. cache may be NULL. */
 tmm_status tmm_tokenizer_encode(const tmm_tokenizer *tok, tmm_tok_cache *cache, const char *text, size_t length,
                                 bool special, tmm_tokens *out);
+/* The post-processor's template (TemplateProcessing's "single": Llama's
+ * <s> or <|begin_of_text|> before the text) around ids[first..count), as
+ * Hugging Face's encode with add_special_tokens; nothing without one. */
+tmm_status tmm_tokenizer_add_special(const tmm_tokenizer *tok, tmm_tokens *ids, size_t first);
+bool tmm_tokenizer_has_template(const tmm_tokenizer *tok);
 /* Appends the bytes of ids to out; an id at or past the vocabulary is an
  * error naming it. Special tokens decode to their text when special, to
  * nothing otherwise. */
 tmm_status tmm_tokenizer_decode(const tmm_tokenizer *tok, const uint32_t *ids, size_t count, bool special,
                                 tmm_bytes *out);
-/* The bytes of one token, for streaming output: *bytes points into the
- * tokenizer; returns their length (0 for an unknown id). */
+/* The bytes of one token, for streaming output (as in the middle of a text:
+ * a SentencePiece-style token's leading "▁" is a space): *bytes points into
+ * the tokenizer; returns their length (0 for an unknown id). */
 size_t tmm_tokenizer_token_bytes(const tmm_tokenizer *tok, uint32_t id, const char **bytes);
 
 tmm_status tmm_tokens_push(tmm_tokens *t, uint32_t id);

@@ -1,7 +1,8 @@
-/* Hugging Face tokenizer.json: the byte-level BPE subset tmm reads and
- * writes (docs/tokenizer.md, "tokenizer.json"). Never trusts the file: every
- * field is checked, every id is in range and given once, every merge names
- * tokens of the vocabulary, and anything tmm would not encode exactly as
+/* Hugging Face tokenizer.json: the BPE tokenizers tmm reads and writes
+ * (docs/tokenizer.md, "tokenizer.json"): the model, its vocabulary and
+ * merges, the added tokens, and the parts (json_*.c). Never trusts the file:
+ * every field is checked, every id is in range and given once, every merge
+ * names tokens of the vocabulary, and anything tmm would not encode exactly as
  * Hugging Face does is refused with one line naming it. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include <math.h>
@@ -11,66 +12,18 @@
 
 #include "files.h"
 #include "io/json.h"
-#include "status.h"
-#include "text/tokenizer_impl.h"
+#include "text/tokenizer_json.h"
 
-#define MAX_PATTERN 65536u
 #define MAX_ADDED 65536u
 
-typedef struct parser {
-    const char *origin;
-    tmm_tok_map map;
-    /* vocab keys (the file's strings) -> id */
-    const char **keys;
-    uint32_t *key_ids;
-    uint64_t key_mask;
-    const char **id_key; /* per id: its vocab key or NULL */
-} parser;
-
-static tmm_status bad(const parser *p, const char *fmt, const char *a, const char *b)
-{
-    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s%s%s", p->origin, a, fmt, b ? b : "");
-}
-
-static const char *type_of(const cJSON *o)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
-    return cJSON_IsString(t) ? t->valuestring : NULL;
-}
-
-/* An optional boolean member: absent or null gives def. */
-static tmm_status get_bool(const parser *p, const cJSON *o, const char *key, bool def, bool *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!v || cJSON_IsNull(v)) {
-        *out = def;
-        return TMM_OK;
-    }
-    if (!cJSON_IsBool(v))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: '%s' must be true or false", p->origin, key);
-    *out = cJSON_IsTrue(v);
-    return TMM_OK;
-}
-
-static tmm_status check_object(const parser *p, const cJSON *o, const char *what)
-{
-    if (!cJSON_IsObject(o))
-        return bad(p, " must be an object", what, NULL);
-    const char *dup = tmm_json_duplicate_key(o);
-    if (dup)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s has the key '%s' twice", p->origin, what, dup);
-    return TMM_OK;
-}
-
-static bool is_null(const cJSON *v) { return !v || cJSON_IsNull(v); }
+typedef tok_parser parser;
 
 static tmm_status get_id(const parser *p, const cJSON *v, const char *what, const char *name, uint32_t *id)
 {
     if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble >= TMM_TOK_MAX_VOCAB ||
         v->valuedouble != floor(v->valuedouble))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s '%.80s' has id %s; ids are whole numbers from 0 to %u",
-                        p->origin, what, name, cJSON_IsNumber(v) ? "out of range" : "that is not a number",
-                        TMM_TOK_MAX_VOCAB - 1);
+        return tok_json_fail(p, "%s '%.80s' has id %s; ids are whole numbers from 0 to %u", what, name,
+                             cJSON_IsNumber(v) ? "out of range" : "that is not a number", TMM_TOK_MAX_VOCAB - 1);
     *id = (uint32_t)v->valuedouble;
     return TMM_OK;
 }
@@ -120,109 +73,43 @@ static void key_put(parser *p, const char *s, uint32_t id)
     p->keys[i] = s, p->key_ids[i] = id;
 }
 
-/* ---- parts --------------------------------------------------------------- */
+/* ---- added tokens and the model's options ------------------------------------ */
 
-static tmm_status parse_byte_level(const parser *p, const cJSON *o, tok_step *st)
-{
-    TMM_TRY(check_object(p, o, "the ByteLevel pre-tokenizer"));
-    st->byte_level = true;
-    /* the Rust library's defaults (tokenizers' ByteLevel::default) */
-    TMM_TRY(get_bool(p, o, "add_prefix_space", true, &st->add_prefix_space));
-    TMM_TRY(get_bool(p, o, "trim_offsets", true, &st->trim_offsets));
-    return get_bool(p, o, "use_regex", true, &st->use_regex);
-}
-
-static tmm_status parse_split(const parser *p, const cJSON *o, tok_step *st)
-{
-    TMM_TRY(check_object(p, o, "the Split pre-tokenizer"));
-    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(o, "pattern");
-    const cJSON *behavior = cJSON_GetObjectItemCaseSensitive(o, "behavior");
-    bool invert = false;
-    TMM_TRY(check_object(p, pat, "Split's pattern"));
-    const cJSON *re = cJSON_GetObjectItemCaseSensitive(pat, "Regex"), *lit = cJSON_GetObjectItemCaseSensitive(pat, "String");
-    if ((re != NULL) == (lit != NULL) || !cJSON_IsString(re ? re : lit))
-        return bad(p, "pattern must be {\"Regex\": \"...\"} or {\"String\": \"...\"}", "Split's ", NULL);
-    const char *text = (re ? re : lit)->valuestring;
-    if (!*text || strlen(text) > MAX_PATTERN)
-        return bad(p, "pattern is empty or longer than 64 KiB", "Split's ", NULL);
-    if (!cJSON_IsString(behavior) || strcmp(behavior->valuestring, "Isolated") != 0)
-        return bad(p, "Split behavior '", cJSON_IsString(behavior) ? behavior->valuestring : "(missing)",
-                   "' is not supported (tmm supports Isolated)");
-    TMM_TRY(get_bool(p, o, "invert", false, &invert));
-    if (invert)
-        return bad(p, "Split with invert true is not supported", "", NULL);
-    st->literal = lit != NULL;
-    st->pattern = strdup(text);
-    return st->pattern ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for a pattern");
-}
-
-static tmm_status unsupported(const parser *p, const char *what, const cJSON *o, const char *supported)
-{
-    const char *t = type_of(o);
-    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %s '%s' is not supported (tmm supports %s)", p->origin, what,
-                    t ? t : "without a type", supported);
-}
-
-static tmm_status parse_pre_tokenizer(const parser *p, const cJSON *o, tmm_tokenizer *t)
-{
-    const char *supported = "ByteLevel, or a Sequence of Split (Isolated) steps and then ByteLevel";
-    if (is_null(o))
-        return bad(p, "a byte-level BPE needs a pre_tokenizer: ", supported, NULL);
-    TMM_TRY(check_object(p, o, "pre_tokenizer"));
-    const char *type = type_of(o);
-    if (type && strcmp(type, "ByteLevel") == 0) {
-        t->n_steps = 1;
-        return parse_byte_level(p, o, &t->steps[0]);
-    }
-    if (!type || strcmp(type, "Sequence") != 0)
-        return unsupported(p, "pre_tokenizer", o, supported);
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "pretokenizers");
-    int n = cJSON_GetArraySize(list);
-    if (!cJSON_IsArray(list) || n < 1 || n > (int)TMM_TOK_MAX_STEPS)
-        return bad(p, "the Sequence pre-tokenizer needs 1 to 8 pretokenizers", "", NULL);
-    const cJSON *item;
-    cJSON_ArrayForEach(item, list)
-    {
-        TMM_TRY(check_object(p, item, "a pre-tokenizer of the Sequence"));
-        const char *it = type_of(item);
-        tok_step *st = &t->steps[t->n_steps++];
-        bool last = t->n_steps == (uint32_t)n;
-        if (it && strcmp(it, "Split") == 0 && !last)
-            TMM_TRY(parse_split(p, item, st));
-        else if (it && strcmp(it, "ByteLevel") == 0 && last)
-            TMM_TRY(parse_byte_level(p, item, st));
-        else
-            return unsupported(p, "pre_tokenizer step", item, supported);
-    }
-    return TMM_OK;
-}
-
-static tmm_status parse_byte_level_flags(const parser *p, const cJSON *o, const char *what, bool *prefix, bool *trim,
-                                         bool *regex)
-{
-    TMM_TRY(check_object(p, o, what));
-    TMM_TRY(get_bool(p, o, "add_prefix_space", true, prefix));
-    TMM_TRY(get_bool(p, o, "trim_offsets", true, trim));
-    return get_bool(p, o, "use_regex", true, regex);
-}
-
-/* The added tokens: checked, their contents into data (after the vocabulary's). */
 typedef struct added_in {
     uint32_t id;
     const char *content;
-    bool special, normalized;
+    uint8_t flags; /* TOK_SPECIAL, TOK_NORMALIZED, TOK_LSTRIP, TOK_RSTRIP, TOK_SINGLE_WORD */
 } added_in;
+
+static tmm_status parse_one_added(const parser *p, const cJSON *item, added_in *x)
+{
+    TMM_TRY(tok_json_object(p, item, "an added token"));
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(item, "content");
+    if (!cJSON_IsString(content) || !*content->valuestring)
+        return tok_json_fail(p, "an added token has no content (a non-empty string)");
+    x->content = content->valuestring;
+    bool special, normalized, single_word, lstrip, rstrip;
+    TMM_TRY(get_id(p, cJSON_GetObjectItemCaseSensitive(item, "id"), "added token", x->content, &x->id));
+    TMM_TRY(tok_json_bool(p, item, "special", false, &special));
+    TMM_TRY(tok_json_bool(p, item, "normalized", !special, &normalized)); /* Hugging Face's default */
+    TMM_TRY(tok_json_bool(p, item, "single_word", false, &single_word));
+    TMM_TRY(tok_json_bool(p, item, "lstrip", false, &lstrip));
+    TMM_TRY(tok_json_bool(p, item, "rstrip", false, &rstrip));
+    x->flags = (uint8_t)((special ? TOK_SPECIAL : 0) | (normalized ? TOK_NORMALIZED : 0) |
+                         (single_word ? TOK_SINGLE_WORD : 0) | (lstrip ? TOK_LSTRIP : 0) | (rstrip ? TOK_RSTRIP : 0));
+    return TMM_OK;
+}
 
 static tmm_status parse_added(const parser *p, const cJSON *list, added_in **out, uint32_t *count)
 {
     *out = NULL, *count = 0;
-    if (is_null(list))
+    if (tok_json_null(list))
         return TMM_OK;
     if (!cJSON_IsArray(list))
-        return bad(p, "added_tokens must be an array", "", NULL);
+        return tok_json_fail(p, "added_tokens must be an array");
     int n = cJSON_GetArraySize(list);
     if (n > (int)MAX_ADDED)
-        return bad(p, "more than 65536 added_tokens", "", NULL);
+        return tok_json_fail(p, "more than %u added_tokens", MAX_ADDED);
     added_in *a = calloc(n ? (size_t)n : 1, sizeof *a);
     if (!a)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for %d added tokens", n);
@@ -231,32 +118,13 @@ static tmm_status parse_added(const parser *p, const cJSON *list, added_in **out
     uint32_t k = 0;
     cJSON_ArrayForEach(item, list)
     {
-        if ((s = check_object(p, item, "an added token")) != TMM_OK)
-            break;
-        const cJSON *content = cJSON_GetObjectItemCaseSensitive(item, "content");
-        if (!cJSON_IsString(content) || !*content->valuestring) {
-            s = bad(p, "an added token has no content (a non-empty string)", "", NULL);
-            break;
-        }
         added_in *x = &a[k++];
-        x->content = content->valuestring;
-        bool single_word = false, lstrip = false, rstrip = false;
-        if ((s = get_id(p, cJSON_GetObjectItemCaseSensitive(item, "id"), "added token", x->content, &x->id)) != TMM_OK ||
-            (s = get_bool(p, item, "special", false, &x->special)) != TMM_OK ||
-            (s = get_bool(p, item, "normalized", false, &x->normalized)) != TMM_OK ||
-            (s = get_bool(p, item, "single_word", false, &single_word)) != TMM_OK ||
-            (s = get_bool(p, item, "lstrip", false, &lstrip)) != TMM_OK ||
-            (s = get_bool(p, item, "rstrip", false, &rstrip)) != TMM_OK)
+        if ((s = parse_one_added(p, item, x)) != TMM_OK)
             break;
-        if (single_word || lstrip || rstrip) {
-            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: added token '%.80s' has single_word, lstrip or rstrip set: not "
-                         "supported (tmm matches added tokens exactly)", p->origin, x->content);
-            break;
-        }
         for (uint32_t j = 0; j + 1 < k && s == TMM_OK; j++)
             if (a[j].id == x->id || strcmp(a[j].content, x->content) == 0)
-                s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: added tokens '%.80s' and '%.80s' share %s", p->origin,
-                             a[j].content, x->content, a[j].id == x->id ? "an id" : "their content");
+                s = tok_json_fail(p, "added tokens '%.80s' and '%.80s' share %s", a[j].content, x->content,
+                                  a[j].id == x->id ? "an id" : "their content");
         if (s != TMM_OK)
             break;
     }
@@ -268,72 +136,72 @@ static tmm_status parse_added(const parser *p, const cJSON *list, added_in **out
     return TMM_OK;
 }
 
-static tmm_status parse_model_flags(const parser *p, const cJSON *m, tmm_tokenizer *t)
+static tmm_status parse_model(const parser *p, const cJSON *m, tmm_tokenizer *t)
 {
-    const char *type = type_of(m);
+    TMM_TRY(tok_json_object(p, m, "model"));
+    const char *type = tok_json_type(m);
     if (!type)
-        return bad(p, "model has no type (tmm reads \"BPE\")", "", NULL);
+        return tok_json_fail(p, "model has no type (tmm reads \"BPE\")");
     if (strcmp(type, "BPE") != 0)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: model type '%s' is not supported: tmm reads byte-level BPE "
-                        "tokenizers only", p->origin, type);
+        return tok_json_fail(p, "model type '%.40s' is not supported: tmm reads BPE tokenizers only", type);
     const cJSON *dropout = cJSON_GetObjectItemCaseSensitive(m, "dropout");
-    if (!is_null(dropout) && !(cJSON_IsNumber(dropout) && dropout->valuedouble == 0))
-        return bad(p, "BPE dropout is not supported (set it to null)", "", NULL);
+    if (!tok_json_null(dropout) && !(cJSON_IsNumber(dropout) && dropout->valuedouble == 0))
+        return tok_json_fail(p, "BPE dropout is not supported (set it to null)");
     const char *empty_only[] = { "continuing_subword_prefix", "end_of_word_suffix" };
     for (size_t i = 0; i < 2; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, empty_only[i]);
-        if (!is_null(v) && !(cJSON_IsString(v) && !*v->valuestring))
-            return bad(p, " is not supported in a byte-level BPE (set it to null)", empty_only[i], NULL);
+        if (!tok_json_null(v) && !(cJSON_IsString(v) && !*v->valuestring))
+            return tok_json_fail(p, "%s is not supported (set it to null)", empty_only[i]);
     }
-    bool byte_fallback = false;
-    TMM_TRY(get_bool(p, m, "byte_fallback", false, &byte_fallback));
-    if (byte_fallback)
-        return bad(p, "byte_fallback is for SentencePiece-style BPE, not byte-level BPE: not supported", "", NULL);
-    TMM_TRY(get_bool(p, m, "fuse_unk", false, &t->fuse_unk));
-    TMM_TRY(get_bool(p, m, "ignore_merges", false, &t->ignore_merges));
+    TMM_TRY(tok_json_bool(p, m, "byte_fallback", false, &t->byte_fallback));
+    TMM_TRY(tok_json_bool(p, m, "fuse_unk", false, &t->fuse_unk));
+    TMM_TRY(tok_json_bool(p, m, "ignore_merges", false, &t->ignore_merges));
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(m, "unk_token");
-    if (!is_null(unk)) {
+    if (!tok_json_null(unk)) {
         if (!cJSON_IsString(unk))
-            return bad(p, "unk_token must be a string or null", "", NULL);
+            return tok_json_fail(p, "unk_token must be a string or null");
         if (!(t->unk_token = strdup(unk->valuestring)))
             return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
     }
     return TMM_OK;
 }
 
-static tmm_status check_top(const parser *p, const cJSON *root, tmm_tokenizer *t)
+/* Everything but the vocabulary, merges and added tokens, into t. */
+static tmm_status parse_parts(const parser *p, const cJSON *root, tmm_tokenizer *t)
 {
-    TMM_TRY(check_object(p, root, "the tokenizer"));
+    TMM_TRY(tok_json_object(p, root, "the tokenizer"));
     const char *null_only[] = { "truncation", "padding" };
     for (size_t i = 0; i < 2; i++)
-        if (!is_null(cJSON_GetObjectItemCaseSensitive(root, null_only[i])))
-            return bad(p, " is not supported (set it to null)", null_only[i], NULL);
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    if (!is_null(norm))
-        return unsupported(p, "normalizer", norm, "null");
-    const cJSON *post = cJSON_GetObjectItemCaseSensitive(root, "post_processor");
-    if (!is_null(post)) {
-        const char *type = type_of(post);
-        if (!type || strcmp(type, "ByteLevel") != 0)
-            return unsupported(p, "post_processor", post, "null or ByteLevel");
-        t->post_byte_level = true;
-        TMM_TRY(parse_byte_level_flags(p, post, "post_processor", &t->post_add_prefix_space, &t->post_trim_offsets,
-                                       &t->post_use_regex));
-    }
-    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-    const char *dtype = is_null(dec) ? NULL : type_of(dec);
-    if (!dtype || strcmp(dtype, "ByteLevel") != 0)
-        return is_null(dec) ? bad(p, "a byte-level BPE needs the ByteLevel decoder (decoder is null)", "", NULL)
-                            : unsupported(p, "decoder", dec, "ByteLevel");
-    TMM_TRY(parse_byte_level_flags(p, dec, "decoder", &t->dec_add_prefix_space, &t->dec_trim_offsets,
-                                   &t->dec_use_regex));
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "model");
-    TMM_TRY(check_object(p, m, "model"));
-    return parse_model_flags(p, m, t);
+        if (!tok_json_null(cJSON_GetObjectItemCaseSensitive(root, null_only[i])))
+            return tok_json_fail(p, "%s is not supported (set it to null)", null_only[i]);
+    TMM_TRY(parse_model(p, cJSON_GetObjectItemCaseSensitive(root, "model"), t));
+    TMM_TRY(tok_json_read_normalizer(p, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), t));
+    TMM_TRY(tok_json_read_pre_tokenizer(p, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), t));
+    TMM_TRY(tok_json_read_post_processor(p, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), t));
+    return tok_json_read_decoder(p, cJSON_GetObjectItemCaseSensitive(root, "decoder"), t);
+}
+
+/* The parts parse_parts read, from a scratch tokenizer into the real one. */
+static void move_parts(tmm_tokenizer *to, tmm_tokenizer *from)
+{
+    to->byte_level = from->byte_level;
+    to->ignore_merges = from->ignore_merges, to->byte_fallback = from->byte_fallback, to->fuse_unk = from->fuse_unk;
+    to->unk_token = from->unk_token;
+    to->n_norms = from->n_norms, to->n_steps = from->n_steps, to->n_post = from->n_post;
+    to->n_decoders = from->n_decoders, to->decoder_sequence = from->decoder_sequence;
+    memcpy(to->norms, from->norms, sizeof to->norms);
+    memcpy(to->steps, from->steps, sizeof to->steps);
+    memcpy(to->post, from->post, sizeof to->post);
+    memcpy(to->decoders, from->decoders, sizeof to->decoders);
+    to->template = from->template, to->has_template = from->has_template;
+    from->unk_token = NULL;
+    from->n_norms = from->n_steps = from->n_post = from->n_decoders = 0;
+    from->template = (tok_template){ 0 }, from->has_template = false;
 }
 
 /* The vocabulary and the added tokens: ids, bytes, flags. */
-static tmm_status build_ids(parser *p, const cJSON *vocab, const added_in *added, uint32_t n_added, tmm_tokenizer **out)
+static tmm_status build_ids(parser *p, const cJSON *vocab, const added_in *added, uint32_t n_added, bool byte_level,
+                            tmm_tokenizer **out)
 {
     int n = cJSON_GetArraySize(vocab);
     uint64_t size = 1;
@@ -371,8 +239,8 @@ static tmm_status build_ids(parser *p, const cJSON *vocab, const added_in *added
     {
         uint32_t id = (uint32_t)e->valuedouble;
         if (p->id_key[id])
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: the vocabulary gives id %u to both '%.80s' and '%.80s'",
-                            p->origin, id, p->id_key[id], e->string);
+            return tok_json_fail(p, "the vocabulary gives id %u to both '%.80s' and '%.80s'", id, p->id_key[id],
+                                 e->string);
         p->id_key[id] = e->string;
         key_put(p, e->string, id);
     }
@@ -380,11 +248,9 @@ static tmm_status build_ids(parser *p, const cJSON *vocab, const added_in *added
         const added_in *a = &added[i];
         uint32_t at = key_find(p, a->content, strlen(a->content));
         if ((p->id_key[a->id] && strcmp(p->id_key[a->id], a->content) != 0) || (at != TMM_TOK_NONE && at != a->id))
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: added token '%.80s' has id %u but the vocabulary gives "
-                            "%s", p->origin, a->content, a->id,
-                            at != TMM_TOK_NONE && at != a->id ? "it another id" : "that id to another token");
-        t->flags[a->id] = (uint8_t)(TOK_PRESENT | TOK_ADDED | (a->special ? TOK_SPECIAL : 0) |
-                                    (a->normalized ? TOK_NORMALIZED : 0) | (p->id_key[a->id] ? TOK_IN_VOCAB : 0));
+            return tok_json_fail(p, "added token '%.80s' has id %u but the vocabulary gives %s", a->content, a->id,
+                                 at != TMM_TOK_NONE && at != a->id ? "it another id" : "that id to another token");
+        t->flags[a->id] = (uint8_t)(TOK_PRESENT | TOK_ADDED | a->flags | (p->id_key[a->id] ? TOK_IN_VOCAB : 0));
         t->added[i] = a->id;
     }
     t->n_added = n_added;
@@ -403,12 +269,16 @@ static tmm_status build_ids(parser *p, const cJSON *vocab, const added_in *added
             len = strlen(content[id]);
             memcpy(t->data + off, content[id], len);
         } else if (p->id_key[id]) {
-            if (!key_bytes(&p->map, p->id_key[id], t->data + off, &len))
-                s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: vocabulary token '%.80s' (id %u) has characters that stand "
-                             "for no byte (bytes_to_unicode): not a byte-level BPE vocabulary", p->origin,
-                             p->id_key[id], id);
-            else if (len == 0)
-                s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: vocabulary token %u is empty", p->origin, id);
+            if (!byte_level) {
+                len = strlen(p->id_key[id]);
+                memcpy(t->data + off, p->id_key[id], len);
+            } else if (!key_bytes(&p->map, p->id_key[id], t->data + off, &len)) {
+                s = tok_json_fail(p, "vocabulary token '%.80s' (id %u) has characters that stand for no byte "
+                                  "(bytes_to_unicode): not a byte-level BPE vocabulary, as its ByteLevel "
+                                  "pre-tokenizer says", p->id_key[id], id);
+            }
+            if (s == TMM_OK && len == 0)
+                s = tok_json_fail(p, "vocabulary token %u is empty", id);
             t->flags[id] = TOK_PRESENT | TOK_IN_VOCAB;
         }
         off += len;
@@ -424,8 +294,7 @@ static tmm_status merge_parts(const parser *p, const cJSON *m, uint32_t r, const
     if (cJSON_IsString(m)) {
         const char *s = m->valuestring, *sp = strchr(s, ' ');
         if (!sp || sp == s || !sp[1] || strchr(sp + 1, ' ') || (size_t)(sp - s) >= cap)
-            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: merge %u '%.80s' is not two tokens separated by one space",
-                            p->origin, r, s);
+            return tok_json_fail(p, "merge %u '%.80s' is not two tokens separated by one space", r, s);
         memcpy(buf, s, (size_t)(sp - s));
         buf[sp - s] = '\0';
         *a = buf, *b = sp + 1;
@@ -435,13 +304,15 @@ static tmm_status merge_parts(const parser *p, const cJSON *m, uint32_t r, const
         *a = m->child->valuestring, *b = m->child->next->valuestring;
         return TMM_OK;
     }
-    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: merge %u is neither \"a b\" nor [\"a\", \"b\"]", p->origin, r);
+    return tok_json_fail(p, "merge %u is neither \"a b\" nor [\"a\", \"b\"]", r);
 }
 
 static tmm_status build_merges(const parser *p, const cJSON *merges, tmm_tokenizer *t)
 {
+    if (tok_json_null(merges)) /* a model without merges (Hugging Face's default) */
+        return TMM_OK;
     if (!cJSON_IsArray(merges))
-        return bad(p, "model.merges must be an array", "", NULL);
+        return tok_json_fail(p, "model.merges must be an array");
     int n = cJSON_GetArraySize(merges);
     t->n_merges = (uint32_t)n;
     t->merge_pair = malloc((n ? (size_t)n : 1) * sizeof *t->merge_pair);
@@ -462,18 +333,16 @@ static tmm_status build_merges(const parser *p, const cJSON *merges, tmm_tokeniz
             break;
         uint32_t ia = key_find(p, a, strlen(a)), ib = key_find(p, b, strlen(b));
         if (ia == TMM_TOK_NONE || ib == TMM_TOK_NONE) {
-            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: merge %u names '%.80s', which is not in the vocabulary",
-                         p->origin, r, ia == TMM_TOK_NONE ? a : b);
+            s = tok_json_fail(p, "merge %u names '%.80s', which is not in the vocabulary", r,
+                              ia == TMM_TOK_NONE ? a : b);
             break;
         }
         size_t la = strlen(a), lb = strlen(b);
         memcpy(joined, a, la);
         memcpy(joined + la, b, lb);
         uint32_t ir = key_find(p, joined, la + lb);
-        if (ir == TMM_TOK_NONE || (t->flags[ia] & TOK_ADDED) || (t->flags[ib] & TOK_ADDED) || (t->flags[ir] & TOK_ADDED))
-            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: merge %u ('%.80s' + '%.80s') %s", p->origin, r, a, b,
-                         ir == TMM_TOK_NONE ? "makes a token that is not in the vocabulary"
-                                            : "involves an added token");
+        if (ir == TMM_TOK_NONE)
+            s = tok_json_fail(p, "merge %u ('%.80s' + '%.80s') makes a token that is not in the vocabulary", r, a, b);
         t->merge_pair[r][0] = ia, t->merge_pair[r][1] = ib;
         t->merge_result[r] = ir;
     }
@@ -481,12 +350,23 @@ static tmm_status build_merges(const parser *p, const cJSON *merges, tmm_tokeniz
     return s;
 }
 
+static tmm_status check_template(const parser *p, const tmm_tokenizer *t)
+{
+    for (uint32_t i = 0; i < t->template.n_specials; i++)
+        for (uint32_t k = 0; k < t->template.specials[i].n; k++)
+            if (t->template.specials[i].ids[k] >= t->vocab)
+                return tok_json_fail(p, "TemplateProcessing's special token '%.80s' has id %u, past the vocabulary "
+                                     "of %u", t->template.specials[i].name, t->template.specials[i].ids[k], t->vocab);
+    return TMM_OK;
+}
+
 /* A merge-less BPE of the 256 bytes at their own ids and <|endoftext|> at
- * 256, without prefix spaces, encodes as the byte tokenizer: it is one. */
+ * 256, without prefix spaces or anything else, encodes as the byte tokenizer:
+ * it is one. */
 static bool is_bytes(const tmm_tokenizer *t)
 {
-    if (t->vocab != TMM_TOK_BYTES_VOCAB || t->n_merges || t->n_added != 1 || t->added[0] != 256 ||
-        !(t->flags[256] & TOK_SPECIAL) || t->ignore_merges)
+    if (t->vocab != TMM_TOK_BYTES_VOCAB || !t->byte_level || t->n_merges || t->n_added != 1 || t->added[0] != 256 ||
+        (t->flags[256] & ~TOK_IN_VOCAB) != (TOK_PRESENT | TOK_ADDED | TOK_SPECIAL) || t->ignore_merges || t->n_norms || t->has_template)
         return false;
     for (uint32_t b = 0; b < 256; b++)
         if (t->offset[b + 1] - t->offset[b] != 1 || (unsigned char)t->data[t->offset[b]] != b)
@@ -512,20 +392,16 @@ tmm_status tmm_tokenizer_parse(const char *json, size_t length, const char *orig
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     tmm_status s = scratch ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory");
     if (s == TMM_OK)
-        s = check_top(&p, root, scratch);
+        s = parse_parts(&p, root, scratch);
     if (s == TMM_OK)
-        s = check_object(&p, vocab, "model.vocab");
+        s = tok_json_object(&p, vocab, "model.vocab");
     if (s == TMM_OK)
         s = parse_added(&p, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), &added, &n_added);
     if (s == TMM_OK)
-        s = build_ids(&p, vocab, added, n_added, &t);
-    if (s == TMM_OK) { /* the fields check_top read, moved over */
-        tmm_tokenizer keep = *t;
-        *t = *scratch;
-        t->vocab = keep.vocab, t->offset = keep.offset, t->data = keep.data, t->flags = keep.flags;
-        t->added = keep.added, t->n_added = keep.n_added, t->eot = keep.eot;
-        memset(scratch, 0, sizeof *scratch);
-        s = parse_pre_tokenizer(&p, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), t);
+        s = build_ids(&p, vocab, added, n_added, scratch->byte_level, &t);
+    if (s == TMM_OK) {
+        move_parts(t, scratch);
+        s = check_template(&p, t);
     }
     if (s == TMM_OK)
         s = build_merges(&p, cJSON_GetObjectItemCaseSensitive(model, "merges"), t);
@@ -554,67 +430,44 @@ tmm_status tmm_tokenizer_parse(const char *json, size_t length, const char *orig
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* The vocabulary string of a token's bytes (bytes_to_unicode), malloc'ed. */
-static char *key_of(const tmm_tok_map *m, const char *bytes, size_t n)
+/* The vocabulary string of a token (bytes_to_unicode of a byte-level one's
+ * bytes), malloc'ed. */
+static char *token_key(const tmm_tokenizer *t, const tmm_tok_map *m, uint32_t id)
 {
-    char *s = malloc(2 * n + 1);
+    size_t n = tmm_tok_len(t, id);
+    const char *bytes = t->data + t->offset[id];
+    bool raw = (t->flags[id] & TOK_ADDED) || !t->byte_level;
+    char *s = malloc(raw ? n + 1 : 2 * n + 1);
     if (!s)
         return NULL;
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += tmm_tok_utf8_put(m->byte_char[(unsigned char)bytes[i]], s + k);
+    if (raw) {
+        memcpy(s, bytes, n);
+        k = n;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            k += tmm_tok_utf8_put(m->byte_char[(unsigned char)bytes[i]], s + k);
+    }
     s[k] = '\0';
     return s;
 }
 
-static char *token_key(const tmm_tokenizer *t, const tmm_tok_map *m, uint32_t id)
+static cJSON *added_json(const tmm_tokenizer *t, const tmm_tok_map *m, uint32_t id)
 {
-    size_t n = (size_t)(t->offset[id + 1] - t->offset[id]);
-    if (t->flags[id] & TOK_ADDED) {
-        char *s = malloc(n + 1);
-        if (s) {
-            memcpy(s, t->data + t->offset[id], n);
-            s[n] = '\0';
-        }
-        return s;
+    char *content = token_key(t, m, id);
+    cJSON *a = content ? cJSON_CreateObject() : NULL;
+    uint8_t f = t->flags[id];
+    if (a) {
+        cJSON_AddNumberToObject(a, "id", id);
+        cJSON_AddStringToObject(a, "content", content);
+        cJSON_AddBoolToObject(a, "single_word", (f & TOK_SINGLE_WORD) != 0);
+        cJSON_AddBoolToObject(a, "lstrip", (f & TOK_LSTRIP) != 0);
+        cJSON_AddBoolToObject(a, "rstrip", (f & TOK_RSTRIP) != 0);
+        cJSON_AddBoolToObject(a, "normalized", (f & TOK_NORMALIZED) != 0);
+        cJSON_AddBoolToObject(a, "special", (f & TOK_SPECIAL) != 0);
     }
-    return key_of(m, t->data + t->offset[id], n);
-}
-
-static cJSON *byte_level(bool prefix, bool trim, bool regex)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "type", "ByteLevel");
-    cJSON_AddBoolToObject(o, "add_prefix_space", prefix);
-    cJSON_AddBoolToObject(o, "trim_offsets", trim);
-    cJSON_AddBoolToObject(o, "use_regex", regex);
-    return o;
-}
-
-static cJSON *pre_tokenizer_json(const tmm_tokenizer *t)
-{
-    if (t->n_steps == 1) {
-        const tok_step *st = &t->steps[0];
-        return byte_level(st->add_prefix_space, st->trim_offsets, st->use_regex);
-    }
-    cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    cJSON_AddStringToObject(o, "type", "Sequence");
-    cJSON_AddItemToObject(o, "pretokenizers", list);
-    for (uint32_t i = 0; i < t->n_steps; i++) {
-        const tok_step *st = &t->steps[i];
-        if (st->byte_level) {
-            cJSON_AddItemToArray(list, byte_level(st->add_prefix_space, st->trim_offsets, st->use_regex));
-            continue;
-        }
-        cJSON *split = cJSON_CreateObject(), *pat = cJSON_CreateObject();
-        cJSON_AddStringToObject(split, "type", "Split");
-        cJSON_AddStringToObject(pat, st->literal ? "String" : "Regex", st->pattern);
-        cJSON_AddItemToObject(split, "pattern", pat);
-        cJSON_AddStringToObject(split, "behavior", "Isolated");
-        cJSON_AddBoolToObject(split, "invert", false);
-        cJSON_AddItemToArray(list, split);
-    }
-    return o;
+    free(content);
+    return a;
 }
 
 static cJSON *to_json(const tmm_tokenizer *t)
@@ -628,28 +481,13 @@ static cJSON *to_json(const tmm_tokenizer *t)
     cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
     bool ok = root && added;
     for (uint32_t i = 0; i < t->n_added && ok; i++) {
-        uint32_t id = t->added[i];
-        char *content = token_key(t, &m, id);
-        cJSON *a = cJSON_CreateObject();
-        ok = content && a;
-        cJSON_AddNumberToObject(a, "id", id);
-        cJSON_AddStringToObject(a, "content", content ? content : "");
-        cJSON_AddBoolToObject(a, "single_word", false);
-        cJSON_AddBoolToObject(a, "lstrip", false);
-        cJSON_AddBoolToObject(a, "rstrip", false);
-        cJSON_AddBoolToObject(a, "normalized", (t->flags[id] & TOK_NORMALIZED) != 0);
-        cJSON_AddBoolToObject(a, "special", (t->flags[id] & TOK_SPECIAL) != 0);
-        cJSON_AddItemToArray(added, a);
-        free(content);
+        cJSON *a = added_json(t, &m, t->added[i]);
+        ok = a && cJSON_AddItemToArray(added, a);
     }
-    cJSON_AddNullToObject(root, "normalizer");
-    cJSON_AddItemToObject(root, "pre_tokenizer", pre_tokenizer_json(t));
-    if (t->post_byte_level)
-        cJSON_AddItemToObject(root, "post_processor",
-                              byte_level(t->post_add_prefix_space, t->post_trim_offsets, t->post_use_regex));
-    else
-        cJSON_AddNullToObject(root, "post_processor");
-    cJSON_AddItemToObject(root, "decoder", byte_level(t->dec_add_prefix_space, t->dec_trim_offsets, t->dec_use_regex));
+    cJSON_AddItemToObject(root, "normalizer", tok_json_write_normalizer(t));
+    cJSON_AddItemToObject(root, "pre_tokenizer", tok_json_write_pre_tokenizer(t));
+    cJSON_AddItemToObject(root, "post_processor", tok_json_write_post_processor(t));
+    cJSON_AddItemToObject(root, "decoder", tok_json_write_decoder(t));
     cJSON *model = cJSON_AddObjectToObject(root, "model");
     cJSON_AddStringToObject(model, "type", "BPE");
     cJSON_AddNullToObject(model, "dropout");
@@ -660,7 +498,7 @@ static cJSON *to_json(const tmm_tokenizer *t)
     cJSON_AddNullToObject(model, "continuing_subword_prefix");
     cJSON_AddNullToObject(model, "end_of_word_suffix");
     cJSON_AddBoolToObject(model, "fuse_unk", t->fuse_unk);
-    cJSON_AddBoolToObject(model, "byte_fallback", false);
+    cJSON_AddBoolToObject(model, "byte_fallback", t->byte_fallback);
     cJSON_AddBoolToObject(model, "ignore_merges", t->ignore_merges);
     cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
     cJSON *merges = cJSON_AddArrayToObject(model, "merges");
