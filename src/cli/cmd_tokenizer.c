@@ -1,4 +1,4 @@
-/* tmm tokenizer train | encode | decode (docs/tokenizer.md). */
+/* tmm tokenizer train | encode | decode | convert (docs/tokenizer.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +18,20 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: tmm tokenizer train --vocab N --data FILE... --out tok.json [--max-words N] [--quiet]\n"
             "       tmm tokenizer encode [--tokenizer T] [--special] [--count] [--no-cache] (--file F | TEXT...)\n"
-            "       tmm tokenizer decode [--tokenizer T] [--skip-special] [ID...]\n\n"
-            "Byte-level BPE tokenizers as GPT-2 and Hugging Face define them, read from and written to\n"
-            "Hugging Face tokenizer.json, and tmm's byte tokenizer ('bytes': byte b is token b,\n"
+            "       tmm tokenizer decode [--tokenizer T] [--skip-special] [ID...]\n"
+            "       tmm tokenizer convert [--encoding NAME] IN OUT\n\n"
+            "BPE tokenizers as Hugging Face defines them (byte-level as GPT-2's and Llama 3's,\n"
+            "SentencePiece-style as Llama 2's and Mistral's), read from and written to Hugging Face\n"
+            "tokenizer.json; OpenAI's tiktoken encodings (r50k_base, p50k_base, cl100k_base, o200k_base)\n"
+            "read from their .tiktoken files; and tmm's byte tokenizer ('bytes': byte b is token b,\n"
             "<|endoftext|> is 256). docs/tokenizer.md says what is supported and how training works.\n\n"
             "  train    learn a byte-level BPE of N entries (the 256 bytes, <|endoftext|>, N-257 merges)\n"
             "           from text files, JSONL files (a \"text\" field per line; by the .jsonl extension),\n"
             "           either gzip-compressed (.gz), or directories of them; deterministic\n"
             "  encode   print the token ids of TEXT (the arguments joined by spaces) or of a file\n"
-            "  decode   print the bytes of token ids (arguments, or whitespace-separated on stdin)\n\n"
+            "  decode   print the bytes of token ids (arguments, or whitespace-separated on stdin)\n"
+            "  convert  write any tokenizer tmm reads (a .tiktoken file, a tokenizer.json) as the\n"
+            "           equivalent tokenizer.json, which tmm prepare and training use\n\n"
             "Each subcommand's --help lists its options.\n");
 }
 
@@ -50,9 +55,11 @@ static void train_usage(FILE *f)
 static void encode_usage(FILE *f)
 {
     fprintf(f, "usage: tmm tokenizer encode [options] (--file F | TEXT...)\n\n"
-               "  --tokenizer T   a tokenizer.json, or 'bytes' (the default)\n"
+               "  --tokenizer T   a tokenizer.json, a .tiktoken file, or 'bytes' (the default)\n"
                "  --file F        encode the file's bytes (else the arguments, joined by spaces)\n"
-               "  --special       recognise special tokens written in the text (<|endoftext|>)\n"
+               "  --special       as Hugging Face's encode with add_special_tokens: recognise special\n"
+               "                  tokens written in the text (<|endoftext|>, <s>) and add the tokenizer's\n"
+               "                  template (TemplateProcessing: Llama's <s> or <|begin_of_text|> first)\n"
                "  --count         print only the counts and the speed (one core): tokens, bytes,\n"
                "                  bytes/token, MB/s of encoding (reading excluded)\n"
                "  --no-cache      do not cache pre-tokenized words (to measure what the cache is worth)\n");
@@ -61,10 +68,20 @@ static void encode_usage(FILE *f)
 static void decode_usage(FILE *f)
 {
     fprintf(f, "usage: tmm tokenizer decode [--tokenizer T] [--skip-special] [ID...]\n\n"
-               "  --tokenizer T    a tokenizer.json, or 'bytes' (the default)\n"
+               "  --tokenizer T    a tokenizer.json, a .tiktoken file, or 'bytes' (the default)\n"
                "  --skip-special   leave special tokens out (else their text is printed)\n"
                "IDs come from the arguments, or whitespace-separated from stdin when there are none.\n"
                "The bytes are written to stdout exactly.\n");
+}
+
+static void convert_usage(FILE *f)
+{
+    fprintf(f, "usage: tmm tokenizer convert [--encoding NAME] IN OUT\n\n"
+               "Reads IN (a .tiktoken file, a tokenizer.json) and writes the tokenizer.json that encodes\n"
+               "every text to the same ids (atomically), for tmm prepare, training and other tools.\n"
+               "A .tiktoken file holds only its ranks: its encoding's pattern and special tokens come\n"
+               "from its name (cl100k_base.tiktoken), from --encoding, or from its number of ranks.\n\n"
+               "  --encoding NAME   r50k_base, p50k_base, cl100k_base or o200k_base\n");
 }
 
 /* ---- train ------------------------------------------------------------------ */
@@ -219,6 +236,8 @@ static int encode(int argc, char **argv)
     double t0 = tmm_bench_now_ms();
     if (s == TMM_OK)
         s = tmm_tokenizer_encode(tok, cache, text.data ? text.data : "", text.length, special, &ids);
+    if (s == TMM_OK && special)
+        s = tmm_tokenizer_add_special(tok, &ids, 0);
     double ms = tmm_bench_now_ms() - t0;
     if (s == TMM_OK && count) {
         printf("tokens %zu  bytes %zu  bytes/token %.3f  %.2f MB/s  (%s, word cache %s)\n", ids.count, text.length,
@@ -306,6 +325,35 @@ static int decode(int argc, char **argv)
     return s == TMM_OK ? 0 : cli_error("cannot decode", s);
 }
 
+static int convert(int argc, char **argv)
+{
+    static const struct option opts[] = { { "encoding", required_argument, 0, 'e' }, { "help", no_argument, 0, 'h' },
+                                          { 0, 0, 0, 0 } };
+    const char *encoding = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'e': encoding = optarg; break;
+        case 'h': convert_usage(stdout); return 0;
+        default: convert_usage(stderr); return 2;
+        }
+    }
+    if (argc - optind != 2) {
+        cli_fail("needs IN and OUT (see 'tmm tokenizer convert --help')\n");
+        return 2;
+    }
+    tmm_tokenizer *tok = NULL;
+    tmm_status s = tmm_tokenizer_load_as(argv[optind], encoding, &tok);
+    if (s == TMM_OK)
+        s = tmm_tokenizer_save(tok, argv[optind + 1]);
+    if (s == TMM_OK)
+        printf("wrote %s: %u ids (%s), end-of-text %u\n", argv[optind + 1], tmm_tokenizer_vocab(tok),
+               tmm_tokenizer_kind(tok), tmm_tokenizer_eot(tok));
+    tmm_tokenizer_free(tok);
+    return s == TMM_OK ? 0 : cli_error("cannot convert", s);
+}
+
 int cmd_tokenizer(int argc, char **argv)
 {
     if (argc < 2) {
@@ -329,6 +377,10 @@ int cmd_tokenizer(int argc, char **argv)
         cli_command = "tokenizer decode";
         return decode(argc - 1, argv + 1);
     }
-    cli_fail("unknown subcommand '%s' (train, encode or decode; see 'tmm tokenizer --help')\n", sub);
+    if (strcmp(sub, "convert") == 0) {
+        cli_command = "tokenizer convert";
+        return convert(argc - 1, argv + 1);
+    }
+    cli_fail("unknown subcommand '%s' (train, encode, decode or convert; see 'tmm tokenizer --help')\n", sub);
     return 2;
 }
