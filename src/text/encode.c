@@ -32,8 +32,8 @@ static tmm_status emit_word(encoder *e, const char *w, size_t n)
     }
     size_t first = e->out->count;
     TMM_TRY(tmm_tok_bpe_word(e->tok, e->scratch, w, n, e->out));
-    if (e->cache)
-        tmm_tok_cache_put(e->cache, w, n, e->out->ids + first, (uint32_t)(e->out->count - first));
+    if (e->cache) /* a word may have no ids (characters the model drops) */
+        tmm_tok_cache_put(e->cache, w, n, e->out->ids ? e->out->ids + first : NULL, (uint32_t)(e->out->count - first));
     return TMM_OK;
 }
 

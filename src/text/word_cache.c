@@ -88,7 +88,8 @@ void tmm_tok_cache_put(tmm_tok_cache *c, const char *word, size_t n, const uint3
         i = (i + 1) & (c->n_slots - 1);
     size_t off = c->arena_used, ids_off = (off + n + 3) & ~(size_t)3;
     memcpy(c->arena + off, word, n);
-    memcpy(c->arena + ids_off, ids, (size_t)count * sizeof *ids);
+    if (count)
+        memcpy(c->arena + ids_off, ids, (size_t)count * sizeof *ids);
     c->arena_used = ids_off + (size_t)count * sizeof *ids;
     c->slots[i] = (struct cache_slot){ h, (uint32_t)off, (uint16_t)n, (uint16_t)count };
     c->used++;
