@@ -212,3 +212,62 @@ tmm_status tmm_tok_bpe_word(const tmm_tokenizer *t, tok_scratch *s, const char *
         TMM_TRY(tmm_tokens_push(out, s->id[i]));
     return TMM_OK;
 }
+
+/* ---- where a char-level word can be cut ------------------------------------- */
+
+/* A token's first or last character (an invalid byte: 0x110000 + the byte). */
+static uint32_t edge_char(const tmm_tokenizer *t, uint32_t id, bool last)
+{
+    const char *p = t->data + t->offset[id];
+    size_t n = tmm_tok_len(t, id), i = 0, at = 0;
+    uint32_t cp = 0;
+    while (i < n) {
+        size_t len = tmm_tok_utf8_get(p + i, n - i, &cp);
+        at = i;
+        if (!last)
+            break;
+        i += len;
+    }
+    return cp == UINT32_MAX ? 0x110000u + (unsigned char)p[at] : cp;
+}
+
+static uint64_t cross_hash(uint64_t key) { return (key * 0x9E3779B97F4A7C15ull) >> 19; }
+
+tmm_status tmm_tok_build_cross(tmm_tokenizer *t)
+{
+    free(t->cross_keys);
+    t->cross_keys = NULL;
+    t->split_words = !t->byte_level && !t->bytes && !t->ignore_merges;
+    if (!t->split_words)
+        return TMM_OK;
+    uint64_t cap = 16;
+    while (cap < 2 * (uint64_t)t->n_merges + 2)
+        cap *= 2;
+    t->cross_keys = malloc(cap * sizeof *t->cross_keys);
+    if (!t->cross_keys)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of memory for the tokenizer's tables");
+    memset(t->cross_keys, 0xFF, cap * sizeof *t->cross_keys);
+    t->cross_mask = cap - 1;
+    for (uint32_t r = 0; r < t->n_merges; r++) {
+        uint32_t a = t->merge_pair[r][0], b = t->merge_pair[r][1];
+        if (tmm_tok_len(t, a) == 0 || tmm_tok_len(t, b) == 0)
+            continue;
+        uint64_t key = (uint64_t)edge_char(t, a, true) << 21 | edge_char(t, b, false);
+        uint64_t i = cross_hash(key) & t->cross_mask;
+        while (t->cross_keys[i] != UINT64_MAX && t->cross_keys[i] != key)
+            i = (i + 1) & t->cross_mask;
+        t->cross_keys[i] = key;
+    }
+    return TMM_OK;
+}
+
+bool tmm_tok_crosses(const tmm_tokenizer *t, uint32_t a, uint32_t b)
+{
+    uint64_t key = (uint64_t)a << 21 | b;
+    for (uint64_t i = cross_hash(key) & t->cross_mask;; i = (i + 1) & t->cross_mask) {
+        if (t->cross_keys[i] == UINT64_MAX)
+            return false;
+        if (t->cross_keys[i] == key)
+            return true;
+    }
+}

@@ -19,7 +19,7 @@ typedef struct encoder {
     bool special;
 } encoder;
 
-static tmm_status emit_word(encoder *e, const char *w, size_t n)
+static tmm_status emit_part(encoder *e, const char *w, size_t n)
 {
     if (n == 0)
         return TMM_OK;
@@ -35,6 +35,29 @@ static tmm_status emit_word(encoder *e, const char *w, size_t n)
     if (e->cache) /* a word may have no ids (characters the model drops) */
         tmm_tok_cache_put(e->cache, w, n, e->out->ids ? e->out->ids + first : NULL, (uint32_t)(e->out->count - first));
     return TMM_OK;
+}
+
+/* A char-level word, cut where no merge can join its two sides (split_words): the parts encode
+ * as the whole would, and short ones come from the word cache. */
+static tmm_status emit_word(encoder *e, const char *w, size_t n)
+{
+    const tmm_tokenizer *t = e->tok;
+    if (!t->split_words || n <= 1)
+        return emit_part(e, w, n);
+    size_t start = 0;
+    uint32_t prev = UINT32_MAX; /* the last character, when the vocabulary has it */
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t len = tmm_tok_utf8_get(w + i, n - i, &cp);
+        bool known = cp != UINT32_MAX && tmm_tok_word_id(t, w + i, len) != TMM_TOK_NONE;
+        if (known && prev != UINT32_MAX && !tmm_tok_crosses(t, prev, cp)) {
+            TMM_TRY(emit_part(e, w + start, i - start));
+            start = i;
+        }
+        prev = known ? cp : UINT32_MAX;
+        i += len;
+    }
+    return emit_part(e, w + start, n - start);
 }
 
 static tmm_status run_steps(encoder *e, uint32_t step, const char *p, size_t n, bool at_start);

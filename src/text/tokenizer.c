@@ -66,7 +66,7 @@ void tmm_tokenizer_free(tmm_tokenizer *tok)
         return;
     free(tok->offset), free(tok->data), free(tok->flags);
     free(tok->merge_pair), free(tok->merge_result);
-    free(tok->rank_keys), free(tok->rank_vals), free(tok->word_slots);
+    free(tok->rank_keys), free(tok->rank_vals), free(tok->word_slots), free(tok->cross_keys);
     tmm_tok_parts_free(tok);
     free(tok->piece_offset), free(tok->piece_data);
     free(tok->added);
@@ -400,6 +400,7 @@ tmm_status tmm_tok_finish(tmm_tokenizer *t)
         t->fallback_id[b] = tmm_tok_word_id(t, hex, 6);
     }
     t->unk_id = t->unk_token ? tmm_tok_word_id(t, t->unk_token, strlen(t->unk_token)) : TMM_TOK_NONE;
+    TMM_TRY(tmm_tok_build_cross(t));
     TMM_TRY(tmm_tok_added_build(t));
     TMM_TRY(tmm_tok_decoder_pieces(t));
     find_eot(t);

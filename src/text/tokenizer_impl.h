@@ -134,6 +134,12 @@ struct tmm_tokenizer {
     /* bytes -> id of the model's tokens (model.vocab) */
     uint32_t *word_slots;
     uint64_t word_mask;
+    /* char-level without ignore_merges: a piece is cut between two characters of the vocabulary
+     * that no merge joins (no merge of a token ending in the one with a token starting with the
+     * other), where BPE could not merge across anyway: (last << 21 | first) of every merge */
+    bool split_words;
+    uint64_t *cross_keys;
+    uint64_t cross_mask;
     /* the BPE model's options */
     bool ignore_merges, byte_fallback, fuse_unk;
     char *unk_token;
@@ -208,6 +214,10 @@ typedef struct tok_scratch {
     tmm_bytes meta;    /* Metaspace's text */
 } tok_scratch;
 void tmm_tok_scratch_free(tok_scratch *s);
+/* The cross_keys table (split_words). */
+tmm_status tmm_tok_build_cross(tmm_tokenizer *t);
+/* Can a merge join a symbol ending in character a to one starting with b? */
+bool tmm_tok_crosses(const tmm_tokenizer *t, uint32_t a, uint32_t b);
 /* BPE of one pre-tokenized word, appended to out (Hugging Face's BPE model:
  * unknown bytes or characters through byte_fallback or unk_token). */
 tmm_status tmm_tok_bpe_word(const tmm_tokenizer *tok, tok_scratch *s, const char *word, size_t n, tmm_tokens *out);
