@@ -118,6 +118,19 @@ check "cl100k_base: the converted tokenizer.json gives the .tiktoken file's ids"
   cmp "$m/cl100k_base-gpt-tokenizer.tmm.ids" "$m/cl100k_base-converted-hf.tmm.ids"
 check "o200k_base: the converted tokenizer.json gives the .tiktoken file's ids" \
   cmp "$m/o200k_base-gpt-tokenizer.tmm.ids" "$m/o200k_base-converted-hf.tmm.ids"
+# tmm prepare takes them like any other: the end-of-text token between documents, the tokenizer.json it
+# saves encodes as the original
+prepared() { # TOKENIZER EOT: prepare a corpus; its manifest's eot; its tokenizer.json gives the same ids
+  local out="$m/prep-$(basename "$1")"
+  "$tmm" prepare --tokenizer "$1" --data "$m/text-plain.txt" --out "$out" --quiet > /dev/null || return 1
+  grep -q "\"eot\": $2," "$out/manifest.json" || { grep eot "$out/manifest.json"; return 1; }
+  "$tmm" tokenizer encode --tokenizer "$1" --file "$m/text-gpt.txt" > "$m/prep.a" || return 1
+  "$tmm" tokenizer encode --tokenizer "$out/tokenizer.json" --file "$m/text-gpt.txt" > "$m/prep.b" || return 1
+  cmp "$m/prep.a" "$m/prep.b"
+}
+check "prepare with o200k_base.tiktoken (<|endoftext|> 199999)" prepared "$data/o200k_base.tiktoken" 199999
+check "prepare with Llama 3 (<|end_of_text|> 128001)" prepared "$m/llama3.json" 128001
+check "prepare with Llama 2 (</s> 2)" prepared "$m/llama2.json" 2
 check "Llama 3: round trip of invalid UTF-8" round_trip "$m/llama3.json" "$m/invalid.bin" once
 check "Llama 2: round trip of invalid UTF-8 (byte_fallback)" round_trip "$m/llama2.json" "$m/invalid.bin"
 check "o200k_base: round trip of invalid UTF-8" round_trip "$data/o200k_base.tiktoken" "$m/invalid.bin" once
