@@ -136,6 +136,7 @@ function cases() {
   add("llama2-nfc-hf", "llama2-nfc.json", "text-plain.txt", "--special", "hf");
   add("mistral", "mistral.json", "text-plain.txt", "-", "mistral-tokenizer-js");
   add("mistral-hf", "mistral.json", "text-llama2.txt", "--special", "hf");
+  add("p50k_base-js-tiktoken", tiktokenData("p50k_base"), "text-tiktoken.txt", "--special", "js-tiktoken p50k_base");
   for (const enc of ["r50k_base", "cl100k_base", "o200k_base"]) {
     add(`${enc}-js-tiktoken`, tiktokenData(enc), "text-tiktoken.txt", "--special", `js-tiktoken ${enc}`);
     add(`${enc}-gpt-tokenizer`, tiktokenData(enc), "text-gpt.txt", "-", `gpt-tokenizer ${enc}`);
