@@ -20,6 +20,7 @@ int cmd_eval_task(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_distill(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_tokenizer(int argc, char **argv);
 int cmd_experiment(int argc, char **argv);
 /* tmm bench train (cmd_bench_train.c), dispatched by cmd_bench. */

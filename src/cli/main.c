@@ -13,6 +13,7 @@ static const struct command {
     { "train", cmd_train, "train a TMM (default: the copy task, until 99% held-out accuracy)" },
     { "eval", cmd_eval, "evaluate a checkpoint on its task's held-out data" },
     { "generate", cmd_generate, "continue a prompt with a trained model (FFT prefill, cached decoding)" },
+    { "serve", cmd_serve, "serve a checkpoint over HTTP with OpenAI's API (continuous batching)" },
     { "distill", cmd_distill, "fit a TMM's Toeplitz vectors with small state-space models: O(r) decoding" },
     { "index", cmd_index, "Fredholm index, zeros and singular values of a checkpoint's Toeplitz layers" },
     { "devices", cmd_devices, "list Vulkan devices, their limits and features, and which one tmm picks" },

@@ -370,6 +370,26 @@ tmm_status tmm_generator_step(tmm_generator *g, const uint32_t *tokens, float *l
     return TMM_OK;
 }
 
+tmm_status tmm_gen_restart(tmm_generator *g, const bool *restart)
+{
+    const uint32_t B = g->info.batch;
+    const tmm_mixer_class *mc = tmm_model_mixer(g->model)->cls;
+    if (mc == &tmm_mamba2_mixer || mc == &tmm_linear_mixer)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s decodes from a running state that only a whole prefill sets: its "
+                        "sequences cannot restart one at a time", tmm_arch_name(g->arch->arch));
+    if (!g->prefilled)
+        memset(g->pos, 0, B * sizeof *g->pos);
+    g->prefilled = true;
+    bool any = false;
+    for (uint32_t b = 0; b < B; b++)
+        if (restart[b])
+            g->pos[b] = 0, any = true;
+    if (!any || !g->info.distilled)
+        return TMM_OK;
+    TMM_TRY(tmm_buffer_write(g->lengths, 0, g->pos, (uint64_t)B * 4));
+    return tmm_recorder_run(g->main.prefill);
+}
+
 tmm_status tmm_tokenize(const tmm_generator *g, const char *text, size_t length, uint32_t **tokens,
                         uint32_t *count)
 {

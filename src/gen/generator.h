@@ -33,6 +33,17 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
                           tmm_model_tokenizer tokenizer, uint32_t batch, tmm_toeplitz_impl mixer,
                           const tmm_distilled *distilled, tmm_generator **out);
 
+/* Continuous batching (src/serve): every sequence b with restart[b] starts
+ * anew, empty, at position 0, while the others keep their positions and
+ * state; its tokens then go in through tmm_generator_step, one per step
+ * (the prompt too: the only prefill that leaves the other sequences alone).
+ * Before the first prefill or restart every sequence is at position 0. A
+ * distilled decoder's states are set again from the caches: zero for the
+ * restarted sequences, the same arithmetic as the steps' for the others.
+ * TMM_ERR_UNSUPPORTED for a mixer whose decoder keeps a running state that
+ * only a whole prefill sets (Mamba-2, linear attention). */
+tmm_status tmm_gen_restart(tmm_generator *g, const bool *restart);
+
 /* The commands one decode step records (tmm bench generate). */
 uint32_t tmm_gen_step_commands(const tmm_generator *g);
 
