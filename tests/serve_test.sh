@@ -129,7 +129,7 @@ check "a prompt longer than the context: 400" post 400 context_length_exceeded /
   "{\"model\": \"fox\", \"prompt\": \"$(printf 'x%.0s' $(seq 300))\"}"
 check "a body over --max-body: 413" post 413 "max-body" /v1/completions \
   "{\"model\": \"fox\", \"prompt\": \"$(printf 'x%.0s' $(seq 9000))\"}"
-check "a sequence count past slots + queue: 503" post 503 server_overloaded /v1/completions '{"model": "fox", "prompt": "x", "n": 9}'
+check "more sequences than slots + queue: 400" post 400 "at most 8 at once" /v1/completions '{"model": "fox", "prompt": "x", "n": 9}'
 check "an unknown URL: 404" http 404 "Invalid URL" "${auth[@]}" "$url/v1/nothing"
 check "GET on a POST endpoint: 405" http 405 "not allowed" "${auth[@]}" "$url/v1/completions"
 check "still healthy" http 200 '"slots_busy":0' "$url/health"

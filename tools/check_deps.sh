@@ -191,7 +191,7 @@ echo "check_deps.sh: every package used is installed by $setup"
 if [ "$self_test" -eq 1 ]; then
   # The audit must catch a missing package: the same traces, against setup.sh minus one package.
   fails=0
-  for pkg in glslang-tools liblapacke-dev libcriterion-dev python3-torch; do
+  for pkg in glslang-tools liblapacke-dev libmicrohttpd-dev libcriterion-dev python3-torch; do
     sed "s/\([( ]\)$pkg\([ )]\)/\1\2/" "$setup" > "$work/setup-minus.sh"
     if bash "$work/setup-minus.sh" --list --test | grep -qx "$pkg"; then
       echo "check_deps.sh: self-test could not remove $pkg from a copy of $setup" >&2; fails=1; continue

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
-#                           LAPACKE, Open MPI (data-parallel training under mpirun), and lavapipe
-#                           (a Vulkan device that runs on the CPU)
+#                           LAPACKE, Open MPI (data-parallel training under mpirun), libmicrohttpd
+#                           (tmm serve's HTTP server), and lavapipe (a Vulkan device that runs on the CPU)
 #   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer,
 #                           PyTorch (python3-torch, for the parity test), strace (for the
 #                           dependency audit, tools/check_deps.sh), clang with its
 #                           libFuzzer runtime (tools/fuzz.sh), Node.js with npm (the
-#                           tokenizer parity test), openmpi-bin (mpirun, for the 2-rank test), and
+#                           tokenizer parity test and tmm serve's openai client test), curl (the
+#                           serve test), openmpi-bin (mpirun, for the 2-rank test), and
 #                           patchelf and git (tools/bundle.sh sets the bundle's RUNPATHs and stamps
 #                           its commit; the bundle test), and OpenBLAS (libopenblas0: PyTorch on
 #                           the CPU at full speed, for tools/torch_compare.sh and the parity test)
@@ -21,15 +22,17 @@ set -euo pipefail
 # glslang-tools: glslang-dev's CMake package names /usr/bin/glslangValidator and
 # fails without it, though glslang-dev does not depend on it.
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
-            libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev libopenmpi-dev)
-run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools)
+            libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev libopenmpi-dev libmicrohttpd-dev)
+# libmicrohttpd12: tmm serve's HTTP server at run time (libmicrohttpd-dev builds against it)
+run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools libmicrohttpd12)
 # clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
-# nodejs and npm run the tokenizer parity test (tests/tokenizer_parity_test.sh)
+# nodejs and npm run the tokenizer parity test (tests/tokenizer_parity_test.sh) and the openai client
+# of tests/serve_test.sh; curl: that test's raw HTTP and server-sent events
 # openmpi-bin: mpirun for the data-parallel test (tests/mpi_test.sh)
 # patchelf and git: tools/bundle.sh (tests/bundle_test.sh)
 # libopenblas0: the BLAS PyTorch uses on the CPU (with only the reference BLAS it is 5-8x slower)
 test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld nodejs npm
-           openmpi-bin patchelf git libopenblas0)
+           openmpi-bin patchelf git libopenblas0 curl)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0
@@ -37,7 +40,7 @@ for arg in "$@"; do
   case "$arg" in
     --test) want+=("${test_pkgs[@]}") ;;
     --list) list=1 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (use --test, --list or nothing)" >&2; exit 2 ;;
   esac
 done

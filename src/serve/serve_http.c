@@ -452,6 +452,12 @@ static enum MHD_Result generate(conn_req *r, serve_kind kind)
     if (!ok)
         return send_error(r, &e);
     const serve_submit_result sub = serve_sched_submit(S->sched, r->job);
+    if (sub == SERVE_TOO_BIG) {
+        serve_bad(&e, "n", "This request needs %u sequences (prompts x n); this server holds at most %u at once "
+                  "(%u slots + a queue of %u: tmm serve --slots, --queue).", r->job->n_seqs, S->info->batch + S->c.queue,
+                  S->info->batch, S->c.queue);
+        return send_error(r, &e);
+    }
     if (sub != SERVE_SUBMITTED) {
         char retry[16];
         snprintf(retry, sizeof retry, "%u", serve_sched_retry_after(S->sched));

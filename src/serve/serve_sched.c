@@ -444,6 +444,8 @@ serve_submit_result serve_sched_submit(serve_sched *s, serve_job *job)
     const uint64_t room = (uint64_t)(s->B - s->busy) + s->queue_limit;
     if (s->draining || s->stop)
         r = SERVE_DRAINING;
+    else if ((uint64_t)need > (uint64_t)s->B + s->queue_limit)
+        r = SERVE_TOO_BIG;
     else if ((uint64_t)s->queued + need > room)
         r = SERVE_QUEUE_FULL;
     for (uint32_t i = 0; r == SERVE_SUBMITTED && i < job->n_seqs; i++) {

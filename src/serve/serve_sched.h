@@ -93,7 +93,12 @@ void serve_sched_destroy(serve_sched *s);
 tmm_status serve_job_init(serve_job *job);
 void serve_job_free(serve_job *job);
 
-typedef enum serve_submit_result { SERVE_SUBMITTED, SERVE_QUEUE_FULL, SERVE_DRAINING } serve_submit_result;
+typedef enum serve_submit_result {
+    SERVE_SUBMITTED,
+    SERVE_QUEUE_FULL,  /* not now: the slots and the queue are taken */
+    SERVE_TOO_BIG,     /* never: more sequences than slots + queue */
+    SERVE_DRAINING,
+} serve_submit_result;
 /* Queues the job's sequences (those with nothing to do end at once). */
 serve_submit_result serve_sched_submit(serve_sched *s, serve_job *job);
 /* Waits until the job has changed since version *seen or timeout_ms has
