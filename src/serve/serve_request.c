@@ -314,8 +314,8 @@ static bool parse_messages(serve_request *r, serve_error *e, const cJSON *v)
         if (ok)
             ok = render_message(&b, e, m);
     }
-    ok = ok && append(&b, e, "Assistant:", strlen("Assistant:"));
-    serve_prompt p = { .text = b.data, .length = b.length };
+    ok = ok && append(&b, e, "Assistant:", strlen("Assistant:")) && append(&b, e, "", 1);
+    serve_prompt p = { .text = b.data, .length = b.length - 1 }; /* NUL-terminated too */
     if (!ok) {
         free(b.data);
         return false;
