@@ -294,6 +294,8 @@ Test(serve, parse_errors)
         { SERVE_COMPLETION, "{\"model\": 3}", "model", "expected a string" },
         { SERVE_COMPLETION, "{\"model\": \"m\", \"model\": \"n\"}", "the request body", "Duplicate key 'model'" },
         { SERVE_COMPLETION, "{\"model\": \"m\", \"foo\": 1}", "foo", "Unrecognized request argument supplied: foo" },
+        /* a field name with a newline: the message stays one line (found by fuzz_serve_request) */
+        { SERVE_COMPLETION, "{\"model\": \"m\", \"a\\nb\": 1}", "a\nb", "supplied: a b" },
         { SERVE_COMPLETION, "{\"model\": \"m\", \"messages\": []}", "messages", "Unrecognized" },
         { SERVE_CHAT, "{\"model\": \"m\", \"prompt\": \"x\"}", "prompt", "Unrecognized" },
         { SERVE_COMPLETION, "{\"model\": \"m\", \"max_tokens\": -1}", "max_tokens", "out of range" },

@@ -31,7 +31,8 @@ dir=build-fuzz
 mkdir -p "$dir"
 CC=clang CXX=clang++ cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DTMM_FUZZ=ON -DTMM_BUILD_TESTS=OFF \
   -DTMM_BUILD_EXAMPLES=OFF ${TMM_WERROR:+-DTMM_WERROR=ON} > "$dir/build.log" 2>&1 || { cat "$dir/build.log" >&2; exit 1; }
-harnesses=(fuzz_safetensors fuzz_config fuzz_data fuzz_tokenizer fuzz_shards fuzz_eval_task fuzz_corpus fuzz_train_state)
+harnesses=(fuzz_safetensors fuzz_config fuzz_data fuzz_tokenizer fuzz_shards fuzz_eval_task fuzz_corpus fuzz_train_state
+           fuzz_serve_request)
 cmake --build "$dir" -j "$(nproc)" --target "${harnesses[@]}" >> "$dir/build.log" 2>&1 ||
   { tail -40 "$dir/build.log" >&2; exit 1; }
 [ "$build_only" -eq 1 ] && exit 0

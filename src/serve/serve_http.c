@@ -605,6 +605,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(r);
 }
 
+static void on_log(void *cls, const char *fmt, va_list ap) TMM_PRINTF(2, 0);
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
     const tmm_server *S = cls;

@@ -19,6 +19,9 @@ bool serve_err(serve_error *e, int status, const char *type, const char *code, c
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    for (char *c = e->message; *c; c++) /* one line, whatever a field name holds */
+        if ((unsigned char)*c < 0x20)
+            *c = ' ';
     return false;
 }
 
