@@ -267,13 +267,18 @@ static void fail_active(serve_sched *s, const char *error)
             end_seq(s, s->slot[b], NULL, error);
 }
 
-/* Restarts the admitted slots (and idle ones that reached the context's
- * end, which would stop the step), then one step of every slot. */
+/* Restarts the admitted slots and the idle ones, then one step of every
+ * slot. An idle slot is kept at position 0, where its exact step costs
+ * least (the cached dot product is O(position)); a distilled one, whose
+ * step costs the same anywhere and whose restart recomputes every state,
+ * only before it would reach the context's end and stop the step. */
 static tmm_status step(serve_sched *s)
 {
     bool any = false;
+    const bool distilled = tmm_generator_get_info(s->gen)->distilled;
     for (uint32_t b = 0; b < s->B; b++) {
-        if (!s->slot[b] && tmm_generator_position(s->gen, b) >= s->n_ctx)
+        const uint32_t pos = tmm_generator_position(s->gen, b);
+        if (!s->slot[b] && (pos >= s->n_ctx || (!distilled && pos > 0)))
             s->restart[b] = true;
         any = any || s->restart[b];
     }
