@@ -405,6 +405,9 @@ readme_skip() { # COMMAND: why README's COMMAND cannot run in this test, or noth
     tools/test.sh*) echo "the whole suite, this test among it" ;;
     mpirun*) echo "several processes under MPI; tests/mpi_test.sh runs 2 ranks" ;;
     "build/tmm experiment --help"*|"tmm experiment --help"*) ;;
+    "build/tmm serve --help"*|"tmm serve --help"*) ;;
+    "build/tmm serve "*|"tmm serve "*)
+      echo "a server that runs until it is stopped; tests/serve_test.sh starts one and talks to it" ;;
     "build/tmm experiment "*|"tmm experiment "*)
       echo "minutes of training even at --preset small; CI's experiments stage runs all six (tools/experiments.sh)" ;;
   esac

@@ -49,4 +49,10 @@ allowed bench mixer/toeplitz_select.h
 refused bench experiment/experiment.h
 refused bench cli/bench.h
 refused gen bench/bench.h
+allowed serve gen/generator.h
+allowed serve io/json.h
+refused serve train/trainer.h
+refused serve bench/bench.h
+refused gen serve/serve.h
+refused bench serve/serve_sched.h
 finish
