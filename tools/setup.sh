@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages that tmm needs, on Debian 12 or Ubuntu 22.04+.
 #   tools/setup.sh          build and run: compiler, CMake, Vulkan, glslc, glslang, VkFFT, cJSON,
-#                           LAPACKE, Open MPI (data-parallel training under mpirun), libmicrohttpd
-#                           (tmm serve's HTTP server), and lavapipe (a Vulkan device that runs on the CPU)
+#                           LAPACKE with OpenBLAS, Open MPI (data-parallel training under mpirun),
+#                           libmicrohttpd (tmm serve's HTTP server), and lavapipe (a Vulkan device that
+#                           runs on the CPU)
 #   tools/setup.sh --test   also the tests' needs: Criterion, the Khronos validation layer,
 #                           PyTorch (python3-torch, for the parity test), strace (for the
 #                           dependency audit, tools/check_deps.sh), clang with its
@@ -10,8 +11,7 @@
 #                           tokenizer parity test and tmm serve's openai client test), curl (the
 #                           serve test), openmpi-bin (mpirun, for the 2-rank test), and
 #                           patchelf and git (tools/bundle.sh sets the bundle's RUNPATHs and stamps
-#                           its commit; the bundle test), and OpenBLAS (libopenblas0: PyTorch on
-#                           the CPU at full speed, for tools/torch_compare.sh and the parity test)
+#                           its commit; the bundle test)
 #   tools/setup.sh --list [--test]   print the packages, one per line, and install nothing
 # Idempotent: installs only what is missing. Uses sudo when not run as root.
 # On other systems it prints the package list and exits non-zero.
@@ -24,15 +24,16 @@ set -euo pipefail
 build_pkgs=(cmake make gcc g++ pkg-config libvulkan-dev glslc glslang-dev glslang-tools spirv-tools
             libvkfft-dev libcjson-dev liblapacke-dev libpcre2-dev zlib1g-dev libopenmpi-dev libmicrohttpd-dev)
 # libmicrohttpd12: tmm serve's HTTP server at run time (libmicrohttpd-dev builds against it)
-run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools libmicrohttpd12)
+# libopenblas0: the BLAS behind LAPACKE (tmm index) and PyTorch's on the CPU (tools/torch_compare.sh;
+# the reference BLAS is 5-8x slower); once installed it is the system's libblas.so.3 for every program
+run_pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-tools libmicrohttpd12 libopenblas0)
 # clang builds the fuzzers; CMake then picks LLVM's binutils and lld (llvm, lld) when they are there
 # nodejs and npm run the tokenizer parity test (tests/tokenizer_parity_test.sh) and the openai client
 # of tests/serve_test.sh; curl: that test's raw HTTP and server-sent events
 # openmpi-bin: mpirun for the data-parallel test (tests/mpi_test.sh)
 # patchelf and git: tools/bundle.sh (tests/bundle_test.sh)
-# libopenblas0: the BLAS PyTorch uses on the CPU (with only the reference BLAS it is 5-8x slower)
 test_pkgs=(libcriterion-dev vulkan-validationlayers python3-torch strace clang libclang-rt-dev llvm lld nodejs npm
-           openmpi-bin patchelf git libopenblas0 curl)
+           openmpi-bin patchelf git curl)
 
 want=("${build_pkgs[@]}" "${run_pkgs[@]}")
 list=0
