@@ -2,9 +2,10 @@
 // AdamW (torch.optim.AdamW) on a chunk of the parameter arena, one invocation
 // per float; gradients are scaled by the clip factor on the fly (the gradient
 // arena is not modified). Floats outside trainable tensors (mask, see
-// sumsq_partial.comp) are neither read nor written. Bit 16 of a mask word:
-// the tensor takes weight decay. Per-step values come from the device block
-// written by clip_finish.comp.
+// sumsq_partial.comp) are neither read nor written. Bits 16-23 of a mask
+// word: the tensor's slot, its (rate, weight decay) pair (train/optim.h), whose
+// step size and decay factor this step the host wrote to Slots. The other
+// per-step values come from the device block written by clip_finish.comp.
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) buffer Param { float param[]; };
 layout(std430, binding = 1) readonly buffer Grad { float grad[]; };
@@ -15,11 +16,12 @@ layout(std430, binding = 5) readonly buffer Coef {
     float scale;
     float beta1, beta2, one_minus_beta1, one_minus_beta2;
     float eps;
-    float step_size;
+    float step_size;     // the run's rate's; a tensor's own is its slot's
     float bc2_rsqrt;
-    float decay_factor;
+    float decay_factor;  // likewise
     uint skip;
 } c;
+layout(std430, binding = 6) readonly buffer Slots { vec2 slot[]; };  // (step size, decay factor)
 layout(push_constant) uniform Push { uint n; uint shift; } p;
 
 void main()
@@ -34,10 +36,9 @@ void main()
     float mi = c.beta1 * m[i] + c.one_minus_beta1 * g;
     float vi = c.beta2 * v[i] + c.one_minus_beta2 * (g * g);
     float denom = sqrt(vi) * c.bc2_rsqrt + c.eps;
-    float pi = param[i];
-    if ((word & 0x10000u) != 0u)
-        pi *= c.decay_factor;
-    param[i] = pi - c.step_size * (mi / denom);
+    vec2 k = slot[(word >> 16) & 0xffu];
+    float pi = param[i] * k.y;  // 1 exactly for tensors that do not decay
+    param[i] = pi - k.x * (mi / denom);
     m[i] = mi;
     v[i] = vi;
 }

@@ -35,13 +35,15 @@ ref_optim_result ref_adamw_step(const tmm_param_table *t, const tmm_optim_config
         const tmm_param *p = &t->params[i];
         if (!p->trainable)
             continue;
-        double wd = tmm_optim_param_decays(p, c->decay_all) ? c->weight_decay : 0.0;
+        double lr_scale, wd;
+        tmm_optim_param_rate(t, c, p, &lr_scale, &wd);
+        const double lr_p = lr * lr_scale;
         for (uint64_t j = p->offset; j < p->offset + p->numel; j++) {
             double g = res.clip_scale * grad[j] / loss_scale;
             double mj = c->beta1 * m[j] + (1.0 - c->beta1) * g;
             double vj = c->beta2 * v[j] + (1.0 - c->beta2) * g * g;
-            double pj = param[j] * (1.0 - lr * wd);
-            pj -= lr / bc1 * mj / (sqrt(vj / bc2) + c->eps);
+            double pj = param[j] * (1.0 - lr_p * wd);
+            pj -= lr_p / bc1 * mj / (sqrt(vj / bc2) + c->eps);
             param[j] = (float)pj;
             m[j] = (float)mj;
             v[j] = (float)vj;

@@ -19,9 +19,10 @@ typedef struct ref_optim_result {
 /* Step t (>= 1) with learning rate lr, on gradients that carry the loss
  * scale S (1: none): grad_norm and clip_scale are those of grad / S; for
  * every float of a trainable tensor, g = clip_scale * grad / S, then
- * torch.optim.AdamW's update of param, m and v (weight decay where
- * tmm_optim_param_decays). Everything else (frozen tensors, padding) is left
- * alone. */
+ * torch.optim.AdamW's update of param, m and v at the tensor's rate and
+ * weight decay (tmm_optim_param_rate: lr times its recipe group's scale; its
+ * group's decay where tmm_optim_param_decays). Everything else (frozen
+ * tensors, padding) is left alone. */
 ref_optim_result ref_adamw_step(const tmm_param_table *table, const tmm_optim_config *config, uint32_t step,
                                 double lr, double loss_scale, float *param, const float *grad, float *m, float *v);
 

@@ -4,8 +4,10 @@
  * power of two <= 64 that divides every tensor's offset (64 with the
  * TMM_PARAM_ALIGN layout). No block then holds floats of two tensors, so one
  * word per block says how many of its floats, from the block's start, belong
- * to a trainable tensor (the rest is padding), and whether that tensor
- * decays. Frozen tensors and padding-only blocks get 0.
+ * to a trainable tensor (the rest is padding; bits 0-15), and that tensor's
+ * slot (bits 16-23): its (rate, decay) pair, whose step size and decay
+ * factor the step reads from the host-written slot table. Frozen tensors and
+ * padding-only blocks get 0.
  *
  * Chunks: ops bind at most maxStorageBufferRange bytes. Chunk starts are
  * multiples of CHUNK_GRAIN floats (and of B * alignment / 4), so every bound
@@ -44,7 +46,10 @@ struct tmm_optim {
     tmm_buffer *scratch;            /* tmm_op_sum's scratch (at least 1 float) */
     tmm_buffer *dev_small;          /* [0]: coefficients of the step, [stride]: sum of squares,
                                        [2 stride]: tmm_loss_scale */
-    tmm_buffer *host;               /* [0]: tmm_optim_hyper, [stride]: tmm_optim_stats */
+    tmm_buffer *host;               /* [0]: tmm_optim_hyper, [stride]: tmm_optim_stats, [2 stride]: the slots'
+                                       (step size, decay factor) float pairs */
+    uint32_t n_slots;
+    struct { double lr_scale, weight_decay; } slot[TMM_OPTIM_MAX_SLOTS];
 };
 
 tmm_optim_config tmm_optim_config_default(void)
@@ -66,6 +71,11 @@ tmm_status tmm_optim_config_check(const tmm_optim_config *c)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "weight decay must be >= 0 (got %g)", c->weight_decay);
     if (isnan(c->max_grad_norm) || isinf(c->max_grad_norm))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "max gradient norm must be finite (<= 0 disables clipping)");
+    if ((unsigned)c->recipe >= TMM_RECIPE_COUNT)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "recipe must be original or uniform (got %d)", (int)c->recipe);
+    if (!(c->peak_lr >= 0 && isfinite(c->peak_lr)))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the peak learning rate must be finite and >= 0 (got %g)",
+                        c->peak_lr);
     return TMM_OK;
 }
 
@@ -90,6 +100,30 @@ bool tmm_optim_param_decays(const tmm_param *p, bool decay_all)
     return false;
 }
 
+void tmm_optim_param_rate(const tmm_param_table *t, const tmm_optim_config *c, const tmm_param *p,
+                          double *lr_scale, double *weight_decay)
+{
+    const tmm_param_rate r = tmm_param_rate_of(&t->config, c->recipe, p->name, c->peak_lr, c->weight_decay);
+    *lr_scale = r.lr_scale;
+    *weight_decay = tmm_optim_param_decays(p, c->decay_all) ? r.weight_decay : 0.0;
+}
+
+/* The slot of a tensor's (rate, decay) pair, added when new. */
+static tmm_status slot_of(tmm_optim *o, const tmm_param_table *t, const tmm_param *p, uint32_t *slot)
+{
+    double lr_scale, wd;
+    tmm_optim_param_rate(t, &o->config, p, &lr_scale, &wd);
+    for (*slot = 0; *slot < o->n_slots; ++*slot)
+        if (o->slot[*slot].lr_scale == lr_scale && o->slot[*slot].weight_decay == wd)
+            return TMM_OK;
+    if (o->n_slots == TMM_OPTIM_MAX_SLOTS)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "optimizer: more than %d (rate, weight decay) pairs", TMM_OPTIM_MAX_SLOTS);
+    o->slot[o->n_slots].lr_scale = lr_scale;
+    o->slot[o->n_slots].weight_decay = wd;
+    *slot = o->n_slots++;
+    return TMM_OK;
+}
+
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Mask block size: the largest power of two <= MASK_BLOCK_MAX dividing every offset. */
@@ -109,8 +143,8 @@ static uint64_t partial_count(uint64_t arena_floats)
     return (arena_floats + SUMSQ_TILE - 1) / SUMSQ_TILE * SUMSQ_LANES;
 }
 
-/* Builds the mask words; fails when tensors overlap or overrun the arena. */
-static tmm_status build_mask(const tmm_param_table *t, const tmm_optim_config *c, uint32_t shift, uint64_t n_blocks,
+/* Builds the mask words and the slots; fails when tensors overlap or overrun the arena. */
+static tmm_status build_mask(tmm_optim *o, const tmm_param_table *t, uint32_t shift, uint64_t n_blocks,
                              uint32_t *words)
 {
     const uint64_t b = 1ull << shift;
@@ -128,7 +162,12 @@ static tmm_status build_mask(const tmm_param_table *t, const tmm_optim_config *c
                             "of %llu floats", p->name, (unsigned long long)p->offset,
                             (unsigned long long)p->numel, (unsigned long long)t->arena_floats);
         }
-        uint32_t decay = tmm_optim_param_decays(p, c->decay_all) ? 0x10000u : 0u;
+        uint32_t slot = 0;
+        tmm_status s = p->trainable ? slot_of(o, t, p, &slot) : TMM_OK;
+        if (s != TMM_OK) {
+            free(owned);
+            return s;
+        }
         uint64_t end = p->offset + p->numel;
         for (uint64_t k = p->offset >> shift; k * b < end; k++) {
             if (owned[k]) {
@@ -138,7 +177,7 @@ static tmm_status build_mask(const tmm_param_table *t, const tmm_optim_config *c
             }
             owned[k] = 1;
             uint64_t count = end - k * b < b ? end - k * b : b;
-            words[k] = p->trainable ? (uint32_t)count | decay : 0u;
+            words[k] = p->trainable ? (uint32_t)count | slot << 16 : 0u;
         }
     }
     free(owned);
@@ -157,9 +196,9 @@ uint64_t tmm_optim_memory(const tmm_param_table *t)
     uint64_t n_part = partial_count(t->arena_floats);
     uint64_t scratch = max_u64(1, tmm_op_sum_scratch((uint32_t)n_part));
     /* dev_small three blocks (coefficients, sum of squares, loss scaler) and host
-     * two (hyperparameters, stats); small_stride is SMALL_ALIGN unless the
-     * device's offset alignment is larger */
-    return 4 * (2 * t->arena_floats + n_blocks + n_part + scratch) + (3 + 2) * SMALL_ALIGN;
+     * three (hyperparameters, stats, slots); small_stride is SMALL_ALIGN unless
+     * the device's offset alignment is larger */
+    return 4 * (2 * t->arena_floats + n_blocks + n_part + scratch) + (3 + 3) * SMALL_ALIGN;
 }
 
 tmm_status tmm_optim_create(tmm_device *device, const tmm_param_table *table, const tmm_optim_config *config,
@@ -190,7 +229,7 @@ tmm_status tmm_optim_create(tmm_device *device, const tmm_param_table *table, co
     uint32_t *words = malloc((o->n_blocks ? o->n_blocks : 1) * sizeof *words);
     tmm_status s = words ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK)
-        s = build_mask(table, config, o->shift, o->n_blocks, words);
+        s = build_mask(o, table, o->shift, o->n_blocks, words);
     const uint64_t arena_bytes = table->arena_floats * sizeof(float);
     if (s == TMM_OK)
         s = make_buffer(device, arena_bytes, TMM_MEMORY_DEVICE, &o->m);
@@ -205,7 +244,7 @@ tmm_status tmm_optim_create(tmm_device *device, const tmm_param_table *table, co
     if (s == TMM_OK)
         s = make_buffer(device, 3 * o->small_stride, TMM_MEMORY_DEVICE, &o->dev_small);
     if (s == TMM_OK)
-        s = make_buffer(device, 2 * o->small_stride, TMM_MEMORY_HOST, &o->host);
+        s = make_buffer(device, 3 * o->small_stride, TMM_MEMORY_HOST, &o->host);
     if (s == TMM_OK && o->n_blocks)
         s = tmm_buffer_write(o->mask, 0, words, o->n_blocks * 4);
     free(words);
@@ -213,7 +252,7 @@ tmm_status tmm_optim_create(tmm_device *device, const tmm_param_table *table, co
         s = tmm_fail(TMM_ERR_VULKAN, "optimizer: the host-visible buffer is not mapped");
     if (s == TMM_OK) {
         /* step 0: the device skips the update until tmm_optim_set_step */
-        memset(tmm_buffer_mapped(o->host), 0, 2 * o->small_stride);
+        memset(tmm_buffer_mapped(o->host), 0, 3 * o->small_stride);
         s = tmm_optim_reset(o);
     }
     if (s != TMM_OK) {
@@ -336,6 +375,13 @@ tmm_status tmm_optim_set_step(tmm_optim *o, uint32_t step, double lr)
     };
     /* beta2 = 0 gives bc2 = 1; beta2 in (0, 1) keeps bc2 > 0 for t >= 1 */
     memcpy(tmm_buffer_mapped(o->host), &h, sizeof h);
+    float slots[2 * TMM_OPTIM_MAX_SLOTS];
+    for (uint32_t k = 0; k < o->n_slots; k++) {
+        const double lr_k = lr * o->slot[k].lr_scale;
+        slots[2 * k] = (float)(lr_k / bc1);
+        slots[2 * k + 1] = (float)(1.0 - lr_k * o->slot[k].weight_decay);
+    }
+    memcpy((char *)tmm_buffer_mapped(o->host) + 2 * o->small_stride, slots, o->n_slots * 2 * sizeof(float));
     return TMM_OK;
 }
 
@@ -437,17 +483,18 @@ tmm_status tmm_optim_record(tmm_optim *o, tmm_recorder *r, tmm_view params, tmm_
     TMM_TRY(chunk_floats(o, &chunk));
     tmm_pipeline *p;
     static const uint32_t local[3] = { TMM_WG_1D, 1, 1 };
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_adamw, 6, 8, local, NULL, 0, &p));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_adamw, 7, 8, local, NULL, 0, &p));
     tmm_view mask = tmm_whole(o->mask), m = tmm_optim_m(o), v = tmm_optim_v(o);
     tmm_view coef = small_view(o->dev_small, 0, o->small_stride, 64);
+    tmm_view slots = small_view(o->host, 2, o->small_stride, TMM_OPTIM_MAX_SLOTS * 2 * sizeof(float));
     for (uint64_t i = 0; i < o->arena_floats; i += chunk) {
         uint64_t n = o->arena_floats - i < chunk ? o->arena_floats - i : chunk;
         uint64_t blocks = (n + (1ull << o->shift) - 1) >> o->shift;
         struct { uint32_t n, shift; } push = { .n = (uint32_t)n, .shift = o->shift };
-        tmm_arg args[6] = { tmm_inout(tmm_op_sub(params, i, n)), tmm_in(tmm_op_sub(grads, i, n)),
+        tmm_arg args[7] = { tmm_inout(tmm_op_sub(params, i, n)), tmm_in(tmm_op_sub(grads, i, n)),
                             tmm_inout(tmm_op_sub(m, i, n)), tmm_inout(tmm_op_sub(v, i, n)),
-                            tmm_in(tmm_op_sub(mask, i >> o->shift, blocks)), tmm_in(coef) };
-        TMM_TRY(tmm_record_dispatch(r, p, args, 6, &push, tmm_div_up(n, TMM_WG_1D), 1, 1));
+                            tmm_in(tmm_op_sub(mask, i >> o->shift, blocks)), tmm_in(coef), tmm_in(slots) };
+        TMM_TRY(tmm_record_dispatch(r, p, args, 7, &push, tmm_div_up(n, TMM_WG_1D), 1, 1));
     }
     return TMM_OK;
 }

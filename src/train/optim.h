@@ -17,6 +17,12 @@
  *        v = beta2 v + (1 - beta2) g^2
  *        p = p (1 - lr wd) - lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps)
  *      with wd = 0 for tensors that do not decay (tmm_optim_param_decays).
+ *    Under the original recipe (config.recipe) a tensor of one of the
+ *    architecture's parameter groups (model/arch.h) runs at lr times its
+ *    group's scale and with its group's weight decay (tmm_optim_param_rate):
+ *    the mask word of each block names its slot, one (rate, decay) pair, and
+ *    the step's per-slot step size and decay factor are host-written like the
+ *    step's other values. Under uniform every tensor has the run's rate.
  * Frozen tensors (tmm_param.trainable false) and the alignment padding
  * between tensors are never read into the norm nor written: parameters and
  * moments there keep their bits.
@@ -61,6 +67,7 @@
 #ifndef TMM_TRAIN_OPTIM_H
 #define TMM_TRAIN_OPTIM_H
 
+#include "model/arch.h"
 #include "model/params.h"
 #include "recorder.h"
 
@@ -71,7 +78,13 @@ typedef struct tmm_optim_config {
     double max_grad_norm;     /* 1.0; <= 0 disables clipping (the norm is still computed) */
     bool decay_all;           /* false: biases, norms, embeddings and Toeplitz beta do not decay */
     bool skip_nonfinite;      /* true: a step whose gradient norm is inf or NaN changes nothing */
+    tmm_recipe recipe;        /* uniform (the default here; tmm train's is original) */
+    double peak_lr;           /* the run's peak rate, which a group's own rate is relative to (tmm_train
+                                 sets it from the schedule; 0: unknown, such groups run at the run's rate) */
 } tmm_optim_config;
+
+/* At most this many distinct (rate, decay) pairs over a table's tensors. */
+#define TMM_OPTIM_MAX_SLOTS 16
 
 tmm_optim_config tmm_optim_config_default(void);
 /* TMM_OK, or TMM_ERR_INVALID_ARGUMENT naming the bad field. */
@@ -81,6 +94,10 @@ tmm_status tmm_optim_config_check(const tmm_optim_config *config);
  * trainable tensor; otherwise linear weights, Toeplitz w and the LM head,
  * not biases, LayerNorm weights, embeddings or Toeplitz beta. */
 bool tmm_optim_param_decays(const tmm_param *param, bool decay_all);
+/* A trainable tensor's rate, as a multiple of the step's lr, and its weight
+ * decay (0 where tmm_optim_param_decays says no), under config's recipe. */
+void tmm_optim_param_rate(const tmm_param_table *table, const tmm_optim_config *config, const tmm_param *param,
+                          double *lr_scale, double *weight_decay);
 
 /* The host-written block of one step, as the shaders read it (std430, 64
  * bytes). tmm_optim_set_step fills it; derived fields are computed in double
@@ -92,9 +109,9 @@ typedef struct tmm_optim_hyper {
     float one_minus_beta1, one_minus_beta2;
     float eps;
     float max_norm;           /* <= 0: no clipping */
-    float step_size;          /* lr / (1 - beta1^t) */
+    float step_size;          /* lr / (1 - beta1^t): the run's rate (each slot has its own, see above) */
     float bc2_rsqrt;          /* 1 / sqrt(1 - beta2^t) */
-    float decay_factor;       /* 1 - lr * weight_decay, for tensors that decay */
+    float decay_factor;       /* 1 - lr * weight_decay, for tensors that decay at the run's rate */
     uint32_t skip_nonfinite;
     uint32_t scale_window;    /* loss scaling: good steps before S doubles; 0: S is fixed (off) */
     uint32_t reserved[3];

@@ -24,6 +24,7 @@ void tmm_train_config_default(tmm_train_config *c)
     c->model.heads = 0;
     c->model.expansion = 2;
     c->optim = tmm_optim_config_default();
+    c->optim.recipe = TMM_RECIPE_ORIGINAL;
     c->schedule = tmm_lr_schedule_default();
     c->schedule.peak_lr = 0; /* the architecture's and task's (tmm_train_config_resolve) */
     c->schedule.warmup_steps = 100;
@@ -76,7 +77,8 @@ static const char *const precision_names[] = { "fp32", "fp16", "bf16", NULL };  
 static const char *const recompute_names[] = { "none", "mixer", "block", NULL }; /* tmm_recompute */
 _Static_assert(sizeof(tmm_data_task) == sizeof(int) && sizeof(tmm_text_mode) == sizeof(int) &&
                sizeof(tmm_lr_kind) == sizeof(int) && sizeof(tmm_toeplitz_impl) == sizeof(int) &&
-               sizeof(tmm_precision) == sizeof(int) && sizeof(tmm_recompute) == sizeof(int),
+               sizeof(tmm_precision) == sizeof(int) && sizeof(tmm_recompute) == sizeof(int) &&
+               sizeof(tmm_recipe) == sizeof(int),
                "enum fields are stored as int");
 
 #define AT(member) offsetof(tmm_train_config, member)
@@ -97,6 +99,10 @@ const tmm_config_field tmm_config_fields[] = {
     F64("optimizer", "weight_decay", "weight-decay", optim.weight_decay, 0, 10, "AdamW weight decay"),
     F64("optimizer", "clip", "clip", optim.max_grad_norm, 0, 1e9, "global gradient-norm clip (0: none)"),
     BOOL("optimizer", "decay_all", "decay-all", optim.decay_all, "decay biases, norms and embeddings too"),
+    ENUM("optimizer", "recipe", "recipe", "R", optim.recipe, tmm_recipe_names,
+         "original: each architecture's original recipe, its parameter groups' own rates, weight decays and "
+         "init scales (docs/baselines.md); uniform: lr and weight_decay for every tensor, inits as declared "
+         "(ablations; tmm before recipes; a run saved without this key resumes as uniform)"),
     ENUM("schedule", "kind", "schedule", "KIND", schedule.kind, lr_names, "learning-rate schedule"),
     U64("schedule", "warmup", "warmup", schedule.warmup_steps, 0, 1ull << 40, "warmup steps"),
     F64("schedule", "min_lr", "min-lr", schedule.min_lr, 0, 10, "final learning rate (at most lr)"),

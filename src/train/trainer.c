@@ -351,6 +351,24 @@ static tmm_status check_tokenizer(const tmm_checkpoint *ck, const tmm_data *data
     return TMM_OK;
 }
 
+/* The recipe's init scales on the model's fresh weights (a resumed run's
+ * are then replaced by its checkpoint's). */
+static tmm_status recipe_init(run *R)
+{
+    const tmm_param_table *t = tmm_model_table(R->model);
+    if (R->c->optim.recipe == TMM_RECIPE_UNIFORM)
+        return TMM_OK;
+    float *params = malloc(t->arena_floats * sizeof *params);
+    tmm_status s = params ? tmm_model_read_params(R->model, params)
+                          : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK) {
+        tmm_recipe_scale_init(t, R->c->optim.recipe, params);
+        s = tmm_model_write_params(R->model, params);
+    }
+    free(params);
+    return s;
+}
+
 static tmm_status restore(run *R, const char *path, uint64_t *step)
 {
     tmm_checkpoint ck;
@@ -881,6 +899,9 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
     if (s == TMM_OK)
         s = tmm_model_create_opts(dev, &c->model, R.micro, &opts, &R.model);
     if (s == TMM_OK)
+        s = recipe_init(&R);
+    c->optim.peak_lr = c->schedule.peak_lr; /* what a parameter group's own rate is relative to */
+    if (s == TMM_OK)
         s = tmm_optim_create(dev, tmm_model_table(R.model), &c->optim, &R.optim);
     if (s == TMM_OK && loss_scaling(c)) {
         const tmm_loss_scale initial = { .scale = (float)c->loss_scale };
@@ -963,6 +984,8 @@ tmm_status tmm_train_config_from_checkpoint(const char *path, tmm_train_config *
         s = tmm_fail(TMM_ERR_IO, "%s was not written by tmm train (no train_config)", ck.model_path);
     if (s == TMM_OK) {
         tmm_train_config_default(c);
+        /* a run saved before recipes trained uniformly: without the key it resumes so */
+        c->optim.recipe = TMM_RECIPE_UNIFORM;
         s = tmm_train_config_apply_json(c, json, ck.model_path);
     }
     if (s == TMM_OK && (s = tmm_train_config_check(c)) != TMM_OK) {
