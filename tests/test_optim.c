@@ -2,7 +2,8 @@
  * AdamW with global gradient-norm clipping over real parameter tables with
  * frozen, decayed and non-decayed tensors and padding, recorded once and
  * replayed over several steps; determinism; binding in chunks; non-finite
- * gradients; bad input. And the learning-rate schedules. */
+ * gradients; bad input; a recipe's parameter groups. And the learning-rate
+ * schedules. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,25 @@ H_TEST(optim, adamw_matches_reference_trainable_expanded_decay_all)
     cfg.max_grad_norm = 2.0;
     static const float scales[] = { 5e-3f, 1, 1e-2f, 4 };
     run_steps(&t, &cfg, scales, 4, 200);
+    tmm_param_table_free(&t);
+}
+
+/* Hyena's original recipe: the filter's own rate (1e-3 over the schedule's
+ * peak of 1e-2, so a tenth of every step's rate) and no decay, beside the
+ * rest at the run's, over replays with clipping on and off (tests/test_recipe.c
+ * checks the rates themselves). */
+H_TEST(optim, adamw_matches_reference_recipe_groups)
+{
+    tmm_model_config c = h_tiny_row(TMM_ARCH_HYENA);
+    tmm_param_table t;
+    H_OK(tmm_param_table_build(&c, &t));
+    tmm_optim_config cfg = tmm_optim_config_default();
+    cfg.recipe = TMM_RECIPE_ORIGINAL;
+    cfg.peak_lr = 1e-2;
+    cfg.weight_decay = 0.1;
+    /* ~24000 trainable floats: norms about 90 * scale */
+    static const float scales[] = { 1, 1e-3f, 0.1f, 3e-3f };
+    run_steps(&t, &cfg, scales, 4, 300);
     tmm_param_table_free(&t);
 }
 
