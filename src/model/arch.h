@@ -55,7 +55,7 @@ typedef struct tmm_param_group {
 } tmm_param_group;
 #define TMM_ARCH_MAX_GROUPS 4
 
-/* What one tensor gets under a recipe (tmm_param_recipe_of). */
+/* What one tensor gets under a recipe (tmm_param_rate_of). */
 typedef struct tmm_param_rate {
     double lr_scale;             /* its rate over the run's, at every step */
     double weight_decay;         /* before the never-decaying kinds' exemption */
