@@ -12,6 +12,8 @@
 #include "experiment/results.h"
 #include "files.h"
 #include "harness.h"
+#include "train/data.h"
+#include "train/trainer.h"
 
 static int count(const char *hay, const char *needle)
 {
@@ -385,6 +387,50 @@ H_TEST(lr_sweep, interrupted_sweep_resumes_and_reuses_its_finished_runs)
     cr_assert(sw.loss[0][0] == loss[0] && sw.loss[0][1] == loss[1]);
     exp_sweep_free(&sw);
 
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* The held-out data of text's sweep: windows of the final runs' training
+ * split that the sweep does not train on, just before the final held-out part. */
+Test(lr_sweep, text_sweep_holds_out_windows_before_the_final_evaluations)
+{
+    char dir[64], file[96];
+    temp_dir(dir, sizeof dir);
+    snprintf(file, sizeof file, "%s/text.txt", dir);
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 700; i++)
+        fprintf(f, "line %d of the sweep's text.\n", i);
+    fclose(f);
+    tmm_train_config c;
+    tmm_train_config_default(&c);
+    c.task = TMM_DATA_TEXT;
+    c.text_files[c.text_file_count++] = strdup(file);
+    c.model.n_ctx = 32, c.batch = 4, c.eval_batches = 3;
+    tmm_train_config sweep = c; /* shallow: the same file name */
+    H_OK(exp_sweep_text_split(&sweep));
+    tmm_data *final_data, *sweep_data;
+    H_OK(tmm_train_prepare(&c, &final_data));
+    H_OK(tmm_train_prepare(&sweep, &sweep_data));
+    const tmm_data_info *fi = tmm_data_get_info(final_data), *si = tmm_data_get_info(sweep_data);
+    const uint64_t N = fi->train_tokens + fi->val_tokens, n = 32, rows = 3 * 4;
+    cr_assert_eq(si->train_tokens + si->val_tokens, N);
+    cr_assert(si->train_tokens < fi->train_tokens, "the sweep trains on less");
+    /* the sweep's evaluations read rows 0 .. rows-1: windows of n + 1 from its held-out start */
+    const uint64_t start = si->train_tokens, end = start + (rows - 1) * n + n + 1;
+    cr_assert(end <= fi->train_tokens, "the sweep's held-out windows [%llu, %llu) reach the final held-out part "
+              "from %llu", (unsigned long long)start, (unsigned long long)end, (unsigned long long)fi->train_tokens);
+    cr_assert(fi->train_tokens - end < n + 2, "just before it");
+    cr_assert_geq(tmm_data_val_rows(sweep_data), rows, "no wrapping around");
+    tmm_data_destroy(final_data);
+    tmm_data_destroy(sweep_data);
+
+    c.text_mode = TMM_TEXT_DOCUMENTS;
+    sweep = c;
+    cr_assert_eq(exp_sweep_text_split(&sweep), TMM_ERR_INVALID_ARGUMENT, "document mode's split does not move");
+    tmm_train_config_free(&c);
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
