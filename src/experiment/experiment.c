@@ -87,8 +87,8 @@ tmm_status tmm_experiment_run(tmm_device *dev, const tmm_experiment *e, const tm
     memset(out, 0, sizeof *out);
     snprintf(out->verdict, sizeof out->verdict, "not tested");
     if (o->lr_sweep && !e->lr_sweep)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s has no learning-rate sweep (tmm experiment --help names those that have)",
-                        e->name);
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s has no learning-rate sweep (tmm experiment --help names "
+                        "those that have)", e->name);
     TMM_TRY(tmm_path_join(out->dir, sizeof out->dir, o->out, e->name));
     TMM_TRY(tmm_make_dirs(out->dir));
     char lock_path[TMM_EXP_PATH_MAX + 16];
@@ -104,8 +104,8 @@ tmm_status tmm_experiment_run(tmm_device *dev, const tmm_experiment *e, const tm
 
 exp_ctx exp_context(tmm_device *dev, const tmm_exp_options *o, const char *name, tmm_exp_outcome *out)
 {
-    return (exp_ctx){ .dev = dev, .train = tmm_exp_run_train, .o = o, .e = tmm_experiment_find(name), .device = tmm_device_get_info(dev)->name,
-                      .out = out };
+    return (exp_ctx){ .dev = dev, .train = tmm_exp_run_train, .o = o, .e = tmm_experiment_find(name),
+                      .device = tmm_device_get_info(dev)->name, .out = out };
 }
 
 bool exp_selected(const tmm_exp_options *o, tmm_arch arch)

@@ -156,7 +156,8 @@ static const char *choice_note(const exp_sweep *sw, uint32_t a)
 
 void exp_sweep_report(FILE *f, const exp_sweep *sw)
 {
-    fprintf(f, "## Learning-rate sweep\n\nEach architecture trained at every peak rate of the grid (%s), ", sw->setting);
+    fprintf(f, "## Learning-rate sweep\n\nEach architecture trained at every peak rate of the grid (%s), ",
+            sw->setting);
     fprintf(f, "each run at half the step budget and warmup of the comparison's runs, then linear decay. Judged "
                "on %s; the chosen rate is the one of the lowest loss (ties: the lower rate; a run whose loss "
                "became infinite or NaN is marked diverged and never chosen), and the comparison below trains "
