@@ -51,7 +51,7 @@ static void usage(void)
            "                   the budget, judged on held-out data that is not the final evaluation's; then run\n"
            "                   the comparison with each at its best rate (the report shows the sweep's table)\n"
            "  --lr-grid R,...  the sweep's peak rates, up to %d (implies --lr-sweep; default: efficiency\n"
-           "                   1e-4,3e-4,1e-3,3e-3,1e-2,3e-2,1e-1, recall 1e-3,3e-3,1e-2)\n"
+           "                   1e-4,3e-4,1e-3,3e-3,1e-2,3e-2,1e-1, recall 1e-3,3e-3,1e-2,3e-2)\n"
            "  --device N       use Vulkan device N (see 'tmm devices')\n"
            "  --quiet          no progress lines\n"
            "  -h, --help       show this help\n", TMM_EXP_MAX_RATES);

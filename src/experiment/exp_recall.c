@@ -86,8 +86,10 @@ static tmm_status add_run(const recall_preset *p, uint64_t seed, uint32_t n, uin
     return s;
 }
 
-/* The sweep's grid when --lr-grid gives none: around the generated tasks' 3e-3. */
-static const double default_grid[] = { 1e-3, 3e-3, 1e-2 };
+/* The sweep's grid when --lr-grid gives none: around the generated tasks'
+ * 3e-3, reaching 3e-2 since the small preset's TMM and transformer chose the
+ * top of 3e-3, 1e-2. */
+static const double default_grid[] = { 1e-3, 3e-3, 1e-2, 3e-2 };
 
 typedef struct recall_sweep_user {
     const recall_preset *p;
