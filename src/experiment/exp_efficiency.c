@@ -128,8 +128,7 @@ static tmm_status sweep(exp_ctx *x, const eff_preset *p, tmm_exp_run *runs, uint
 {
     const tmm_exp_options *o = x->o;
     const eff_sweep_user user = { p, o, runs, n };
-    sw->n_rates = o->n_lr_grid ? o->n_lr_grid : (uint32_t)(sizeof default_grid / sizeof *default_grid);
-    memcpy(sw->rates, o->n_lr_grid ? o->lr_grid : default_grid, sw->n_rates * sizeof *sw->rates);
+    exp_sweep_grid(sw, o, default_grid, sizeof default_grid / sizeof *default_grid);
     for (uint32_t i = 0; i < n; i++) {
         bool seen = false;
         for (uint32_t a = 0; a < sw->n_archs; a++)
@@ -143,8 +142,7 @@ static tmm_status sweep(exp_ctx *x, const eff_preset *p, tmm_exp_run *runs, uint
                     "on), never on the final evaluation's data";
     sw->build = build_sweep_run, sw->user = &user, sw->judge = exp_sweep_val_loss;
     TMM_TRY(exp_sweep_run(x, sw));
-    for (uint32_t i = 0; sw->done && i < n; i++)
-        runs[i].config.schedule.peak_lr = exp_sweep_lr(sw, runs[i].config.model.arch, runs[i].config.schedule.peak_lr);
+    exp_sweep_apply(sw, runs, n);
     return TMM_OK;
 }
 

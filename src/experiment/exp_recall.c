@@ -115,8 +115,7 @@ static tmm_status sweep(exp_ctx *x, const recall_preset *p, tmm_exp_run *runs, u
 {
     const tmm_exp_options *o = x->o;
     const recall_sweep_user user = { p, o->seed };
-    sw->n_rates = o->n_lr_grid ? o->n_lr_grid : (uint32_t)(sizeof default_grid / sizeof *default_grid);
-    memcpy(sw->rates, o->n_lr_grid ? o->lr_grid : default_grid, sw->n_rates * sizeof *sw->rates);
+    exp_sweep_grid(sw, o, default_grid, sizeof default_grid / sizeof *default_grid);
     for (int a = 0; a < TMM_N_ARCHS; a++)
         if (exp_selected(o, (tmm_arch)a))
             sw->archs[sw->n_archs++] = (tmm_arch)a;
@@ -127,8 +126,7 @@ static tmm_status sweep(exp_ctx *x, const recall_preset *p, tmm_exp_run *runs, u
                     "the final evaluation's fixed held-out stream";
     sw->build = build_sweep_run, sw->user = &user, sw->judge = exp_sweep_fresh_loss;
     TMM_TRY(exp_sweep_run(x, sw));
-    for (uint32_t i = 0; sw->done && i < n; i++)
-        runs[i].config.schedule.peak_lr = exp_sweep_lr(sw, runs[i].config.model.arch, runs[i].config.schedule.peak_lr);
+    exp_sweep_apply(sw, runs, n);
     return TMM_OK;
 }
 

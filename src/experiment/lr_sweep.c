@@ -51,6 +51,18 @@ double exp_sweep_lr(const exp_sweep *sw, tmm_arch arch, double fallback)
     return fallback;
 }
 
+void exp_sweep_apply(const exp_sweep *sw, tmm_exp_run *runs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        runs[i].config.schedule.peak_lr = exp_sweep_lr(sw, runs[i].config.model.arch, runs[i].config.schedule.peak_lr);
+}
+
+void exp_sweep_grid(exp_sweep *sw, const tmm_exp_options *o, const double *grid, uint32_t n)
+{
+    sw->n_rates = o->n_lr_grid ? o->n_lr_grid : n;
+    memcpy(sw->rates, o->n_lr_grid ? o->lr_grid : grid, sw->n_rates * sizeof *sw->rates);
+}
+
 double exp_sweep_val_loss(const tmm_exp_run *run)
 {
     const tmm_exp_point *last = run->n_points ? &run->points[run->n_points - 1] : NULL;

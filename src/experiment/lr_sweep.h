@@ -35,6 +35,9 @@ typedef struct exp_sweep {
     bool done;                            /* every sweep run finished and judged */
 } exp_sweep;
 
+/* The grid: o's --lr-grid, else the experiment's default of n rates. */
+void exp_sweep_grid(exp_sweep *sw, const tmm_exp_options *o, const double *grid, uint32_t n);
+
 /* Builds, trains (x->train: resumes and reuses as every run does) and judges
  * the sweep runs, and chooses each architecture's rate. Interrupted (x->out):
  * sw->done stays false. */
@@ -47,6 +50,8 @@ int exp_sweep_best(const double *loss, uint32_t n);
 /* The peak rate of arch's runs in the comparison: the sweep's choice, or
  * fallback when arch was not swept or every rate diverged. */
 double exp_sweep_lr(const exp_sweep *sw, tmm_arch arch, double fallback);
+/* Sets each of the comparison's runs to its architecture's rate (exp_sweep_lr). */
+void exp_sweep_apply(const exp_sweep *sw, tmm_exp_run *runs, uint32_t n);
 
 /* The judges: the held-out validation loss of the run's last step (text),
  * and the mean training loss of its last tenth of steps, each step's on rows
