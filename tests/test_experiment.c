@@ -385,6 +385,32 @@ H_TEST(lr_sweep, interrupted_sweep_resumes_and_reuses_its_finished_runs)
     cr_assert_eq(out.reused, 2);
     cr_assert_eq(sw.best[0], best);
     cr_assert(sw.loss[0][0] == loss[0] && sw.loss[0][1] == loss[1]);
+
+    /* a run recorded as diverged is reused as diverged and never chosen */
+    char path[TMM_EXP_PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/result.json", sw.runs[best].dir);
+    char *text;
+    size_t size;
+    H_OK(tmm_read_file(path, "result", 4096, (void **)&text, &size));
+    char *flag = strstr(text, "\"diverged\": false");
+    cr_assert_not_null(flag, "%s", text);
+    memcpy(flag + 12, "true ", 5);
+    H_OK(tmm_write_file_atomic(path, text, size));
+    exp_sweep_free(&sw);
+    tiny_sweep(&x, &sw, dir);
+    cr_assert_eq(out.reused, 2);
+    cr_assert(sw.runs[best].diverged && isinf(sw.loss[0][best]));
+    cr_assert_eq(sw.best[0], 1 - best);
+    memcpy(flag + 12, "0    ", 5); /* not a boolean: refused */
+    H_OK(tmm_write_file_atomic(path, text, size));
+    free(text);
+    exp_sweep_free(&sw);
+    memset(&out, 0, sizeof out);
+    snprintf(out.dir, sizeof out.dir, "%s", dir);
+    sw = (exp_sweep){ .n_rates = 2, .rates = { 1e-3, 3e-3 }, .n_archs = 1, .archs = { exp_arch("tmm") },
+                      .build = tiny_build, .judge = exp_sweep_val_loss };
+    cr_assert_eq(exp_sweep_run(&x, &sw), TMM_ERR_IO);
+    cr_assert(strstr(tmm_last_error(), "result.json"), "%s", tmm_last_error());
     exp_sweep_free(&sw);
 
     char cmd[200];
