@@ -5,7 +5,8 @@
 # Checks the outputs' structure (files, JSONL, summary fields, well-formed SVG
 # with a title and axis labels) and sanity bounds (accuracies in [0, 1],
 # finite losses, text loss decreasing), not the claims; and that an experiment
-# stopped by SIGTERM continues when rerun, and that a finished one is reused.
+# stopped by SIGTERM continues when rerun, and that a finished one is reused;
+# and a tiny learning-rate sweep (two rates, the TMM) stopped and continued.
 #   tools/experiments.sh [BUILD_DIR]     (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,16 @@ lane_b() {
   cp -r "$out/index" "$out/index-first"   # checked below as it was before capacity's autoencoders
 
   reused_twice capacity
+
+  # the learning-rate sweep (lane b ends well before lane a: this costs no wall time)
+  echo "experiments: efficiency --lr-grid 2.5e-4,5e-4 (small; tmm), stopped by SIGTERM after 8 s, then continued"
+  rc=0
+  timeout --preserve-status -s TERM 8 "$tmm" experiment efficiency --archs tmm --lr-grid 2.5e-4,5e-4 \
+    --out "$out/sweep" --quiet || rc=$?
+  [ "$rc" -eq 143 ] || [ "$rc" -eq 0 ] || { echo "FAIL: the sweep exited $rc under SIGTERM"; return 1; }
+  "$tmm" experiment efficiency --archs tmm --lr-grid 2.5e-4,5e-4 --out "$out/sweep" --quiet
+  "$tmm" experiment efficiency --archs tmm --lr-grid 2.5e-4,5e-4 --out "$out/sweep" --quiet | tee "$out/sweep.log"
+  grep -q "3 runs (3 reused)" "$out/sweep.log" || { echo "FAIL: the sweep did not reuse its runs"; return 1; }
 }
 # reused_twice EXP: the small preset for the TMM, run twice (the second reuses everything)
 reused_twice() {
@@ -114,6 +125,16 @@ for p in s["steps"]:
     if p["vectors"] != 8 or bins != 8: fail(f"index: {p}")
     if not p["min_abs_smallest"] >= 0: fail(f"index: {p}")
     if len([r for r in rows if r["step"] == p["step"]]) != p["vectors"]: fail(f"index.jsonl at step {p['step']}")
+s = json.load(open(os.path.join(root, "sweep", "efficiency", "summary.json")))
+sw = s["lr_sweep"]
+if sw["grid"] != [2.5e-4, 5e-4] or [a["arch"] for a in sw["archs"]] != ["tmm"]: fail(f"lr_sweep: {sw}")
+a = sw["archs"][0]
+loss = a["held_out_loss"]
+if len(loss) != 2 or not all(l is not None and math.isfinite(l) for l in loss): fail(f"lr_sweep losses: {a}")
+if a["chosen_lr"] != sw["grid"][loss.index(min(loss))] or a["steps"] != 100: fail(f"lr_sweep choice: {a}")
+if s["runs"][0]["lr"] != a["chosen_lr"]: fail(f"the comparison's rate {s['runs'][0]['lr']}, chosen {a['chosen_lr']}")
+rep = open(os.path.join(root, "sweep", "efficiency", "report.md")).read()
+if "## Learning-rate sweep" not in rep or "| tmm | 0.0005 |" not in rep: fail("report.md lacks the sweep's table")
 print("experiments: outputs checked")
 PY
 

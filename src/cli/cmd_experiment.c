@@ -21,7 +21,8 @@ static void on_stop_signal(int sig) { interrupted = sig; }
 static void usage(void)
 {
     printf("usage: tmm experiment NAME [--preset small|medium|paper] [--archs A,A,...] [--out DIR]\n"
-           "                      [--seed N] [--data FILE]... [--ablations] [--device N] [--quiet]\n\n"
+           "                      [--seed N] [--data FILE]... [--ablations] [--lr-sweep] [--lr-grid R,R,...]\n"
+           "                      [--device N] [--quiet]\n\n"
            "Reruns one of the paper's comparisons on this device with the trainer: every architecture\n"
            "(" BENCH_ARCHS ") at matched parameter counts, the same\n"
            "data, budget and seed. Writes DIR/NAME/: runs/ (one training run per architecture and\n"
@@ -46,9 +47,14 @@ static void usage(void)
            "  --data FILE      efficiency, retention, capacity, index: training text, as tmm train --data\n"
            "                   (repeatable; default: the license texts in /usr/share/common-licenses)\n"
            "  --ablations      efficiency: also the TMM ablations (flat, expanded, kernel 3 and 5, PyTorch init)\n"
+           "  --lr-sweep       efficiency, recall: first train each architecture at every rate of a grid for half\n"
+           "                   the budget, judged on held-out data that is not the final evaluation's; then run\n"
+           "                   the comparison with each at its best rate (the report shows the sweep's table)\n"
+           "  --lr-grid R,...  the sweep's peak rates, up to %d (implies --lr-sweep; default: efficiency\n"
+           "                   1e-4,3e-4,1e-3,3e-3,1e-2,3e-2,1e-1, recall 1e-3,3e-3,1e-2,3e-2)\n"
            "  --device N       use Vulkan device N (see 'tmm devices')\n"
            "  --quiet          no progress lines\n"
-           "  -h, --help       show this help\n");
+           "  -h, --help       show this help\n", TMM_EXP_MAX_RATES);
 }
 
 /* Decoding ms per token, as tmm bench generate measures it. */
@@ -71,11 +77,12 @@ static tmm_status decode(tmm_device *dev, const tmm_model_config *c, const uint3
 
 int cmd_experiment(int argc, char **argv)
 {
-    enum { O_PRESET = 256, O_ARCHS, O_OUT, O_SEED, O_DATA, O_ABL, O_DEVICE, O_QUIET };
+    enum { O_PRESET = 256, O_ARCHS, O_OUT, O_SEED, O_DATA, O_ABL, O_SWEEP, O_GRID, O_DEVICE, O_QUIET };
     static const struct option longopts[] = {
         { "preset", required_argument, NULL, O_PRESET }, { "archs", required_argument, NULL, O_ARCHS },
         { "out", required_argument, NULL, O_OUT },       { "seed", required_argument, NULL, O_SEED },
         { "data", required_argument, NULL, O_DATA },     { "ablations", no_argument, NULL, O_ABL },
+        { "lr-sweep", no_argument, NULL, O_SWEEP },      { "lr-grid", required_argument, NULL, O_GRID },
         { "device", required_argument, NULL, O_DEVICE }, { "quiet", no_argument, NULL, O_QUIET },
         { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
     };
@@ -108,6 +115,12 @@ int cmd_experiment(int argc, char **argv)
                 data[o.n_data++] = optarg;
             break;
         case O_ABL: o.ablations = true; break;
+        case O_SWEEP: o.lr_sweep = true; break;
+        case O_GRID:
+            if (tmm_exp_lr_grid_parse(optarg, o.lr_grid, &o.n_lr_grid) != TMM_OK)
+                cli_fail("--lr-grid: %s\n", tmm_last_error()), ok = false;
+            o.lr_sweep = true;
+            break;
         case O_DEVICE:
             ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v);
             device = (int)v;

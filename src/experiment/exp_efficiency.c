@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "experiment/exp_util.h"
+#include "experiment/lr_sweep.h"
 #include "files.h"
 #include "model/arch.h"
 #include "train/trainer.h"
@@ -97,6 +98,54 @@ static tmm_status add_runs(const eff_preset *p, const tmm_exp_options *o, tmm_ex
     return s;
 }
 
+/* The sweep's grid when --lr-grid gives none: log-spaced from below the
+ * paper's rates (5e-4 for the TMM, 2e-4 for the baselines) to 1e-1, since
+ * the small preset's models chose 3e-3 to 3e-2 (docs/results/experiments.md). */
+static const double default_grid[] = { 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1 };
+
+typedef struct eff_sweep_user {
+    const eff_preset *p;
+    const tmm_exp_options *o;
+    const tmm_exp_run *runs; /* the comparison's: each architecture's matched model */
+    uint32_t n;
+} eff_sweep_user;
+
+/* The sweep run of arch: its comparison run's model, the sweep's held-out split. */
+static tmm_status build_sweep_run(const void *user, tmm_arch arch, tmm_exp_run *r)
+{
+    const eff_sweep_user *u = user;
+    for (uint32_t i = 0; i < u->n; i++)
+        if (u->runs[i].config.model.arch == arch) {
+            TMM_TRY(add_run(u->p, u->o, &u->runs[i].config.model, "", "", r));
+            return exp_sweep_text_split(&r->config);
+        }
+    return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "no run of %s to sweep", tmm_arch_name(arch));
+}
+
+/* The sweep over the comparison's architectures (the first run of each, the
+ * matched model; the ablations share the TMM's). */
+static tmm_status sweep(exp_ctx *x, const eff_preset *p, tmm_exp_run *runs, uint32_t n, exp_sweep *sw)
+{
+    const tmm_exp_options *o = x->o;
+    const eff_sweep_user user = { p, o, runs, n };
+    exp_sweep_grid(sw, o, default_grid, sizeof default_grid / sizeof *default_grid);
+    for (uint32_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (uint32_t a = 0; a < sw->n_archs; a++)
+            seen = seen || sw->archs[a] == runs[i].config.model.arch;
+        if (!seen)
+            sw->archs[sw->n_archs++] = runs[i].config.model.arch;
+    }
+    sw->setting = "the comparison's model, text, batch and seed";
+    sw->criterion = "the validation loss at the sweep run's last step, on held-out windows of the comparison runs' "
+                    "training split (the stream's tokens just before its last 5%, which the sweep does not train "
+                    "on), never on the final evaluation's data";
+    sw->build = build_sweep_run, sw->user = &user, sw->judge = exp_sweep_val_loss;
+    TMM_TRY(exp_sweep_run(x, sw));
+    exp_sweep_apply(sw, runs, n);
+    return TMM_OK;
+}
+
 static tmm_status measure(exp_ctx *x, const eff_preset *p, const tmm_exp_run *r, eff_row *row)
 {
     tmm_train_memory mem;
@@ -171,7 +220,7 @@ static const char *verdict(const tmm_exp_run *runs, int tmm_row, const tmm_exp_r
 }
 
 static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_run *runs, uint32_t n, int tmm_row,
-                                const eff_row *rows)
+                                const eff_row *rows, const exp_sweep *sw)
 {
     for (int by = BY_TOKENS; by <= BY_FLOPS; by++)
         TMM_TRY(loss_chart(x, runs, n, (x_axis)by));
@@ -215,25 +264,30 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
             }
         }
     }
+    if (sw)
+        exp_sweep_json(root, sw);
     TMM_TRY(exp_save_summary(x, root, "held if the TMM's final validation loss is below Hyena's and Mamba 2's "
                                       "after the same tokens; partly if below one of them", why));
 
     exp_stream report;
     TMM_TRY(exp_stream_open(&report));
     FILE *f = report.f;
-    char setup[768];
+    char setup[1024];
     snprintf(setup, sizeof setup,
              "Causal language modelling on %u file(s), first %s, as bytes (windows of n bytes; the last 5%% of the "
              "stream held out). The TMM as the preset gives it; each baseline at the MLP expansion (Mamba 2: the "
              "number of layers) whose parameter count is nearest the TMM's, with its own default heads; swa's "
              "window is n/4. Every run: the same %u steps of %u sequences (%llu tokens), warmup %u then linear "
-             "decay, each architecture at its own peak lr (the paper's). FLOPs per token: "
+             "decay, each architecture at its own peak lr (%s). FLOPs per token: "
              "docs/experiments.md. Memory: the planned device memory of training (model, gradients, activations, "
              "AdamW moments). Decoding: one sequence, random weights, the median of 4 cached steps after a "
              "prefill to position t (tmm bench generate's code).",
              runs[0].config.text_file_count, runs[0].config.text_files[0], p->shape.steps, p->shape.batch,
-             (unsigned long long)p->shape.steps * p->shape.batch * p->n, p->shape.warmup);
+             (unsigned long long)p->shape.steps * p->shape.batch * p->n, p->shape.warmup,
+             sw ? "the best of the learning-rate sweep below" : "the paper's");
     exp_report_head(f, x, runs, n, setup);
+    if (sw)
+        exp_sweep_report(f, sw);
     fprintf(f, "## Measured\n\n| run | params | final val loss | val accuracy | tokens/s | device s | peak memory |");
     for (int j = 0; j < MAX_POS; j++)
         fprintf(f, " decode ms/token at t=%u |", p->positions[j]);
@@ -249,8 +303,9 @@ static tmm_status write_outputs(exp_ctx *x, const eff_preset *p, const tmm_exp_r
     fprintf(f, "\nPlots: [loss against tokens](loss-tokens.svg), [against device time](loss-seconds.svg), "
                "[against FLOPs](loss-flops.svg), [final loss](final-loss.svg), [tokens/s](tokens-per-second.svg).\n\n");
     fprintf(f, "## Did the claim hold at this scale?\n\nRule: the TMM's final validation loss is below Hyena's and "
-               "Mamba 2's after the same tokens (held), below one of them (partly held) or neither (not held).\n\n"
-               "%s. **Claim: %s.**\n", why, x->out->verdict);
+               "Mamba 2's after the same tokens (held), below one of them (partly held) or neither (not held)%s.\n\n"
+               "%s. **Claim: %s.**\n", sw ? ", each at its rate of the learning-rate sweep" : "", why,
+            x->out->verdict);
     return exp_stream_save(x, "report.md", &report);
 }
 
@@ -268,14 +323,18 @@ tmm_status exp_efficiency(tmm_device *dev, const tmm_exp_options *o, tmm_exp_out
     uint32_t n = 0;
     int tmm_row = -1;
     tmm_status s = runs && rows ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    exp_sweep sw = { 0 };
     if (s == TMM_OK)
         s = add_runs(p, o, runs, &n, &tmm_row);
-    if (s == TMM_OK)
+    if (s == TMM_OK && o->lr_sweep)
+        s = sweep(&x, p, runs, n, &sw);
+    if (s == TMM_OK && !out->interrupted)
         s = exp_train_runs(&x, runs, n);
     for (uint32_t i = 0; i < n && s == TMM_OK && !out->interrupted; i++)
         s = measure(&x, p, &runs[i], &rows[i]);
     if (s == TMM_OK && !out->interrupted)
-        s = write_outputs(&x, p, runs, n, tmm_row, rows);
+        s = write_outputs(&x, p, runs, n, tmm_row, rows, o->lr_sweep ? &sw : NULL);
+    exp_sweep_free(&sw);
     exp_runs_free(runs, MAX_RUNS);
     free(rows);
     return s;

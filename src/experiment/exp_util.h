@@ -10,8 +10,14 @@
 #include "analysis/svg.h"
 #include "experiment/experiment.h"
 
+/* Trains, resumes or reuses one run: tmm_exp_run_train, which a test's fake
+ * replaces (the seam of the learning-rate sweep's tests). */
+typedef tmm_status (*exp_train_fn)(tmm_device *dev, const char *exp_dir, tmm_exp_run *run,
+                                   volatile sig_atomic_t *stop, bool quiet);
+
 typedef struct exp_ctx {
     tmm_device *dev;
+    exp_train_fn train;
     const tmm_exp_options *o;
     const tmm_experiment *e;
     const char *device;             /* its name */
@@ -71,7 +77,7 @@ tmm_status exp_matched_model(const tmm_model_config *tmm, tmm_arch arch, tmm_mod
  * where it held: "held" (all), "partly held", "not held" or "not tested". */
 const char *exp_verdict(uint32_t held, uint32_t tested);
 
-/* Trains, resumes or reuses each run in order (tmm_exp_run_train), printing a
+/* Trains, resumes or reuses each run in order (x->train), printing a
  * line per run; stops early, with ctx->out->interrupted, when asked to. */
 tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n);
 /* Frees runs[0..n) (tmm_exp_run_free) and the array (NULL: nothing). */

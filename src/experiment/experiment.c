@@ -22,41 +22,41 @@ const tmm_experiment tmm_experiments[] = {
       { "n 64, 128; d 64, 2 layers, flat TMM; 200 steps of 16 (minutes on lavapipe)",
         "n 128 .. 1024; d 64, 2 layers; 2000 steps of 16",
         "n 128 .. 1024; d 256, 4 layers, 4 heads; 5000 steps of 32" },
-      exp_copy },
+      exp_copy, false },
     { "efficiency", "E2, training efficiency on text",
       "TMM trains more efficiently than Hyena and Mamba 2 (lower validation loss for the same tokens)",
       { "bytes of --data; d 64, n 64, 2 layers, 4 heads; 200 steps of 8 (minutes on lavapipe)",
         "d 128, n 256, 4 layers, 4 heads; 2000 steps of 16",
         "d 512, n 512, 8 layers, 8 heads; 20000 steps of 32" },
-      exp_efficiency },
+      exp_efficiency, true },
     { "retention", "E3, information retention",
       "the TMM's last hidden state keeps more of its input than the other architectures': a decoder trained on the "
       "frozen LM's vector regenerates more of the input",
       { "LMs d 64, n 32, 2 layers, 200 steps of 8; decoders 300 steps of 8 (minutes on lavapipe)",
         "LMs d 128, n 128, 4 layers, 2000 steps of 16; decoders 2000 steps of 16",
         "LMs d 512, n 512, 8 layers, 20000 steps of 32; decoders 10000 steps of 32" },
-      exp_retention },
+      exp_retention, false },
     { "capacity", "E4, capacity (autoencoding)",
       "how much of its input a jointly trained encoder keeps in one vector, against n and width (tmm's reading of "
       "the paper: the TMM at least matches the baselines)",
       { "n 16, 32 at d 64, d 32 at n 32; 2 layers; 300 steps of 8 (minutes on lavapipe)",
         "n 64 .. 256 at d 128, d 64 and 256 at n 256; 2000 steps of 16",
         "n 128 .. 512 at d 256, d 128 and 512 at n 512; 4 layers; 10000 steps of 32" },
-      exp_capacity },
+      exp_capacity, false },
     { "recall", "E5, in-context recall",
       "TMM is competitive on recall tasks (multi-query associative recall, MQAR)",
       { "MQAR at n 64 with 2, 4, 8 pairs; d 32, 2 layers, 4 heads; 300 steps of 16 (minutes on lavapipe)",
         "n 128 with 4 .. 32 pairs, and n 64 .. 512 with n/4 pairs; d 64, 2 layers, 4 heads; 2000 steps of 32",
         "n 256 with 8 .. 64 pairs, and n 128 .. 1024 with n/4 pairs; d 256, 4 layers, 4 heads; 5000 steps of 32" },
-      exp_recall },
+      exp_recall, true },
     { "index", "E6, operator structure over training",
       "trained causal TMM layers often have Fredholm index -1 (shift-like), and are more often invertible or "
       "nearly so than the layers of autoencoders",
       { "E2's small TMM (d 64, n 64, 2 layers, 4 heads; 200 steps of 8), 8 checkpoints (a minute on lavapipe)",
         "E2's medium TMM (d 128, n 256, 4 layers), 20 checkpoints",
         "E2's paper TMM (d 512, n 512, 8 layers, 8 heads), 40 checkpoints" },
-      exp_index },
-    { NULL, NULL, NULL, { NULL, NULL, NULL }, NULL },
+      exp_index, false },
+    { NULL, NULL, NULL, { NULL, NULL, NULL }, NULL, false },
 };
 
 static const char *const preset_names[TMM_EXP_PRESET_COUNT] = { "small", "medium", "paper" };
@@ -86,6 +86,9 @@ tmm_status tmm_experiment_run(tmm_device *dev, const tmm_experiment *e, const tm
 {
     memset(out, 0, sizeof *out);
     snprintf(out->verdict, sizeof out->verdict, "not tested");
+    if (o->lr_sweep && !e->lr_sweep)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s has no learning-rate sweep (tmm experiment --help names "
+                        "those that have)", e->name);
     TMM_TRY(tmm_path_join(out->dir, sizeof out->dir, o->out, e->name));
     TMM_TRY(tmm_make_dirs(out->dir));
     char lock_path[TMM_EXP_PATH_MAX + 16];
@@ -101,8 +104,8 @@ tmm_status tmm_experiment_run(tmm_device *dev, const tmm_experiment *e, const tm
 
 exp_ctx exp_context(tmm_device *dev, const tmm_exp_options *o, const char *name, tmm_exp_outcome *out)
 {
-    return (exp_ctx){ .dev = dev, .o = o, .e = tmm_experiment_find(name), .device = tmm_device_get_info(dev)->name,
-                      .out = out };
+    return (exp_ctx){ .dev = dev, .train = tmm_exp_run_train, .o = o, .e = tmm_experiment_find(name),
+                      .device = tmm_device_get_info(dev)->name, .out = out };
 }
 
 bool exp_selected(const tmm_exp_options *o, tmm_arch arch)
@@ -224,7 +227,7 @@ tmm_status exp_train_runs(exp_ctx *x, tmm_exp_run *runs, uint32_t n)
             printf("[%u/%u] %s\n", i + 1, n, runs[i].label);
             fflush(stdout);
         }
-        TMM_TRY(tmm_exp_run_train(x->dev, x->out->dir, &runs[i], x->o->stop, x->o->quiet));
+        TMM_TRY(x->train(x->dev, x->out->dir, &runs[i], x->o->stop, x->o->quiet));
         x->out->runs++;
         x->out->reused += runs[i].reused;
         if (!x->o->quiet && runs[i].reused)

@@ -15,6 +15,7 @@
 typedef enum tmm_exp_preset { TMM_EXP_SMALL, TMM_EXP_MEDIUM, TMM_EXP_PAPER, TMM_EXP_PRESET_COUNT } tmm_exp_preset;
 
 #define TMM_EXP_MAX_POSITIONS 8
+#define TMM_EXP_MAX_RATES 8 /* the learning-rate sweep's grid */
 
 /* Cached decoding time of a model of config c with random weights: ms per
  * token at each position (the generate benchmark's code, supplied by the CLI). */
@@ -29,6 +30,9 @@ typedef struct tmm_exp_options {
     const char *const *data;        /* efficiency: the --data values (as tmm train --data) */
     uint32_t n_data;
     bool ablations;                 /* efficiency: the TMM ablation rows too */
+    bool lr_sweep;                  /* efficiency, recall: each architecture at its best rate of a grid */
+    double lr_grid[TMM_EXP_MAX_RATES]; /* the sweep's peak rates, ascending (none: the experiment's grid) */
+    uint32_t n_lr_grid;
     bool quiet;                     /* no progress lines */
     volatile sig_atomic_t *stop;    /* set by a signal: save, stop, report interrupted */
     tmm_exp_decode_fn decode;       /* NULL: no decoding measurement */
@@ -48,6 +52,7 @@ typedef struct tmm_experiment {
     const char *claim;              /* the paper's claim, one sentence */
     const char *presets[TMM_EXP_PRESET_COUNT]; /* what each preset runs, one line */
     tmm_status (*run)(tmm_device *dev, const tmm_exp_options *o, tmm_exp_outcome *out);
+    bool lr_sweep;                  /* takes --lr-sweep */
 } tmm_experiment;
 
 /* The experiments, terminated by a row with name NULL. */
@@ -55,6 +60,10 @@ extern const tmm_experiment tmm_experiments[];
 const tmm_experiment *tmm_experiment_find(const char *name);
 const char *tmm_exp_preset_name(tmm_exp_preset p);
 tmm_status tmm_exp_preset_parse(const char *name, tmm_exp_preset *out);
+
+/* A learning-rate grid, "1e-4,3e-4,1e-3": 1 to TMM_EXP_MAX_RATES distinct
+ * rates in (0, 1], into rates sorted ascending. */
+tmm_status tmm_exp_lr_grid_parse(const char *text, double *rates, uint32_t *n);
 
 /* Runs the experiment: creates OUT/NAME, trains or reuses its runs, writes the
  * summary, plots and report. */

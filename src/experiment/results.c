@@ -190,12 +190,15 @@ static tmm_status read_result(tmm_exp_run *run)
     free(text);
     const cJSON *fin = cJSON_GetObjectItemCaseSensitive(o, "finished");
     const cJSON *reached = cJSON_GetObjectItemCaseSensitive(o, "reached_target");
+    const cJSON *diverged = cJSON_GetObjectItemCaseSensitive(o, "diverged"); /* optional: false when absent */
     bool ok = cJSON_IsObject(o) && !tmm_json_duplicate_key(o) && cJSON_IsTrue(fin) && cJSON_IsBool(reached) &&
+              (!diverged || cJSON_IsBool(diverged)) &&
               get_count(o, "steps", &run->steps) && get_count(o, "params", &run->params) &&
               get_number(o, "seconds", true, 0, 1e12, &run->seconds) &&
               get_number(o, "val_loss", false, 0, 1e6, &run->val_loss) &&
               get_number(o, "accuracy", false, 0, 1, &run->accuracy);
     run->reached_target = cJSON_IsTrue(reached);
+    run->diverged = cJSON_IsTrue(diverged);
     cJSON_Delete(o);
     if (!ok)
         return tmm_fail(TMM_ERR_IO, "%s/result.json is not a finished run's result (finished, steps, params, "
@@ -213,9 +216,9 @@ static tmm_status write_result(tmm_exp_run *run)
         snprintf(acc, sizeof acc, "%.9g", run->accuracy);
     snprintf(text, sizeof text,
              "{\"finished\": true, \"steps\": %llu, \"params\": %llu, \"seconds\": %.4f, \"reached_target\": %s, "
-             "\"val_loss\": %s, \"accuracy\": %s}\n",
+             "\"val_loss\": %s, \"accuracy\": %s, \"diverged\": %s}\n",
              (unsigned long long)run->steps, (unsigned long long)run->params, run->seconds,
-             run->reached_target ? "true" : "false", vl, acc);
+             run->reached_target ? "true" : "false", vl, acc, run->diverged ? "true" : "false");
     return write_run_file(run->dir, "result.json", text);
 }
 
@@ -239,6 +242,7 @@ static const tmm_exp_point *last_eval(const tmm_exp_run *run)
 typedef struct progress_sink {
     FILE *curve;
     double offset;            /* seconds of the run before this invocation */
+    double last_seconds;      /* the last point's */
     uint64_t tokens_per_step;
     const tmm_exp_run *run;
     bool quiet, failed;
@@ -251,6 +255,7 @@ static void on_progress(const tmm_train_progress *p, void *user)
                                .seconds = k->offset + p->elapsed_s, .loss = p->loss,
                                .val_loss = p->eval ? p->val_loss : NAN, .accuracy = p->eval ? p->accuracy : NAN };
     put_point(k->curve, &pt);
+    k->last_seconds = pt.seconds;
     k->failed |= fflush(k->curve) != 0 || ferror(k->curve);
     if (!k->quiet && p->eval) {
         printf("  %-24s step %6llu/%llu  loss %.4f  val_loss %.4f  accuracy %.4f  %.1f s\n", k->run->label,
@@ -281,7 +286,8 @@ static tmm_status train(tmm_device *dev, tmm_exp_run *run, tmm_data *data, uint6
                         volatile sig_atomic_t *stop, bool quiet)
 {
     tmm_train_config *c = &run->config;
-    progress_sink sink = { .offset = run->n_points ? run->points[run->n_points - 1].seconds : 0,
+    const double offset = run->n_points ? run->points[run->n_points - 1].seconds : 0;
+    progress_sink sink = { .offset = offset, .last_seconds = offset,
                            .tokens_per_step = (uint64_t)c->batch * c->model.n_ctx, .run = run, .quiet = quiet };
     char path[TMM_EXP_PATH_MAX + 32];
     TMM_TRY(tmm_path_join(path, sizeof path, run->dir, "curve.jsonl"));
@@ -293,7 +299,13 @@ static tmm_status train(tmm_device *dev, tmm_exp_run *run, tmm_data *data, uint6
     tmm_status s = tmm_train(dev, c, start ? run->dir : NULL, &hooks, &res);
     if (fclose(sink.curve) != 0 || sink.failed)
         s = s == TMM_OK ? tmm_fail(TMM_ERR_IO, "cannot write %s", path) : s;
-    if (s != TMM_OK)
+    /* the trainer fails a run whose loss is not finite, leaving it in res.loss */
+    run->diverged = s != TMM_OK && run->may_diverge && !isfinite(res.loss);
+    if (run->diverged && !quiet)
+        printf("  %-24s diverged at step %llu: %s\n", run->label, (unsigned long long)res.step, tmm_last_error());
+    if (run->diverged) /* the trainer's clock stopped with the error: the last logged step's */
+        res.seconds = sink.last_seconds - sink.offset;
+    else if (s != TMM_OK)
         return s;
     run->interrupted = res.interrupted;
     run->reached_target = res.reached_target;
@@ -320,7 +332,7 @@ tmm_status tmm_exp_run_train(tmm_device *dev, const char *exp_dir, tmm_exp_run *
         strcmp(old, settings) != 0)
         s = tmm_fail(TMM_ERR_IO, "%s holds a run of other settings (its settings.json differs): remove it to run "
                      "this one", run->dir);
-    run->finished = run->reused = run->interrupted = false;
+    run->finished = run->reused = run->interrupted = run->diverged = false;
     run->val_loss = run->accuracy = NAN;
     if (s == TMM_OK && tmm_path_join(path, sizeof path, run->dir, "result.json") == TMM_OK && tmm_path_exists(path)) {
         s = read_result(run);
@@ -356,8 +368,8 @@ tmm_status tmm_exp_run_train(tmm_device *dev, const char *exp_dir, tmm_exp_run *
     tmm_data_destroy(data);
     if (s == TMM_OK && !run->interrupted) {
         last = (s = tmm_exp_read_curve(run->dir, UINT64_MAX, run)) == TMM_OK ? last_eval(run) : NULL;
-        run->val_loss = last ? last->val_loss : NAN;
-        run->accuracy = last ? last->accuracy : NAN;
+        run->val_loss = last && !run->diverged ? last->val_loss : NAN;
+        run->accuracy = last && !run->diverged ? last->accuracy : NAN;
         if (s == TMM_OK)
             s = write_result(run);
         run->finished = s == TMM_OK;

@@ -7,6 +7,7 @@
  *                  wall-clock time of training, summed over resumptions),
  *                  loss, and at evaluations val_loss and accuracy
  *   result.json    written last: the run is finished and is reused as it is
+ *                  (a diverged one too: "diverged": true)
  * A run killed before result.json continues from its latest checkpoint
  * (tmm_train's exact resume); one killed before its first checkpoint starts
  * over. */
@@ -32,12 +33,15 @@ typedef struct tmm_exp_run {
     char name[TMM_EXP_LABEL_MAX];    /* "tmm-n64": the directory's prefix */
     char label[TMM_EXP_LABEL_MAX];   /* "tmm, n 64": legends and tables */
     tmm_train_config config;         /* everything that defines the run (run_dir is set by tmm_exp_run_train) */
+    bool may_diverge;                /* a non-finite training loss ends the run as diverged instead of failing
+                                        (the learning-rate sweep's runs) */
     /* set by tmm_exp_run_train */
     char dir[TMM_EXP_PATH_MAX];
     uint64_t params;
     tmm_exp_point *points;           /* the curve, in step order */
     uint32_t n_points;
     bool finished, reused, interrupted;
+    bool diverged;                   /* may_diverge: the trainer stopped on a non-finite loss (val_loss NAN) */
     bool reached_target;             /* copy, mqar: the held-out accuracy reached target_accuracy */
     uint64_t steps;                  /* steps trained (fewer than config.steps when the target was reached) */
     double seconds;                  /* device wall-clock seconds of the whole run */
