@@ -29,10 +29,12 @@ typedef struct tmm_device_tuning {
     uint32_t ssd_block;       /* SSD chunk products: outputs per invocation BK x BK (0: 16 on CPU devices,
                                  8 on GPUs; at most 16) */
     uint32_t max_chunk_rows;  /* FFT path: channel rows per chunk (0: as many as a binding holds) */
-    uint32_t reduce_variant;  /* row reductions (LayerNorm and RMSNorm statistics, cross-entropy): 0 per
-                                 device (a workgroup per row with subgroup arithmetic on GPUs that have it in
-                                 compute), 1 one invocation per row chunk, 2 subgroups wherever the device
-                                 has them */
+    uint32_t reduce_variant;  /* reductions (LayerNorm and RMSNorm statistics, cross-entropy, the naive
+                                 attention's softmax, the optimizer's gradient norm): 0 per device (subgroup
+                                 arithmetic on GPUs that have it in compute), 1 the plain kernels, 2
+                                 subgroups wherever the device has them */
+    uint32_t matmul_tile[3];  /* tiled matmul: invocations per axis, outputs per invocation per axis, k per
+                                 step (0, or a shape the device cannot run: from its limits) */
     bool force_staging;       /* device buffers use staged copies even on unified memory: the discrete-GPU
                                  path (set before creating buffers) */
 } tmm_device_tuning;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/matmul_paths.h"
 #include "ops/ops.h"
 #include "ref/ref.h"
 
@@ -281,6 +282,53 @@ H_TEST(matmul_tiled, large)
     check(&d, &o, 31);
     d.trans_a = true;
     check(&d, &o, 32);
+}
+
+/* Tile shapes forced through the tuning, each on shapes that are not
+ * multiples of its tile, in every layout, with bias and accumulation: 4 x 4
+ * invocations of 3 x 3 outputs and k steps of 5 (each invocation stages a
+ * partial share), 8 x 8 of 2 x 2 with k steps of 4, 8 x 8 of 8 x 8 (the
+ * big-product shape) with k steps of 8, and 16 x 16 of 1. */
+H_TEST(matmul_tiled, device_tile_shapes)
+{
+    static const tmm_matmul_tile tiles[] = { { 4, 3, 5 }, { 8, 2, 4 }, { 8, 8, 8 }, { 16, 1, 16 } };
+    static const uint32_t shapes[][3] = { { 13, 29, 11 }, { 70, 9, 23 }, { 1, 1, 1 } };
+    const tmm_device_info *info = tmm_device_get_info(h_dev);
+    uint64_t seed = 7000;
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+        cr_assert(tmm_matmul_tile_fits(info, tiles[t]), "tile %u/%u/%u", tiles[t].ts, tiles[t].per, tiles[t].bk);
+        memcpy(h_dev->tuning.matmul_tile, &tiles[t], sizeof tiles[t]);
+        tmm_matmul_tile got = tmm_matmul_tile_for(info, &h_dev->tuning, 5, 5);
+        cr_assert(memcmp(&got, &tiles[t], sizeof got) == 0);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int l = 0; l < 4; l++)
+                check_simple(TMM_MATMUL_TILED, l & 1, l >> 1, shapes[s][0], shapes[s][1], shapes[s][2], l == 1,
+                             l == 2, seed++);
+    }
+    memset(h_dev->tuning.matmul_tile, 0, sizeof h_dev->tuning.matmul_tile);
+}
+
+/* The default tile from the limits: 16 x 16 invocations where 256 are
+ * allowed, 8 x 8 outputs each from 1024 x 1024 outputs, the largest k step
+ * that fits the shared memory; a forced tile the device cannot run is
+ * ignored. */
+Test(matmul_tile, from_device_limits)
+{
+    tmm_device_info info = { .max_workgroup_size = { 1024, 1024, 64 }, .max_workgroup_invocations = 1024,
+                             .max_shared_memory = 49152, .subgroup_size = 32 };
+    tmm_matmul_tile t = tmm_matmul_tile_for(&info, NULL, 4096, 4096);
+    cr_assert(t.ts == 16 && t.per == 8 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+    t = tmm_matmul_tile_for(&info, NULL, 4096, 100);
+    cr_assert(t.ts == 16 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+    info.max_shared_memory = 16384; /* Vulkan's minimum */
+    t = tmm_matmul_tile_for(&info, NULL, 4096, 4096);
+    cr_assert(t.ts == 16 && t.per == 8 && t.bk == 8, "%u %u %u", t.ts, t.per, t.bk);
+    info.max_workgroup_invocations = 128; /* Vulkan's minimum */
+    t = tmm_matmul_tile_for(&info, NULL, 64, 64);
+    cr_assert(t.ts == 8 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+    tmm_device_tuning tuning = { .matmul_tile = { 32, 4, 16 } }; /* 1024 invocations: too many */
+    t = tmm_matmul_tile_for(&info, &tuning, 64, 64);
+    cr_assert(t.ts == 8 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
 }
 
 /* ---- both ------------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 /* Batched matmul with optional transposes, bias and accumulation, in two
  * variants: REGISTER (shaders/matmul_reg.comp: register blocks, no shared
  * memory; fast on CPU devices) and TILED (shaders/matmul_tiled.comp:
- * shared-memory tiles; for GPUs). The batch runs on the z axis of the
+ * shared-memory tiles shaped by the device's limits, tmm_matmul_tile_for;
+ * for GPUs). The batch runs on the z axis of the
  * dispatch. Each operand is bound from an aligned offset at or before its
  * batch 0 with at most maxStorageBufferRange bytes; batches that do not fit
  * together are split over several dispatches, and a single matrix that does
@@ -9,6 +10,7 @@
  * operand bound as a block of rows of its full leading dimension. B may be a
  * 16-bit view (fp16 or bf16, tmm_elem): its values are widened as they load;
  * A, bias and C are fp32. */
+#include "matmul_paths.h"
 #include "op_util.h"
 
 #include <string.h>
@@ -28,14 +30,39 @@
 static const uint32_t reg_local[3] = { 8, 4, 1 };
 
 /* The most of k one dispatch sums: each invocation loops over k in steps of 4
- * (16 in the tiled kernel), and llvmpipe ends an invocation's loops after
+ * (bk >= 4 in the tiled kernel), and llvmpipe ends an invocation's loops after
  * 65535 iterations in all (DEVELOPERS.md): longer sums run in blocks of k,
  * accumulating into C. */
 #define MATMUL_MAX_K (4u * TMM_MAX_LOOP)
 
-/* Tiled variant: fixed in the shader (16 x 16 invocations, 64 x 64 tile). */
-#define TILE 64u
-static const uint32_t tiled_local[3] = { 16, 16, 1 };
+/* Tiled variant: products of at least TILE_BIG_SIDE^2 outputs take 8 x 8
+ * outputs per invocation (tmm_matmul_tile_for). */
+#define TILE_BIG_SIDE 1024u
+
+static uint32_t tile_shared_bytes(tmm_matmul_tile t) { return 2u * t.bk * (t.ts * t.per + 1u) * 4u; }
+
+bool tmm_matmul_tile_fits(const tmm_device_info *info, tmm_matmul_tile t)
+{
+    return t.ts >= 1 && t.ts <= 32 && t.per >= 1 && t.per <= 8 && t.bk >= 4 && t.bk <= 32 &&
+           t.ts <= info->max_workgroup_size[0] && t.ts <= info->max_workgroup_size[1] &&
+           t.ts * t.ts <= info->max_workgroup_invocations && tile_shared_bytes(t) <= info->max_shared_memory;
+}
+
+tmm_matmul_tile tmm_matmul_tile_for(const tmm_device_info *info, const tmm_device_tuning *tuning, uint64_t m,
+                                    uint64_t n)
+{
+    tmm_matmul_tile t = { tuning ? tuning->matmul_tile[0] : 0, tuning ? tuning->matmul_tile[1] : 0,
+                          tuning ? tuning->matmul_tile[2] : 0 };
+    if (t.ts && tmm_matmul_tile_fits(info, t))
+        return t;
+    t.ts = tmm_matmul_tile_fits(info, (tmm_matmul_tile){ 16, 1, 4 }) ? 16 : 8;
+    t.per = m >= TILE_BIG_SIDE && n >= TILE_BIG_SIDE ? 8 : 4;
+    for (t.bk = 16; t.bk > 4 && !tmm_matmul_tile_fits(info, t); t.bk /= 2) {
+    }
+    if (!tmm_matmul_tile_fits(info, t))
+        t.per = 4, t.bk = 8; /* 8.3 KiB with 16 x 16: within Vulkan's minimum of 16 KiB */
+    return t;
+}
 
 enum { VEC_A = 1, VEC_B = 2, VEC_C = 4, BIG_BLOCK = 8 };
 
@@ -188,6 +215,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
     operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
     const uint64_t align = tmm_op_offset_align(dev), max_range = dev->info.max_storage_buffer_range;
     const bool reg = variant == TMM_MATMUL_REGISTER;
+    const tmm_matmul_tile tile = tmm_matmul_tile_for(&dev->info, &dev->tuning, m, n);
+    const uint32_t tiled_local[3] = { tile.ts, tile.ts, 1 }, tile_side = tile.ts * tile.per;
     tmm_pipeline *pipes[16] = { 0 };
     tmm_record_flops(r, 2.0 * (double)m * (double)n * (double)k * batch);
     for (uint32_t b0 = 0; b0 < batch;) {
@@ -234,12 +263,13 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
         }
         tmm_pipeline *p = pipes[flags];
         if (!p) {
-            /* ids 3-8; FLAGS (id 7) is the register variant's only */
-            uint32_t spec[6] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags, b.elem };
+            /* ids 3-10; FLAGS (id 7) is the register variant's only, PER and BK (9, 10) the tiled one's */
+            uint32_t spec[8] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags, b.elem,
+                                 tile.per, tile.bk };
             if (reg)
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 6, &p));
             else
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 6, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 8, &p));
             pipes[flags] = p;
         }
         tmm_arg args[4] = { tmm_in(va), tmm_in(vb), tmm_in(vbias),
@@ -250,8 +280,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
             gx = tmm_div_up(n, block * reg_local[0]);
             gy = tmm_div_up(m, block * reg_local[1]);
         } else {
-            gx = tmm_div_up(n, TILE);
-            gy = tmm_div_up(m, TILE);
+            gx = tmm_div_up(n, tile_side);
+            gy = tmm_div_up(m, tile_side);
         }
         TMM_TRY(tmm_record_dispatch(r, p, args, 4, &push, gx, gy, count));
         b0 += count;
