@@ -63,6 +63,8 @@ struct tmm_device {
 
     uint32_t dispatch_limit[3];  /* workgroups per dispatch before splitting */
     tmm_device_tuning tuning;
+    int coopmat_check;  /* the cooperative-matrix matmul's self-check (src/ops/matmul_coopmat.c): 0 not run
+                           yet, 1 passed, -1 failed (the path is off on this device) */
     bool validate;
     bool lost;
     uint32_t validation_messages;

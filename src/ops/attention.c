@@ -195,7 +195,7 @@ static tmm_status record_naive_softmax(tmm_recorder *r, const geom *g, const pus
     tmm_arg args[] = { tmm_inout(saved) };
     tmm_pipeline *pipe;
     if (tmm_op_rows_use_subgroups(dev)) {
-        const uint32_t local[3] = { tmm_op_sg_workgroup(dev), 1, 1 };
+        const uint32_t local[3] = { tmm_op_sg_workgroup(&dev->info), 1, 1 };
         TMM_TRY(tmm_op_pipeline(r, &tmm_spv_attention_naive_softmax_sg, 1, sizeof(push), local, NULL, 0, &pipe));
         return tmm_record_dispatch(r, pipe, args, 1, p, g->n, g->B * g->H, 1);
     }

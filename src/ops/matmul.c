@@ -82,6 +82,8 @@ const char *tmm_matmul_variant_name(tmm_matmul_variant v)
         return "register";
     case TMM_MATMUL_TILED:
         return "tiled";
+    case TMM_MATMUL_COOPMAT:
+        return "coopmat";
     }
     return "invalid";
 }
@@ -214,9 +216,10 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
     operand obias = make_operand("bias", bias, has_bias ? n : 0, 0, 1);
     operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
     const uint64_t align = tmm_op_offset_align(dev), max_range = dev->info.max_storage_buffer_range;
-    const bool reg = variant == TMM_MATMUL_REGISTER;
+    const bool reg = variant == TMM_MATMUL_REGISTER, coop = variant == TMM_MATMUL_COOPMAT;
     const tmm_matmul_tile tile = tmm_matmul_tile_for(&dev->info, &dev->tuning, m, n);
-    const uint32_t tiled_local[3] = { tile.ts, tile.ts, 1 }, tile_side = tile.ts * tile.per;
+    const uint32_t tiled_local[3] = { tile.ts, tile.ts, 1 };
+    uint32_t tile_m = tile.ts * tile.per, tile_n = tile_m;
     tmm_pipeline *pipes[16] = { 0 };
     tmm_record_flops(r, 2.0 * (double)m * (double)n * (double)k * batch);
     for (uint32_t b0 = 0; b0 < batch;) {
@@ -268,6 +271,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
                                  tile.per, tile.bk };
             if (reg)
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 6, &p));
+            else if (coop)
+                TMM_TRY(tmm_matmul_coopmat_pipeline(r, spec, sizeof push, &p, &tile_m, &tile_n));
             else
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 8, &p));
             pipes[flags] = p;
@@ -280,8 +285,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
             gx = tmm_div_up(n, block * reg_local[0]);
             gy = tmm_div_up(m, block * reg_local[1]);
         } else {
-            gx = tmm_div_up(n, tile_side);
-            gy = tmm_div_up(m, tile_side);
+            gx = tmm_div_up(n, tile_n);
+            gy = tmm_div_up(m, tile_m);
         }
         TMM_TRY(tmm_record_dispatch(r, p, args, 4, &push, gx, gy, count));
         b0 += count;
@@ -362,10 +367,17 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: NULL recorder or descriptor");
     tmm_device *dev = tmm_recorder_device(r);
     tmm_matmul_variant variant = desc->variant;
-    if (variant == TMM_MATMUL_AUTO)
-        variant = dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER : TMM_MATMUL_TILED;
-    if (variant != TMM_MATMUL_REGISTER && variant != TMM_MATMUL_TILED)
+    if ((unsigned)variant > TMM_MATMUL_COOPMAT)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown variant %d", (int)desc->variant);
+    if (variant == TMM_MATMUL_COOPMAT && !tmm_matmul_coopmat_use(dev, b.elem))
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: no cooperative-matrix kernel for this product: %s",
+                        b.elem != TMM_ELEM_F16 ? "b is not an fp16 view"
+                        : dev->info.coopmat_note[0] ? dev->info.coopmat_note
+                                                    : "it failed its self-check on this device");
+    if (variant == TMM_MATMUL_AUTO)
+        variant = tmm_matmul_coopmat_use(dev, b.elem)      ? TMM_MATMUL_COOPMAT
+                  : dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER
+                                                     : TMM_MATMUL_TILED;
 
     const uint64_t m = desc->m, n = desc->n, k = desc->k;
     const uint32_t batch = desc->batch ? desc->batch : 1;

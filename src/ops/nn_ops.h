@@ -197,6 +197,6 @@ bool tmm_op_row_subgroups_for(const tmm_device_info *info, uint32_t reduce_varia
 /* The subgroup kernels' workgroup size: min(256, S^2) for the device's
  * subgroup size S, so that a workgroup holds at most S subgroups (at most 64
  * of the smallest size, 4, the selection accepts). */
-uint32_t tmm_op_sg_workgroup(const tmm_device *dev);
+uint32_t tmm_op_sg_workgroup(const tmm_device_info *info);
 
 #endif
