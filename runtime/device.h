@@ -35,6 +35,8 @@ typedef struct tmm_device_tuning {
                                  subgroups wherever the device has them */
     uint32_t matmul_tile[3];  /* tiled matmul: invocations per axis, outputs per invocation per axis, k per
                                  step (0, or a shape the device cannot run: from its limits) */
+    bool no_coopmat;          /* AUTO matmuls keep the fp32 kernels where the cooperative-matrix one would
+                                 apply (the bit-for-bit claims of docs/model.md are theirs) */
     bool force_staging;       /* device buffers use staged copies even on unified memory: the discrete-GPU
                                  path (set before creating buffers) */
 } tmm_device_tuning;

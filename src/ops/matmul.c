@@ -375,7 +375,7 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
                         : dev->info.coopmat_note[0] ? dev->info.coopmat_note
                                                     : "it failed its self-check on this device");
     if (variant == TMM_MATMUL_AUTO)
-        variant = tmm_matmul_coopmat_use(dev, b.elem)      ? TMM_MATMUL_COOPMAT
+        variant = !dev->tuning.no_coopmat && tmm_matmul_coopmat_use(dev, b.elem) ? TMM_MATMUL_COOPMAT
                   : dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER
                                                      : TMM_MATMUL_TILED;
 
