@@ -91,8 +91,10 @@ void tmm_coopmat_query(VkInstance instance, VkPhysicalDevice pd, tmm_device_info
         NOTE("the driver is not on the allow-list (runtime/coopmat.c)");
         return;
     }
+    VkPhysicalDeviceVulkanMemoryModelFeatures model = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES };
     VkPhysicalDeviceCooperativeMatrixFeaturesNV feat = {
-        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV };
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV, .pNext = &model };
     VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &feat };
     vkGetPhysicalDeviceFeatures2(pd, &f2);
     VkPhysicalDeviceCooperativeMatrixPropertiesNV props = {
@@ -101,6 +103,10 @@ void tmm_coopmat_query(VkInstance instance, VkPhysicalDevice pd, tmm_device_info
     vkGetPhysicalDeviceProperties2(pd, &p2);
     if (!feat.cooperativeMatrix || !(props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) {
         NOTE("%s is listed but its feature is off in compute shaders", TMM_COOPMAT_EXTENSION);
+        return;
+    }
+    if (!model.vulkanMemoryModel) { /* glslang emits the kernel with the Vulkan memory model */
+        NOTE("the device lacks the vulkanMemoryModel feature");
         return;
     }
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
@@ -138,6 +144,9 @@ const void *tmm_coopmat_enable(tmm_coopmat_features *f)
     f->f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
     f->f16.shaderFloat16 = VK_TRUE;
     f->f16.pNext = &f->coopmat;
+    f->model.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
+    f->model.vulkanMemoryModel = VK_TRUE;
+    f->coopmat.pNext = &f->model;
     f->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     f->features.pNext = &f->f16;
     return &f->features;

@@ -25,6 +25,7 @@ typedef struct tmm_coopmat_features {
     VkPhysicalDeviceFeatures2 features;
     VkPhysicalDeviceShaderFloat16Int8Features f16;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat;
+    VkPhysicalDeviceVulkanMemoryModelFeatures model; /* the kernel's SPIR-V uses it (glslang's NV path) */
 } tmm_coopmat_features;
 const void *tmm_coopmat_enable(tmm_coopmat_features *f);
 

@@ -88,7 +88,8 @@ static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, uint32_t m, ui
         (s = tmm_buffer_write(bbias, 0, bias, n * 4ull)) == TMM_OK && (s = tmm_buffer_write(bc, 0, c, nc * 4)) == TMM_OK &&
         (s = tmm_recorder_create(dev, &r)) == TMM_OK && (s = tmm_recorder_begin(r)) == TMM_OK) {
         /* bias and accumulation in the layouts with B transposed (the forward's) */
-        tmm_matmul_desc d = { .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .accumulate = tb };
+        tmm_matmul_desc d = { .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .accumulate = tb,
+                              .variant = TMM_MATMUL_COOPMAT };
         tmm_view vb = { .buffer = bb, .offset = 0, .size = nb * 2, .elem = TMM_ELEM_F16 };
         s = tmm_op_matmul(r, &d, tmm_whole(ba), vb, tb ? tmm_whole(bbias) : (tmm_view){ 0 }, tmm_whole(bc));
     }
