@@ -294,7 +294,17 @@ static void query_info(VkPhysicalDevice pd, uint32_t index, tmm_device_info *inf
         if (m3.maxMemoryAllocationSize)
             info->max_memory_allocation_size = m3.maxMemoryAllocationSize;
     }
-    info->subgroup_size = subgroup.subgroupSize;
+    info->subgroup_size = info->subgroup_size_min = info->subgroup_size_max = subgroup.subgroupSize;
+    if (base.apiVersion >= VK_API_VERSION_1_3 || device_has_extension(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) {
+        VkPhysicalDeviceSubgroupSizeControlProperties sc = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES };
+        VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sc };
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+        if (sc.minSubgroupSize && sc.minSubgroupSize <= sc.maxSubgroupSize) {
+            info->subgroup_size_min = sc.minSubgroupSize;
+            info->subgroup_size_max = sc.maxSubgroupSize;
+        }
+    }
     info->subgroup_operations = subgroup.supportedOperations;
     info->subgroup_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
     info->shader_float16 = v12 && f16.shaderFloat16;

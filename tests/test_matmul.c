@@ -321,7 +321,7 @@ H_TEST(matmul_tiled, device_tile_shapes)
 Test(matmul_tile, from_device_limits)
 {
     tmm_device_info info = { .max_workgroup_size = { 1024, 1024, 64 }, .max_workgroup_invocations = 1024,
-                             .max_shared_memory = 49152, .subgroup_size = 32 };
+                             .max_shared_memory = 49152, .subgroup_size = 32, .subgroup_size_max = 64 };
     tmm_matmul_tile t = tmm_matmul_tile_for(&info, NULL, 4096, 4096);
     cr_assert(t.ts == 16 && t.per == 8 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
     t = tmm_matmul_tile_for(&info, NULL, 4096, 100);
@@ -332,6 +332,11 @@ Test(matmul_tile, from_device_limits)
     info.max_workgroup_invocations = 128; /* Vulkan's minimum */
     t = tmm_matmul_tile_for(&info, NULL, 64, 64);
     cr_assert(t.ts == 8 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+    info.max_workgroup_invocations = 1024;
+    info.subgroup_size_max = 512; /* 256 invocations would hold part of a subgroup */
+    t = tmm_matmul_tile_for(&info, NULL, 64, 64);
+    cr_assert(t.ts == 8, "%u", t.ts);
+    info.max_workgroup_invocations = 128;
     tmm_device_tuning tuning = { .matmul_tile = { 32, 4, 16 } }; /* 1024 invocations: too many */
     t = tmm_matmul_tile_for(&info, &tuning, 64, 64);
     cr_assert(t.ts == 8 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);

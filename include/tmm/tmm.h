@@ -94,6 +94,9 @@ typedef struct tmm_device_info {
     uint64_t max_memory_allocation_size;
 
     uint32_t subgroup_size;
+    uint32_t subgroup_size_min, subgroup_size_max; /* the sizes the driver may run compute shaders with
+                                       (subgroup size control: Vulkan 1.3 or VK_EXT_subgroup_size_control;
+                                       without it both are subgroup_size) */
     uint32_t subgroup_operations;   /* VkSubgroupFeatureFlags */
     bool subgroup_in_compute;
     bool shader_float16;

@@ -94,8 +94,8 @@ static void print_device(const tmm_device_info *d, bool picked)
            d->max_workgroup_size[1], d->max_workgroup_size[2], d->max_workgroup_invocations);
     printf("  maxComputeSharedMemory     %u bytes\n", d->max_shared_memory);
     printf("  maxPushConstantsSize       %u bytes\n", d->max_push_constants);
-    printf("  subgroup size              %u (%s in compute)\n", d->subgroup_size,
-           d->subgroup_in_compute ? "usable" : "not usable");
+    printf("  subgroup size              %u (%s in compute; the driver may use %u to %u)\n", d->subgroup_size,
+           d->subgroup_in_compute ? "usable" : "not usable", d->subgroup_size_min, d->subgroup_size_max);
     printf("  subgroup operations        ");
     print_subgroup_ops(d->subgroup_operations);
     printf("\n  shaderFloat16              %s\n", d->shader_float16 ? "yes" : "no");

@@ -55,7 +55,10 @@ tmm_matmul_tile tmm_matmul_tile_for(const tmm_device_info *info, const tmm_devic
                           tuning ? tuning->matmul_tile[2] : 0 };
     if (t.ts && tmm_matmul_tile_fits(info, t))
         return t;
-    t.ts = tmm_matmul_tile_fits(info, (tmm_matmul_tile){ 16, 1, 4 }) ? 16 : 8;
+    /* whole subgroups: 256 invocations hold whole subgroups of every size the driver may use up to 256 */
+    const uint32_t sg_max = info->subgroup_size_max > info->subgroup_size ? info->subgroup_size_max
+                                                                          : info->subgroup_size;
+    t.ts = tmm_matmul_tile_fits(info, (tmm_matmul_tile){ 16, 1, 4 }) && (sg_max == 0 || 256 % sg_max == 0) ? 16 : 8;
     t.per = m >= TILE_BIG_SIDE && n >= TILE_BIG_SIDE ? 8 : 4;
     for (t.bk = 16; t.bk > 4 && !tmm_matmul_tile_fits(info, t); t.bk /= 2) {
     }

@@ -13,8 +13,8 @@ typedef struct tmm_matmul_tile {
 } tmm_matmul_tile;
 
 /* The tile for an m x n product on a device: 16 x 16 invocations where
- * maxComputeWorkGroupInvocations allows (a multiple of every subgroup size
- * up to 128), else 8 x 8; 8 x 8 outputs each (128-wide tiles) for products
+ * maxComputeWorkGroupInvocations allows and 256 is a multiple of the largest
+ * subgroup size the driver may use (whole subgroups), else 8 x 8; 8 x 8 outputs each (128-wide tiles) for products
  * of at least 1024 x 1024, where the tiles still fill a GPU, else 4 x 4; the
  * largest bk of 16 and 8 whose 2 bk (ts per + 1) floats fit in
  * maxComputeSharedMemorySize. tuning->matmul_tile overrides it (tests). */
