@@ -1,9 +1,9 @@
-/* Batched matmul with optional transposes, bias and accumulation, in two
+/* Batched matmul with optional transposes, bias and accumulation, in three
  * variants: REGISTER (shaders/matmul_reg.comp: register blocks, no shared
- * memory; fast on CPU devices) and TILED (shaders/matmul_tiled.comp:
+ * memory; fast on CPU devices), TILED (shaders/matmul_tiled.comp:
  * shared-memory tiles shaped by the device's limits, tmm_matmul_tile_for;
- * for GPUs). The batch runs on the z axis of the
- * dispatch. Each operand is bound from an aligned offset at or before its
+ * for GPUs) and COOPMAT (cooperative matrices for fp16 B on GPUs that have
+ * them: matmul_coopmat.c). The batch runs on the z axis of the dispatch. Each operand is bound from an aligned offset at or before its
  * batch 0 with at most maxStorageBufferRange bytes; batches that do not fit
  * together are split over several dispatches, and a single matrix that does
  * not fit is computed in blocks of C and of k (accumulating into C), every
@@ -60,8 +60,9 @@ tmm_matmul_tile tmm_matmul_tile_for(const tmm_device_info *info, const tmm_devic
                                                                           : info->subgroup_size;
     t.ts = tmm_matmul_tile_fits(info, (tmm_matmul_tile){ 16, 1, 4 }) && (sg_max == 0 || 256 % sg_max == 0) ? 16 : 8;
     t.per = m >= TILE_BIG_SIDE && n >= TILE_BIG_SIDE ? 8 : 4;
-    for (t.bk = 16; t.bk > 4 && !tmm_matmul_tile_fits(info, t); t.bk /= 2) {
-    }
+    t.bk = 16;
+    while (t.bk > 4 && !tmm_matmul_tile_fits(info, t))
+        t.bk /= 2;
     if (!tmm_matmul_tile_fits(info, t))
         t.per = 4, t.bk = 8; /* 8.3 KiB with 16 x 16: within Vulkan's minimum of 16 KiB */
     return t;
