@@ -2,8 +2,7 @@
  * AdamW with global gradient-norm clipping over real parameter tables with
  * frozen, decayed and non-decayed tensors and padding, recorded once and
  * replayed over several steps; determinism; binding in chunks; non-finite
- * gradients; bad input; the gradient norm by subgroups (the GPUs' kernel)
- * forced on. And the learning-rate schedules. */
+ * gradients; bad input. And the learning-rate schedules. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
