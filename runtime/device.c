@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buffer.h"
+#include "coopmat.h"
 #include "pipeline.h"
 
 #define VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
@@ -293,7 +294,17 @@ static void query_info(VkPhysicalDevice pd, uint32_t index, tmm_device_info *inf
         if (m3.maxMemoryAllocationSize)
             info->max_memory_allocation_size = m3.maxMemoryAllocationSize;
     }
-    info->subgroup_size = subgroup.subgroupSize;
+    info->subgroup_size = info->subgroup_size_min = info->subgroup_size_max = subgroup.subgroupSize;
+    if (base.apiVersion >= VK_API_VERSION_1_3 || device_has_extension(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) {
+        VkPhysicalDeviceSubgroupSizeControlProperties sc = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES };
+        VkPhysicalDeviceProperties2 p2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sc };
+        vkGetPhysicalDeviceProperties2(pd, &p2);
+        if (sc.minSubgroupSize && sc.minSubgroupSize <= sc.maxSubgroupSize) {
+            info->subgroup_size_min = sc.minSubgroupSize;
+            info->subgroup_size_max = sc.maxSubgroupSize;
+        }
+    }
     info->subgroup_operations = subgroup.supportedOperations;
     info->subgroup_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
     info->shader_float16 = v12 && f16.shaderFloat16;
@@ -361,6 +372,7 @@ static tmm_status enumerate(VkInstance instance, VkPhysicalDevice **pds, tmm_dev
     int best = -1;
     for (uint32_t i = 0; i < n; i++) {
         query_info((*pds)[i], i, &(*infos)[i]);
+        tmm_coopmat_query(instance, (*pds)[i], &(*infos)[i]);
         tmm_device_info *d = &(*infos)[i];
         if (!d->has_compute_queue || d->api_version < VK_API_VERSION_1_1)
             continue;
@@ -427,14 +439,21 @@ static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
                                     .queueFamilyIndex = d->queue_family,
                                     .queueCount = 1,
                                     .pQueuePriorities = &priority };
-    const char *exts[2];
+    const char *exts[3];
     uint32_t n_ext = 0;
     /* MoltenVK and other portability drivers require enabling this. */
     if (device_has_extension(d->physical, "VK_KHR_portability_subset"))
         exts[n_ext++] = "VK_KHR_portability_subset";
     if (d->info.memory_budget)
         exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    tmm_coopmat_features coopmat;
+    const void *features = NULL;
+    if (d->info.coopmat_shape[0]) {
+        exts[n_ext++] = TMM_COOPMAT_EXTENSION;
+        features = tmm_coopmat_enable(&coopmat);
+    }
     VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                               .pNext = features,
                                .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &qci,
                                .enabledExtensionCount = n_ext,

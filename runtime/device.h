@@ -29,10 +29,14 @@ typedef struct tmm_device_tuning {
     uint32_t ssd_block;       /* SSD chunk products: outputs per invocation BK x BK (0: 16 on CPU devices,
                                  8 on GPUs; at most 16) */
     uint32_t max_chunk_rows;  /* FFT path: channel rows per chunk (0: as many as a binding holds) */
-    uint32_t reduce_variant;  /* row reductions (LayerNorm and RMSNorm statistics, cross-entropy): 0 per
-                                 device (a workgroup per row with subgroup arithmetic on GPUs that have it in
-                                 compute), 1 one invocation per row chunk, 2 subgroups wherever the device
-                                 has them */
+    uint32_t reduce_variant;  /* reductions (LayerNorm and RMSNorm statistics, cross-entropy, the naive
+                                 attention's softmax, the optimizer's gradient norm): 0 per device (subgroup
+                                 arithmetic on GPUs that have it in compute), 1 the plain kernels, 2
+                                 subgroups wherever the device has them */
+    uint32_t matmul_tile[3];  /* tiled matmul: invocations per axis, outputs per invocation per axis, k per
+                                 step (0, or a shape the device cannot run: from its limits) */
+    bool no_coopmat;          /* AUTO matmuls keep the fp32 kernels where the cooperative-matrix one would
+                                 apply (the bit-for-bit claims of docs/model.md are theirs) */
     bool force_staging;       /* device buffers use staged copies even on unified memory: the discrete-GPU
                                  path (set before creating buffers) */
 } tmm_device_tuning;
@@ -61,6 +65,8 @@ struct tmm_device {
 
     uint32_t dispatch_limit[3];  /* workgroups per dispatch before splitting */
     tmm_device_tuning tuning;
+    int coopmat_check;  /* the cooperative-matrix matmul's self-check (src/ops/matmul_coopmat.c): 0 not run
+                           yet, 1 passed, -1 failed (the path is off on this device) */
     bool validate;
     bool lost;
     uint32_t validation_messages;

@@ -22,7 +22,7 @@ typedef struct tmm_spirv {
     size_t size; /* bytes */
 } tmm_spirv;
 
-#define TMM_MAX_SPEC 12
+#define TMM_MAX_SPEC 16
 #define TMM_MAX_BINDINGS 16
 
 typedef struct tmm_kernel {

@@ -1,19 +1,22 @@
 #version 450
-// Shared-memory tiled matmul for GPUs: a workgroup of 16 x 16 invocations
-// computes a 64 x 64 tile of C, each invocation 4 x 4 outputs strided by 16
-// (rows ty + 16 i, columns tx + 16 j), so that neighbouring invocations read
-// neighbouring words of shared memory. K advances in steps of BK = 16; each
-// step stages a 64 x 16 slice of A and a 16 x 64 slice of B in shared memory,
-// loaded along the operand's contiguous axis (coalesced) and zero-filled past
-// the edges. Rows are padded by one word to avoid bank conflicts on the
-// transposing stores. The host must use a 16 x 16 x 1 workgroup.
+// Shared-memory tiled matmul for GPUs: a workgroup of TS x TS invocations
+// computes a TILE x TILE tile of C (TILE = TS * PER), each invocation PER x PER
+// outputs strided by TS (rows ty + TS i, columns tx + TS j), so that
+// neighbouring invocations read neighbouring words of shared memory. K
+// advances in steps of BK; each step stages a TILE x BK slice of A and a
+// BK x TILE slice of B in shared memory, loaded along the operand's
+// contiguous axis (coalesced) and zero-filled past the edges. Rows are padded
+// by one word to avoid bank conflicts on the transposing stores. The host
+// chooses TS (the workgroup is TS x TS x 1), PER and BK from the device's
+// limits (tmm_matmul_tile_for, src/ops/matmul.c): 2 BK (TILE + 1) floats of shared memory.
 #extension GL_EXT_control_flow_attributes : require
 #include "matmul_common.glsl"
 
-#define TS 16          // invocations per axis
-#define TILE 64        // outputs per axis per workgroup
-#define BK 16
-#define PER (TILE / TS)
+layout(constant_id = 9) const uint PER = 4u;   // outputs per invocation per axis
+layout(constant_id = 10) const uint BK = 16u;  // k per step
+const uint TS = gl_WorkGroupSize.x;            // invocations per axis
+const uint TILE = TS * PER;                    // outputs per axis per workgroup
+const uint LOADS = (TILE * BK + TS * TS - 1u) / (TS * TS); // elements each invocation stages per operand
 
 shared float As[BK][TILE + 1];   // As[kk][row]
 shared float Bs[BK][TILE + 1];   // Bs[kk][col]
@@ -35,26 +38,30 @@ void main()
             acc[i][j] = 0.0;
 
     for (uint k0 = 0; k0 < K; k0 += BK) {
-        // 64 x 16 of A and 16 x 64 of B: 1024 elements each, 4 per invocation.
-        [[unroll]] for (uint q = 0; q < 4; q++) {
+        // TILE x BK of A and BK x TILE of B, element e = tid + TS^2 q of each
+        [[unroll]] for (uint q = 0; q < LOADS; q++) {
+            const uint e = tid + TS * TS * q;
             uint row, kk;
-            if (TRANS_A) { kk = tid / TILE + 4 * q; row = tid % TILE; }   // along m
-            else         { row = tid / BK + 16 * q; kk = tid % BK; }      // along k
+            if (TRANS_A) { kk = e / TILE; row = e % TILE; }   // along m
+            else         { row = e / BK; kk = e % BK; }       // along k
             uint gr = row0 + row, gk = k0 + kk;
             float v = 0.0;
-            if (gr < M && gk < K)
+            if (e < TILE * BK && gr < M && gk < K)
                 v = a1[abase + (TRANS_A ? gk * p.lda + gr : gr * p.lda + gk)];
-            As[kk][row] = v;
+            if (e < TILE * BK)
+                As[kk][row] = v;
         }
-        [[unroll]] for (uint q = 0; q < 4; q++) {
+        [[unroll]] for (uint q = 0; q < LOADS; q++) {
+            const uint e = tid + TS * TS * q;
             uint col, kk;
-            if (TRANS_B) { col = tid / BK + 16 * q; kk = tid % BK; }      // along k
-            else         { kk = tid / TILE + 4 * q; col = tid % TILE; }   // along n
+            if (TRANS_B) { col = e / BK; kk = e % BK; }       // along k
+            else         { kk = e / TILE; col = e % TILE; }   // along n
             uint gc = col0 + col, gk = k0 + kk;
             float v = 0.0;
-            if (gc < N && gk < K)
+            if (e < TILE * BK && gc < N && gk < K)
                 v = load_b(bbase + (TRANS_B ? gc * p.ldb + gk : gk * p.ldb + gc));
-            Bs[kk][col] = v;
+            if (e < TILE * BK)
+                Bs[kk][col] = v;
         }
         barrier();
         [[unroll]] for (uint kk = 0; kk < BK; kk++) {

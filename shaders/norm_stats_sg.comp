@@ -1,39 +1,21 @@
 #version 450
 // LayerNorm and RMSNorm statistics for GPUs: one workgroup per row, its
 // invocations striding over the row's columns, partial sums reduced by
-// subgroup arithmetic and then across the workgroup's subgroups in shared
-// memory; no assumption on the subgroup size (the workgroup holds at most
-// gl_SubgroupSize subgroups: the host sizes it so). The sums' order differs
-// from layernorm_stats / rmsnorm_stats, the formulas do not:
+// workgroup_reduce.glsl (subgroup arithmetic, then across the workgroup's
+// subgroups in shared memory). The sums' order differs from layernorm_stats /
+// rmsnorm_stats, the formulas do not:
 //   KIND 0 (LayerNorm): mean = sum x / d, M2 = sum (x - mean)^2,
 //                       mean[r], rstd[r] = 1 / sqrt(M2 / d + eps)
 //   KIND 1 (RMSNorm):   rstd[r] = 1 / sqrt(sum x^2 / d + eps)
 // Rows: gl_WorkGroupID.x + 65535 gl_WorkGroupID.y. Each invocation loops
 // ceil(d / workgroup size) <= TMM_MAX_LOOP times per pass (the host checks).
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "workgroup_reduce.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(constant_id = 3) const uint KIND = 0u;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Mean { float mean[]; };
 layout(std430, binding = 2) writeonly buffer Rstd { float rstd[]; };
 layout(push_constant) uniform Push { uint rows, d, base_x, base_m, base_r; float eps; } p;
-
-shared float part[64];
-
-// The sum of v over the workgroup, in every invocation.
-float workgroup_sum(float v)
-{
-    v = subgroupAdd(v);
-    if (subgroupElect())
-        part[gl_SubgroupID] = v;
-    barrier();
-    float s = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        s += part[i];
-    barrier(); // part is reused by the next sum
-    return s;
-}
 
 void main()
 {

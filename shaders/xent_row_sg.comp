@@ -2,15 +2,13 @@
 // Softmax cross-entropy for GPUs, passes 1 and 2 of xent_partial and
 // xent_combine in one: one workgroup per row, its invocations striding over
 // the row's logits; max, argmax and the sum of exponentials reduced by
-// subgroup arithmetic and then across the workgroup's subgroups in shared
-// memory (the host sizes the workgroup to hold at most gl_SubgroupSize
-// subgroups). The same results as the two passes (sums in another order):
+// workgroup_reduce.glsl. The same results as the two passes (sums in
+// another order):
 //   m = the row's largest logit, argmax its first index,
 //   lse = m + log(sum exp(logit - m)), loss = lse - logits[target] (0 for an
 //   ignored target). Rows: gl_WorkGroupID.x + 65535 gl_WorkGroupID.y; each
 // invocation loops ceil(vocab / workgroup size) <= TMM_MAX_LOOP times a pass.
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "workgroup_reduce.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Targets { int targets[]; };
@@ -21,48 +19,6 @@ layout(push_constant) uniform Push {
     uint rows, vocab, has_targets, has_loss, has_argmax;
     uint base_x, base_t, base_l, base_lse, base_a;
 } p;
-
-shared float fpart[64];
-shared uint upart[64];
-
-float workgroup_max(float v)
-{
-    v = subgroupMax(v);
-    if (subgroupElect())
-        fpart[gl_SubgroupID] = v;
-    barrier();
-    float s = fpart[0];
-    for (uint i = 1u; i < gl_NumSubgroups; i++)
-        s = max(s, fpart[i]);
-    barrier();
-    return s;
-}
-
-float workgroup_sum(float v)
-{
-    v = subgroupAdd(v);
-    if (subgroupElect())
-        fpart[gl_SubgroupID] = v;
-    barrier();
-    float s = 0.0;
-    for (uint i = 0u; i < gl_NumSubgroups; i++)
-        s += fpart[i];
-    barrier();
-    return s;
-}
-
-uint workgroup_min(uint v)
-{
-    v = subgroupMin(v);
-    if (subgroupElect())
-        upart[gl_SubgroupID] = v;
-    barrier();
-    uint s = upart[0];
-    for (uint i = 1u; i < gl_NumSubgroups; i++)
-        s = min(s, upart[i]);
-    barrier();
-    return s;
-}
 
 void main()
 {

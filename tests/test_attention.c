@@ -12,7 +12,8 @@
  * bits of W = 0; many passes over the window (budget 1, 3, 7) and a window
  * past one pass of the default budget (W = 4500); and out-of-window rows of
  * q, k, v and dout poisoned with NaN leave the rows whose windows avoid them
- * finite and equal to the reference of the clean inputs.
+ * finite and equal to the reference of the clean inputs. NAIVE's softmax by
+ * subgroups (the GPUs' kernel) forced on, both sweeps.
  *
  * Tolerance (device vs reference), per element: |got - ref| <= ATOL + RTOL |ref|
  * with ATOL = 2e-5, RTOL = 1e-4. Inputs are uniform in [-1, 1), so scores are
@@ -34,6 +35,7 @@
 
 #include "harness.h"
 #include "ops/attention.h"
+#include "ops/nn_ops.h"
 #include "ref/ref_attention.h"
 
 #define ATOL 2e-5
@@ -330,6 +332,18 @@ static void window_sweep(tmm_attention_impl impl)
 }
 
 H_TEST(attention, naive_window_matches_reference) { window_sweep(TMM_ATTENTION_NAIVE); }
+
+/* The GPUs' softmax (attention_naive_softmax_sg: a workgroup per row,
+ * subgroup max and sum), forced on, full and windowed. */
+H_TEST(attention, naive_subgroups_match_reference)
+{
+    if (!tmm_op_row_subgroups_for(tmm_device_get_info(h_dev), 2))
+        cr_skip_test("skipped: the device lacks subgroup arithmetic in compute");
+    h_dev->tuning.reduce_variant = 2;
+    sweep(TMM_ATTENTION_NAIVE);
+    window_sweep(TMM_ATTENTION_NAIVE);
+    h_dev->tuning.reduce_variant = 0;
+}
 
 H_TEST(attention, memory_efficient_window_matches_reference) { window_sweep(TMM_ATTENTION_MEMORY_EFFICIENT); }
 

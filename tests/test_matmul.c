@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/matmul_paths.h"
 #include "ops/ops.h"
 #include "ref/ref.h"
 
@@ -40,6 +41,7 @@ typedef struct mm_opts {
     bool bias;
     uint32_t a_offset, b_offset, c_offset; /* elements before each operand in its buffer */
     tmm_elem b_elem;                       /* B stored in 16 bits (fp16, bf16) */
+    bool a_fp16;                           /* A rounded to fp16 first (the cooperative-matrix kernel does) */
 } mm_opts;
 
 /* x rounded to a 16-bit format and the 16-bit words of all n values of x
@@ -86,6 +88,8 @@ static void check(const tmm_matmul_desc *d, const mm_opts *o, uint64_t seed)
     h_rand(bias, nbias, seed + 2, -1, 1);
     h_rand(c, tc, seed + 3, -1, 1);
     uint32_t *b16 = o->b_elem ? round_to_16(b, tb, o->b_elem) : NULL;
+    if (o->a_fp16)
+        free(round_to_16(a, ta, TMM_ELEM_F16));
     memcpy(want, c, tc * sizeof *c);
     ref_matmul(d, a + o->a_offset, b + o->b_offset, o->bias ? bias : NULL, want + o->c_offset);
 
@@ -97,13 +101,16 @@ static void check(const tmm_matmul_desc *d, const mm_opts *o, uint64_t seed)
     tmm_buffer *bb16 = NULL;
     float *c32 = NULL;
     if (b16) {
-        /* the fp32 matmul of the rounded values first: the 16-bit one must equal it */
-        c32 = h_floats(tc);
-        tmm_recorder *r = h_begin();
-        H_OK(tmm_op_matmul(r, d, va, vb, vbias, vc));
-        h_run(r);
-        h_read(bc, c32, tc);
-        H_OK(tmm_buffer_write(bc, 0, c, tc * sizeof *c));
+        /* the fp32 matmul of the rounded values first: the 16-bit one must equal it (not the
+         * cooperative-matrix kernel's, which sums in another order and takes fp16 B only) */
+        if (d->variant != TMM_MATMUL_COOPMAT) {
+            c32 = h_floats(tc);
+            tmm_recorder *r = h_begin();
+            H_OK(tmm_op_matmul(r, d, va, vb, vbias, vc));
+            h_run(r);
+            h_read(bc, c32, tc);
+            H_OK(tmm_buffer_write(bc, 0, c, tc * sizeof *c));
+        }
         bb16 = h_buffer((float *)b16, tb / 2 + 1);
         vb = (tmm_view){ .buffer = bb16, .offset = o->b_offset * 2ull, .size = nb * 2, .elem = o->b_elem };
     }
@@ -281,6 +288,143 @@ H_TEST(matmul_tiled, large)
     check(&d, &o, 31);
     d.trans_a = true;
     check(&d, &o, 32);
+}
+
+/* Tile shapes forced through the tuning, each on shapes that are not
+ * multiples of its tile, in every layout, with bias and accumulation: 4 x 4
+ * invocations of 3 x 3 outputs and k steps of 5 (each invocation stages a
+ * partial share), 8 x 8 of 2 x 2 with k steps of 4, 8 x 8 of 8 x 8 (the
+ * big-product shape) with k steps of 8, and 16 x 16 of 1. */
+H_TEST(matmul_tiled, device_tile_shapes)
+{
+    static const tmm_matmul_tile tiles[] = { { 4, 3, 5 }, { 8, 2, 4 }, { 8, 8, 8 }, { 16, 1, 16 } };
+    static const uint32_t shapes[][3] = { { 13, 29, 11 }, { 70, 9, 23 }, { 1, 1, 1 } };
+    const tmm_device_info *info = tmm_device_get_info(h_dev);
+    uint64_t seed = 7000;
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+        cr_assert(tmm_matmul_tile_fits(info, tiles[t]), "tile %u/%u/%u", tiles[t].ts, tiles[t].per, tiles[t].bk);
+        memcpy(h_dev->tuning.matmul_tile, &tiles[t], sizeof tiles[t]);
+        tmm_matmul_tile got = tmm_matmul_tile_for(info, &h_dev->tuning, 5, 5);
+        cr_assert(memcmp(&got, &tiles[t], sizeof got) == 0);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int l = 0; l < 4; l++)
+                check_simple(TMM_MATMUL_TILED, l & 1, l >> 1, shapes[s][0], shapes[s][1], shapes[s][2], l == 1,
+                             l == 2, seed++);
+    }
+    memset(h_dev->tuning.matmul_tile, 0, sizeof h_dev->tuning.matmul_tile);
+}
+
+/* The default tile from the limits: 16 x 16 invocations where 256 are
+ * allowed, 8 x 8 outputs each from 1024 x 1024 outputs, the largest k step
+ * that fits the shared memory; a forced tile the device cannot run is
+ * ignored. */
+Test(matmul_tile, from_device_limits)
+{
+    tmm_device_info info = { .max_workgroup_size = { 1024, 1024, 64 }, .max_workgroup_invocations = 1024,
+                             .max_shared_memory = 49152, .subgroup_size = 32, .subgroup_size_max = 64 };
+    tmm_matmul_tile t = tmm_matmul_tile_for(&info, NULL, 4096, 4096);
+    cr_assert(t.ts == 16 && t.per == 8 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+    t = tmm_matmul_tile_for(&info, NULL, 4096, 100);
+    cr_assert(t.ts == 16 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+    info.max_shared_memory = 16384; /* Vulkan's minimum */
+    t = tmm_matmul_tile_for(&info, NULL, 4096, 4096);
+    cr_assert(t.ts == 16 && t.per == 8 && t.bk == 8, "%u %u %u", t.ts, t.per, t.bk);
+    info.max_workgroup_invocations = 128; /* Vulkan's minimum */
+    t = tmm_matmul_tile_for(&info, NULL, 64, 64);
+    cr_assert(t.ts == 8 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+    info.max_workgroup_invocations = 1024;
+    info.subgroup_size_max = 512; /* 256 invocations would hold part of a subgroup */
+    t = tmm_matmul_tile_for(&info, NULL, 64, 64);
+    cr_assert(t.ts == 8, "%u", t.ts);
+    info.max_workgroup_invocations = 128;
+    tmm_device_tuning tuning = { .matmul_tile = { 32, 4, 16 } }; /* 1024 invocations: too many */
+    t = tmm_matmul_tile_for(&info, &tuning, 64, 64);
+    cr_assert(t.ts == 8 && t.per == 4 && t.bk == 16, "%u %u %u", t.ts, t.per, t.bk);
+}
+
+/* ---- cooperative matrices ------------------------------------------------ */
+
+/* The cooperative-matrix kernel (fp16 A and B, fp32 sums) where the device
+ * has it: every layout on sizes around its 64 x 64 tiles and 32-long k steps,
+ * bias and accumulation, batches with strides, B at an odd offset. The
+ * reference takes A rounded to fp16 as the kernel does; the products of fp16
+ * values are exact in fp32, so the tolerance is the fp32 one. */
+static void need_coopmat(void)
+{
+    if (!tmm_matmul_coopmat_use(h_dev, TMM_ELEM_F16))
+        cr_skip_test("skipped: %s", h_dev->info.coopmat_note[0] ? h_dev->info.coopmat_note
+                                                                 : "the kernel failed its self-check here");
+}
+
+static void coopmat_check(tmm_matmul_desc d, mm_opts o, uint64_t seed)
+{
+    d.variant = TMM_MATMUL_COOPMAT;
+    o.b_elem = TMM_ELEM_F16;
+    o.a_fp16 = true;
+    check(&d, &o, seed);
+}
+
+H_TEST(matmul_coopmat, shapes_every_layout)
+{
+    need_coopmat();
+    static const uint32_t s[] = { 1, 17, 65, 100 };
+    uint64_t seed = 9000;
+    for (int l = 0; l < 4; l++)
+        for (size_t i = 0; i < 4; i++)
+            for (size_t j = 0; j < 4; j++)
+                for (size_t q = 0; q < 4; q++)
+                    coopmat_check((tmm_matmul_desc){ .m = s[i], .n = s[j], .k = s[q], .trans_a = l & 1,
+                                                     .trans_b = l >> 1 },
+                                  (mm_opts){ .b_offset = (uint32_t)(i + j) % 2 }, seed++);
+}
+
+H_TEST(matmul_coopmat, bias_accumulate_batched)
+{
+    need_coopmat();
+    coopmat_check((tmm_matmul_desc){ .m = 130, .n = 70, .k = 33, .trans_b = true, .accumulate = true },
+                  (mm_opts){ .bias = true, .b_offset = 3 }, 1);
+    coopmat_check((tmm_matmul_desc){ .m = 33, .n = 20, .k = 12, .trans_a = true, .accumulate = true },
+                  (mm_opts){ .bias = true }, 2);
+    tmm_matmul_desc d = { .m = 67, .n = 45, .k = 40, .batch = 3, .stride_a = 67 * 40 + 5, .stride_b = 45 * 40,
+                          .stride_c = 67 * 45 + 1 };
+    coopmat_check(d, (mm_opts){ 0 }, 3);
+    /* AUTO takes it for fp16 B */
+    d.variant = TMM_MATMUL_AUTO;
+    check(&d, &(mm_opts){ .b_elem = TMM_ELEM_F16, .a_fp16 = true }, 4);
+}
+
+/* Where the device lacks it, asking for it fails and AUTO does not take it;
+ * TMM_DISABLE_COOPMAT turns it off on every device. */
+Test(matmul_coopmat, refused_where_absent_and_switch)
+{
+    setenv("TMM_DISABLE_COOPMAT", "1", 1);
+    tmm_device_info *infos;
+    uint32_t count, preferred;
+    H_OK(tmm_device_list(&infos, &count, &preferred));
+    for (uint32_t i = 0; i < count; i++) {
+        cr_assert_eq(infos[i].coopmat_shape[0], 0u);
+        cr_assert(strstr(infos[i].coopmat_note, "TMM_DISABLE_COOPMAT"), "%s", infos[i].coopmat_note);
+    }
+    free(infos);
+    unsetenv("TMM_DISABLE_COOPMAT");
+}
+
+H_TEST(matmul_coopmat, explicit_request_without_it_fails)
+{
+    if (h_dev->info.coopmat_shape[0])
+        cr_skip_test("skipped: the device has the cooperative-matrix path");
+    float x[4] = { 1, 2, 3, 4 };
+    tmm_buffer *ba = h_buffer(x, 4), *bb = h_buffer(x, 2), *bc = h_buffer(NULL, 4);
+    tmm_matmul_desc d = { .m = 2, .n = 2, .k = 2, .variant = TMM_MATMUL_COOPMAT };
+    tmm_view vb = { .buffer = bb, .offset = 0, .size = 8, .elem = TMM_ELEM_F16 };
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_matmul(r, &d, tmm_whole(ba), vb, (tmm_view){ 0 }, tmm_whole(bc)), TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "cooperative-matrix"), "%s", tmm_last_error());
+    printf("explicit coopmat here: %s\n", tmm_last_error());
+    tmm_recorder_destroy(r);
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bc);
 }
 
 /* ---- both ------------------------------------------------------------------ */

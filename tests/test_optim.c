@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/nn_ops.h"
 #include "ref/ref_optim.h"
 #include "train/optim.h"
 #include "train/schedule.h"
@@ -350,6 +351,31 @@ H_TEST(optim, chunked_matches_reference)
     run_steps(&t, &cfg, scales, 2, 400);
     h_dev->info.max_storage_buffer_range = range;
     tmm_param_table_free(&t);
+}
+
+/* The GPUs' gradient norm (sumsq_partial_sg: each workgroup's partial sums
+ * added by subgroups), forced on: frozen tensors and padding masked, and
+ * bound in chunks. */
+H_TEST(optim, grad_norm_subgroups_match_reference)
+{
+    if (!tmm_op_row_subgroups_for(tmm_device_get_info(h_dev), 2))
+        cr_skip_test("skipped: the device lacks subgroup arithmetic in compute");
+    h_dev->tuning.reduce_variant = 2;
+    tmm_param_table t;
+    build_table(&t, 11, 12, 7, 4, 2, false, true);
+    tmm_optim_config cfg = tmm_optim_config_default();
+    static const float scales[] = { 1, 1e-3f };
+    run_steps(&t, &cfg, scales, 2, 150);
+    tmm_param_table_free(&t);
+
+    build_table(&t, 1500, 48, 40, 0, 4, true, false);
+    uint64_t range = h_dev->info.max_storage_buffer_range;
+    h_dev->info.max_storage_buffer_range = 32 * 1024 + 12;
+    static const float big[] = { 1, 1e-4f };
+    run_steps(&t, &cfg, big, 2, 450);
+    h_dev->info.max_storage_buffer_range = range;
+    tmm_param_table_free(&t);
+    h_dev->tuning.reduce_variant = 0;
 }
 
 H_TEST(optim, nonfinite_gradients)

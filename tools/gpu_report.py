@@ -25,15 +25,22 @@ def read(path):
         return ""
 
 
+FAST_PATHS = ("subgroup reductions", "tiled matmul", "cooperative-matrix matmul")
+
+
 def parse_devices(text):
-    """tmm devices: [{index, name, type, picked}]."""
+    """tmm devices: [{index, name, type, picked, fast_paths: {path: what tmm devices says}}]."""
     devs = []
     for line in text.splitlines():
         m = re.match(r"device (\d+): (.*?)(\s+<- tmm uses this one)?$", line)
+        f = re.match(r"    (%s)\s+(.*)$" % "|".join(FAST_PATHS), line)
         if m:
-            devs.append(dict(index=int(m.group(1)), name=m.group(2).strip(), type=None, picked=bool(m.group(3))))
+            devs.append(dict(index=int(m.group(1)), name=m.group(2).strip(), type=None, picked=bool(m.group(3)),
+                             fast_paths={}))
         elif devs and re.match(r"\s+type\s", line):
             devs[-1]["type"] = line.split(None, 1)[1].strip()
+        elif devs and f:
+            devs[-1]["fast_paths"][f.group(1)] = f.group(2).strip()
     return devs
 
 
@@ -181,6 +188,8 @@ def markdown(machine, device, steps, summary):
     picked = device["picked"] or {}
     w(f"# tmm GPU check ({machine.get('mode', '?')})\n")
     w(f"- device: **{picked.get('name', 'none')}** ({picked.get('type', '?')}): {device['note']}")
+    for k, v in (picked.get("fast_paths") or {}).items():
+        w(f"- fast path, {k}: {v}")
     for k in ("nvidia_smi", "os", "uname", "cpus", "tmm_version", "bundle", "layout", "validation_layer",
               "VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"):
         if machine.get(k):

@@ -94,6 +94,9 @@ typedef struct tmm_device_info {
     uint64_t max_memory_allocation_size;
 
     uint32_t subgroup_size;
+    uint32_t subgroup_size_min, subgroup_size_max; /* the sizes the driver may run compute shaders with
+                                       (subgroup size control: Vulkan 1.3 or VK_EXT_subgroup_size_control;
+                                       without it both are subgroup_size) */
     uint32_t subgroup_operations;   /* VkSubgroupFeatureFlags */
     bool subgroup_in_compute;
     bool shader_float16;
@@ -108,6 +111,9 @@ typedef struct tmm_device_info {
     tmm_memory_type memory_types[TMM_MAX_MEMORY_TYPES];
     bool unified_memory;            /* device memory is host-visible: no staging copies */
     bool memory_budget;             /* VK_EXT_memory_budget: heaps carry the driver's budget and usage */
+    uint32_t coopmat_shape[3];      /* the cooperative-matrix matmul's M x N x K (fp16 inputs, fp32 sums;
+                                       docs/gpu.md); 0: the device does not get it */
+    char coopmat_note[128];         /* why not, when it does not */
 } tmm_device_info;
 
 /* Lists every Vulkan device. *infos is malloc'ed (free() it); *preferred is

@@ -5,6 +5,7 @@
 #include <vulkan/vulkan.h>
 
 #include "cli.h"
+#include "ops/matmul_paths.h"
 #include "ops/nn_ops.h"
 
 static void print_size(uint64_t bytes)
@@ -29,6 +30,28 @@ static void print_subgroup_ops(uint32_t ops)
         }
     if (!*sep)
         printf("none");
+}
+
+/* The kernels tmm picks on this device (docs/gpu.md "Fast paths"). */
+static void print_fast_paths(const tmm_device_info *d)
+{
+    const bool sg = tmm_op_row_subgroups_for(d, 0);
+    printf("  fast paths\n    subgroup reductions      %s\n", sg ? "yes (norms, cross-entropy, softmax, gradient norm)"
+           : d->type == TMM_DEVICE_CPU ? "no (a CPU device: the plain kernels are faster)"
+                                       : "no (the device lacks subgroup arithmetic in compute)");
+    if (sg)
+        printf("      workgroup              %u invocations\n", tmm_op_sg_workgroup(d));
+    const tmm_matmul_tile small = tmm_matmul_tile_for(d, NULL, 64, 64), big = tmm_matmul_tile_for(d, NULL, 4096, 4096);
+    printf("    tiled matmul             %u x %u invocations; tiles %u x %u (k step %u), %u x %u from 1024 x 1024 "
+           "(k step %u)%s\n", small.ts, small.ts, small.ts * small.per, small.ts * small.per, small.bk,
+           big.ts * big.per, big.ts * big.per, big.bk,
+           d->type == TMM_DEVICE_CPU ? "; not used: the register kernel is faster on CPU devices" : "");
+    if (d->coopmat_shape[0])
+        printf("    cooperative-matrix matmul yes: %s, fp16 x fp16 + fp32 in %u x %u x %u, for fp16 weights "
+               "(--precision fp16); self-checked at first use\n", "VK_NV_cooperative_matrix", d->coopmat_shape[0],
+               d->coopmat_shape[1], d->coopmat_shape[2]);
+    else
+        printf("    cooperative-matrix matmul no (%s)\n", d->coopmat_note);
 }
 
 static void print_device(const tmm_device_info *d, bool picked)
@@ -71,8 +94,8 @@ static void print_device(const tmm_device_info *d, bool picked)
            d->max_workgroup_size[1], d->max_workgroup_size[2], d->max_workgroup_invocations);
     printf("  maxComputeSharedMemory     %u bytes\n", d->max_shared_memory);
     printf("  maxPushConstantsSize       %u bytes\n", d->max_push_constants);
-    printf("  subgroup size              %u (%s in compute)\n", d->subgroup_size,
-           d->subgroup_in_compute ? "usable" : "not usable");
+    printf("  subgroup size              %u (%s in compute; the driver may use %u to %u)\n", d->subgroup_size,
+           d->subgroup_in_compute ? "usable" : "not usable", d->subgroup_size_min, d->subgroup_size_max);
     printf("  subgroup operations        ");
     print_subgroup_ops(d->subgroup_operations);
     printf("\n  shaderFloat16              %s\n", d->shader_float16 ? "yes" : "no");
@@ -82,9 +105,7 @@ static void print_device(const tmm_device_info *d, bool picked)
                (double)d->timestamp_period_ns);
     else
         printf("  timestamps                 not on the compute queue\n");
-    printf("  fast paths                 row reductions by subgroups (norms, cross-entropy): %s; "
-           "cooperative-matrix matmul: none in this tmm yet\n", tmm_op_row_subgroups_for(d, 0) ? "yes" : d->type == TMM_DEVICE_CPU ? "no (a CPU "
-           "device: one invocation per row is faster)" : "no (the device lacks subgroup arithmetic in compute)");
+    print_fast_paths(d);
     if (!d->has_compute_queue || d->api_version < VK_API_VERSION_1_1)
         printf("  (unusable: tmm needs Vulkan 1.1 with a compute queue)\n");
 }

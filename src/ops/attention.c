@@ -13,7 +13,9 @@
  *            window, the offsets t - s in [lo, hi)), both recomputing P from
  *            lse.
  * NAIVE (for checking): attention_naive_scores/softmax/pv forward (P kept in
- * saved), attention_naive_ds/dq/dkv backward (dS in scratch).
+ * saved; the softmax by attention_naive_softmax_sg, a workgroup per row, where
+ * tmm_op_rows_use_subgroups), attention_naive_ds/dq/dkv backward (dS in
+ * scratch).
  *
  * Loop cap: a MEMORY_EFFICIENT pass covers at most loop_budget <= 4096
  * positions (window offsets), and every channel loop is unrolled (DH is a
@@ -27,6 +29,7 @@
 
 #include <math.h>
 
+#include "nn_ops.h"
 #include "op_util.h"
 
 #define LOOP_BUDGET TMM_MAX_LOOP
@@ -185,6 +188,21 @@ static tmm_status pipeline(tmm_recorder *r, const tmm_spirv *spv, uint32_t n_buf
     return tmm_op_pipeline(r, spv, n_buffers, sizeof(push), local_x, spec, 1, out);
 }
 
+/* The NAIVE forward's row softmax of P in saved, in place. */
+static tmm_status record_naive_softmax(tmm_recorder *r, const geom *g, const push *p, tmm_view saved)
+{
+    tmm_device *dev = tmm_recorder_device(r);
+    tmm_arg args[] = { tmm_inout(saved) };
+    tmm_pipeline *pipe;
+    if (tmm_op_rows_use_subgroups(dev)) {
+        const uint32_t local[3] = { tmm_op_sg_workgroup(&dev->info), 1, 1 };
+        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_attention_naive_softmax_sg, 1, sizeof(push), local, NULL, 0, &pipe));
+        return tmm_record_dispatch(r, pipe, args, 1, p, g->n, g->B * g->H, 1);
+    }
+    TMM_TRY(pipeline(r, &tmm_spv_attention_naive_softmax, 1, g, &pipe));
+    return tmm_record_dispatch(r, pipe, args, 1, p, tmm_div_up(g->n, WG), g->B * g->H, 1);
+}
+
 /* What the MEMORY_EFFICIENT passes run over: key positions 0 .. n-1 (full)
  * or window offsets 0 .. W-1. */
 static uint32_t span_of(const geom *g) { return g->W ? g->W : g->n; }
@@ -229,9 +247,7 @@ tmm_status tmm_op_attention_forward(tmm_recorder *r, const tmm_attention_desc *d
         TMM_TRY(pipeline(r, &tmm_spv_attention_naive_scores, 3, &g, &pipe));
         tmm_arg a1[] = { tmm_in(bq), tmm_in(bk), tmm_out(bs) };
         TMM_TRY(tmm_record_dispatch(r, pipe, a1, 3, &p, tmm_div_up(g.n, WG), g.n, g.B * g.H));
-        TMM_TRY(pipeline(r, &tmm_spv_attention_naive_softmax, 1, &g, &pipe));
-        tmm_arg a2[] = { tmm_inout(bs) };
-        TMM_TRY(tmm_record_dispatch(r, pipe, a2, 1, &p, tmm_div_up(g.n, WG), g.B * g.H, 1));
+        TMM_TRY(record_naive_softmax(r, &g, &p, bs));
         TMM_TRY(pipeline(r, &tmm_spv_attention_naive_pv, 3, &g, &pipe));
         tmm_arg a3[] = { tmm_in(bs), tmm_in(bv), tmm_out(bo) };
         return tmm_record_dispatch(r, pipe, a3, 3, &p, tmm_div_up((uint64_t)g.n * g.H, WG), g.B, 1);

@@ -1,14 +1,16 @@
-/* Batched matmul with optional transposes, bias and accumulation, in two
+/* Batched matmul with optional transposes, bias and accumulation, in three
  * variants: REGISTER (shaders/matmul_reg.comp: register blocks, no shared
- * memory; fast on CPU devices) and TILED (shaders/matmul_tiled.comp:
- * shared-memory tiles; for GPUs). The batch runs on the z axis of the
- * dispatch. Each operand is bound from an aligned offset at or before its
+ * memory; fast on CPU devices), TILED (shaders/matmul_tiled.comp:
+ * shared-memory tiles shaped by the device's limits, tmm_matmul_tile_for;
+ * for GPUs) and COOPMAT (cooperative matrices for fp16 B on GPUs that have
+ * them: matmul_coopmat.c). The batch runs on the z axis of the dispatch. Each operand is bound from an aligned offset at or before its
  * batch 0 with at most maxStorageBufferRange bytes; batches that do not fit
  * together are split over several dispatches, and a single matrix that does
  * not fit is computed in blocks of C and of k (accumulating into C), every
  * operand bound as a block of rows of its full leading dimension. B may be a
  * 16-bit view (fp16 or bf16, tmm_elem): its values are widened as they load;
  * A, bias and C are fp32. */
+#include "matmul_paths.h"
 #include "op_util.h"
 
 #include <string.h>
@@ -28,14 +30,43 @@
 static const uint32_t reg_local[3] = { 8, 4, 1 };
 
 /* The most of k one dispatch sums: each invocation loops over k in steps of 4
- * (16 in the tiled kernel), and llvmpipe ends an invocation's loops after
+ * (bk >= 4 in the tiled kernel), and llvmpipe ends an invocation's loops after
  * 65535 iterations in all (DEVELOPERS.md): longer sums run in blocks of k,
  * accumulating into C. */
 #define MATMUL_MAX_K (4u * TMM_MAX_LOOP)
 
-/* Tiled variant: fixed in the shader (16 x 16 invocations, 64 x 64 tile). */
-#define TILE 64u
-static const uint32_t tiled_local[3] = { 16, 16, 1 };
+/* Tiled variant: products of at least TILE_BIG_SIDE^2 outputs take 8 x 8
+ * outputs per invocation (tmm_matmul_tile_for). */
+#define TILE_BIG_SIDE 1024u
+
+static uint32_t tile_shared_bytes(tmm_matmul_tile t) { return 2u * t.bk * (t.ts * t.per + 1u) * 4u; }
+
+bool tmm_matmul_tile_fits(const tmm_device_info *info, tmm_matmul_tile t)
+{
+    return t.ts >= 1 && t.ts <= 32 && t.per >= 1 && t.per <= 8 && t.bk >= 4 && t.bk <= 32 &&
+           t.ts <= info->max_workgroup_size[0] && t.ts <= info->max_workgroup_size[1] &&
+           t.ts * t.ts <= info->max_workgroup_invocations && tile_shared_bytes(t) <= info->max_shared_memory;
+}
+
+tmm_matmul_tile tmm_matmul_tile_for(const tmm_device_info *info, const tmm_device_tuning *tuning, uint64_t m,
+                                    uint64_t n)
+{
+    tmm_matmul_tile t = { tuning ? tuning->matmul_tile[0] : 0, tuning ? tuning->matmul_tile[1] : 0,
+                          tuning ? tuning->matmul_tile[2] : 0 };
+    if (t.ts && tmm_matmul_tile_fits(info, t))
+        return t;
+    /* whole subgroups: 256 invocations hold whole subgroups of every size the driver may use up to 256 */
+    const uint32_t sg_max = info->subgroup_size_max > info->subgroup_size ? info->subgroup_size_max
+                                                                          : info->subgroup_size;
+    t.ts = tmm_matmul_tile_fits(info, (tmm_matmul_tile){ 16, 1, 4 }) && (sg_max == 0 || 256 % sg_max == 0) ? 16 : 8;
+    t.per = m >= TILE_BIG_SIDE && n >= TILE_BIG_SIDE ? 8 : 4;
+    t.bk = 16;
+    while (t.bk > 4 && !tmm_matmul_tile_fits(info, t))
+        t.bk /= 2;
+    if (!tmm_matmul_tile_fits(info, t))
+        t.per = 4, t.bk = 8; /* 8.3 KiB with 16 x 16: within Vulkan's minimum of 16 KiB */
+    return t;
+}
 
 enum { VEC_A = 1, VEC_B = 2, VEC_C = 4, BIG_BLOCK = 8 };
 
@@ -55,6 +86,8 @@ const char *tmm_matmul_variant_name(tmm_matmul_variant v)
         return "register";
     case TMM_MATMUL_TILED:
         return "tiled";
+    case TMM_MATMUL_COOPMAT:
+        return "coopmat";
     }
     return "invalid";
 }
@@ -187,7 +220,10 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
     operand obias = make_operand("bias", bias, has_bias ? n : 0, 0, 1);
     operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
     const uint64_t align = tmm_op_offset_align(dev), max_range = dev->info.max_storage_buffer_range;
-    const bool reg = variant == TMM_MATMUL_REGISTER;
+    const bool reg = variant == TMM_MATMUL_REGISTER, coop = variant == TMM_MATMUL_COOPMAT;
+    const tmm_matmul_tile tile = tmm_matmul_tile_for(&dev->info, &dev->tuning, m, n);
+    const uint32_t tiled_local[3] = { tile.ts, tile.ts, 1 };
+    uint32_t tile_m = tile.ts * tile.per, tile_n = tile_m;
     tmm_pipeline *pipes[16] = { 0 };
     tmm_record_flops(r, 2.0 * (double)m * (double)n * (double)k * batch);
     for (uint32_t b0 = 0; b0 < batch;) {
@@ -234,12 +270,15 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
         }
         tmm_pipeline *p = pipes[flags];
         if (!p) {
-            /* ids 3-8; FLAGS (id 7) is the register variant's only */
-            uint32_t spec[6] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags, b.elem };
+            /* ids 3-10; FLAGS (id 7) is the register variant's only, PER and BK (9, 10) the tiled one's */
+            uint32_t spec[8] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags, b.elem,
+                                 tile.per, tile.bk };
             if (reg)
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 6, &p));
+            else if (coop)
+                TMM_TRY(tmm_matmul_coopmat_pipeline(r, spec, sizeof push, &p, &tile_m, &tile_n));
             else
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 6, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 8, &p));
             pipes[flags] = p;
         }
         tmm_arg args[4] = { tmm_in(va), tmm_in(vb), tmm_in(vbias),
@@ -250,8 +289,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
             gx = tmm_div_up(n, block * reg_local[0]);
             gy = tmm_div_up(m, block * reg_local[1]);
         } else {
-            gx = tmm_div_up(n, TILE);
-            gy = tmm_div_up(m, TILE);
+            gx = tmm_div_up(n, tile_n);
+            gy = tmm_div_up(m, tile_m);
         }
         TMM_TRY(tmm_record_dispatch(r, p, args, 4, &push, gx, gy, count));
         b0 += count;
@@ -332,10 +371,17 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: NULL recorder or descriptor");
     tmm_device *dev = tmm_recorder_device(r);
     tmm_matmul_variant variant = desc->variant;
-    if (variant == TMM_MATMUL_AUTO)
-        variant = dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER : TMM_MATMUL_TILED;
-    if (variant != TMM_MATMUL_REGISTER && variant != TMM_MATMUL_TILED)
+    if ((unsigned)variant > TMM_MATMUL_COOPMAT)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown variant %d", (int)desc->variant);
+    if (variant == TMM_MATMUL_COOPMAT && !tmm_matmul_coopmat_use(dev, b.elem))
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: no cooperative-matrix kernel for this product: %s",
+                        b.elem != TMM_ELEM_F16 ? "b is not an fp16 view"
+                        : dev->info.coopmat_note[0] ? dev->info.coopmat_note
+                                                    : "it failed its self-check on this device");
+    if (variant == TMM_MATMUL_AUTO)
+        variant = !dev->tuning.no_coopmat && tmm_matmul_coopmat_use(dev, b.elem) ? TMM_MATMUL_COOPMAT
+                  : dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER
+                                                     : TMM_MATMUL_TILED;
 
     const uint64_t m = desc->m, n = desc->n, k = desc->k;
     const uint32_t batch = desc->batch ? desc->batch : 1;

@@ -186,12 +186,17 @@ uint64_t tmm_op_argmax_scratch(uint32_t rows, uint32_t vocab);
 tmm_status tmm_op_argmax(tmm_recorder *r, tmm_view logits, uint32_t rows, uint32_t vocab, tmm_view scratch,
                          tmm_view argmax);
 
-/* Whether row reductions (LayerNorm's and RMSNorm's statistics, the
- * cross-entropy's max, sum and argmax) take the subgroup kernels on dev: a
- * workgroup per row, subgroup arithmetic (GPUs with it in compute;
- * tuning.reduce_variant forces either way). */
+/* Whether reductions (LayerNorm's and RMSNorm's statistics, the
+ * cross-entropy's max, sum and argmax, the naive attention's softmax, the
+ * optimizer's gradient norm) take the subgroup kernels (*_sg.comp,
+ * shaders/workgroup_reduce.glsl) on dev: subgroup arithmetic (GPUs with it in
+ * compute; tuning.reduce_variant forces either way). */
 bool tmm_op_rows_use_subgroups(const tmm_device *dev);
 /* The same for a device's info and a reduce_variant (tmm devices). */
 bool tmm_op_row_subgroups_for(const tmm_device_info *info, uint32_t reduce_variant);
+/* The subgroup kernels' workgroup size: min(256, S^2) for the device's
+ * subgroup size S, so that a workgroup holds at most S subgroups (at most 64
+ * of the smallest size, 4, the selection accepts). */
+uint32_t tmm_op_sg_workgroup(const tmm_device_info *info);
 
 #endif

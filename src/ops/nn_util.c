@@ -84,9 +84,9 @@ bool tmm_op_rows_use_subgroups(const tmm_device *dev)
     return tmm_op_row_subgroups_for(&dev->info, dev->tuning.reduce_variant);
 }
 
-uint32_t nn_norm_sg_workgroup(const tmm_device *dev)
+uint32_t tmm_op_sg_workgroup(const tmm_device_info *info)
 {
-    const uint32_t s = dev->info.subgroup_size;
+    const uint32_t s = info->subgroup_size;
     return s * s < 256 ? s * s : 256;
 }
 
@@ -94,7 +94,7 @@ tmm_status nn_norm_stats_sg(tmm_recorder *r, const char *op, uint32_t kind, tmm_
                             float eps, tmm_view mean, tmm_view rstd, bool *done)
 {
     tmm_device *dev = tmm_recorder_device(r);
-    const uint32_t wg = nn_norm_sg_workgroup(dev);
+    const uint32_t wg = tmm_op_sg_workgroup(&dev->info);
     *done = false;
     if (tmm_div_up(d, wg) > TMM_MAX_LOOP)
         return TMM_OK;

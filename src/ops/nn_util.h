@@ -14,9 +14,6 @@
  * enough; more rows are faster in the phases, which spread a row's elements. */
 #define NN_ROW_NORM_ROWS 64u
 
-/* The subgroup kernel's workgroup size: min(256, S^2) for the device's
- * subgroup size S, so that a workgroup holds at most S subgroups. */
-uint32_t nn_norm_sg_workgroup(const tmm_device *dev);
 /* Records norm_stats_sg (kind 0 LayerNorm: mean and rstd; 1 RMSNorm: rstd)
  * over rows of d columns; false (nothing recorded) when a row is too long
  * for one workgroup's loops. */

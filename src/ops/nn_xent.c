@@ -67,7 +67,7 @@ static tmm_status xent(tmm_recorder *r, const char *op, tmm_view logits, const t
         TMM_TRY(tmm_op_pipeline(r, &tmm_spv_xent_grad, 4, 32, local_elem, NULL, 0, &pg));
     const float scale = denominator ? 1.0f / (float)denominator : 0.0f;
     /* GPUs: passes 1 and 2 in one, a workgroup per row (xent_row_sg) */
-    const uint32_t wg = nn_norm_sg_workgroup(dev);
+    const uint32_t wg = tmm_op_sg_workgroup(&dev->info);
     const bool sg = tmm_op_rows_use_subgroups(dev) && tmm_div_up(vocab, wg) <= TMM_MAX_LOOP;
     tmm_pipeline *psg = NULL;
     if (sg) {

@@ -42,9 +42,11 @@ uint64_t tmm_op_sum_rows_scratch(uint32_t rows, uint32_t cols);
 uint64_t tmm_op_sum_cols_scratch(uint32_t rows, uint32_t cols);
 
 typedef enum tmm_matmul_variant {
-    TMM_MATMUL_AUTO = 0,   /* REGISTER on CPU devices, TILED on GPUs */
+    TMM_MATMUL_AUTO = 0,   /* COOPMAT where it applies, else REGISTER on CPU devices, TILED on GPUs */
     TMM_MATMUL_REGISTER,   /* register-blocked, no shared memory (CPU devices) */
     TMM_MATMUL_TILED,      /* shared-memory tiles (GPUs) */
+    TMM_MATMUL_COOPMAT,    /* cooperative matrices, A rounded to fp16, B fp16 (docs/gpu.md); AUTO takes it
+                              for fp16 B where the device has it */
 } tmm_matmul_variant;
 
 const char *tmm_matmul_variant_name(tmm_matmul_variant v);

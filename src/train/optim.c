@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/nn_ops.h"
 #include "ops/op_util.h"
 
 #define MASK_BLOCK_MAX 64u
@@ -439,7 +440,8 @@ static tmm_status record_norm(tmm_optim *o, tmm_recorder *r, tmm_view grads)
     tmm_pipeline *p;
     static const uint32_t local[3] = { SUMSQ_LANES, 1, 1 };
     const uint32_t terms = SUMSQ_TERMS;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_sumsq_partial, 3, 8, local, &terms, 1, &p));
+    const tmm_spirv *spv = tmm_op_rows_use_subgroups(o->device) ? &tmm_spv_sumsq_partial_sg : &tmm_spv_sumsq_partial;
+    TMM_TRY(tmm_op_pipeline(r, spv, 3, 8, local, &terms, 1, &p));
     tmm_view mask = tmm_whole(o->mask), part = tmm_whole(o->partials);
     for (uint64_t i = 0; i < o->arena_floats; i += chunk) {
         uint64_t n = o->arena_floats - i < chunk ? o->arena_floats - i : chunk;

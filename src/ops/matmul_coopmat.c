@@ -1,0 +1,147 @@
+/* The cooperative-matrix matmul (shaders/matmul_coopmat.comp): which products
+ * take it, its pipeline, and its self-check. The device side (extension,
+ * feature, shapes, allow-list, TMM_DISABLE_COOPMAT) is runtime/coopmat.c;
+ * the binding and batching of the operands are tmm_op_matmul's, shared with
+ * the other kernels. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul_paths.h"
+#include "op_util.h"
+
+/* Subgroups per workgroup along m and n (the shader's WM, WN); each holds
+ * 2 x 2 accumulators, so a workgroup's tile is 4 CM x 4 CN. */
+#define CM_WM 2u
+#define CM_WN 2u
+#define CM_R 2u
+
+/* Shared memory of the kernel: A and B slices of 2 CK in fp16, rows padded by
+ * 8 halves, and the fp32 tile of C, rows padded by 4 floats. */
+static uint64_t coopmat_shared_bytes(const uint32_t s[3])
+{
+    const uint64_t bm = CM_WM * CM_R * s[0], bn = CM_WN * CM_R * s[1], bk = 2ull * s[2];
+    return bm * (bk + 8) * 2 + bk * (bn + 8) * 2 + bm * (bn + 4) * 4;
+}
+
+static bool coopmat_offered(const tmm_device *dev)
+{
+    const tmm_device_info *i = &dev->info;
+    return i->coopmat_shape[0] && coopmat_shared_bytes(i->coopmat_shape) <= i->max_shared_memory &&
+           CM_WM * CM_WN * i->subgroup_size <= i->max_workgroup_invocations;
+}
+
+tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[6], uint32_t push_size,
+                                       tmm_pipeline **out, uint32_t *tile_m, uint32_t *tile_n)
+{
+    const tmm_device *dev = tmm_recorder_device(r);
+    const uint32_t *s = dev->info.coopmat_shape;
+    const uint32_t local[3] = { CM_WM * CM_WN * dev->info.subgroup_size, 1, 1 };
+    /* ids 3-8 as matmul_common.glsl, then CM, CN, CK, WM, WN (9-13) */
+    const uint32_t spec[11] = { common[0], common[1], common[2], common[3], common[4], common[5],
+                                s[0], s[1], s[2], CM_WM, CM_WN };
+    *tile_m = CM_WM * CM_R * s[0];
+    *tile_n = CM_WN * CM_R * s[1];
+    return tmm_op_pipeline(r, &tmm_spv_matmul_coopmat, 4, push_size, local, spec, 11, out);
+}
+
+/* fp16 bits of x, which is 0 or a normal fp16 value (the check's values are). */
+static uint16_t half_of(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    if ((b & 0x7fffffffu) == 0)
+        return (uint16_t)(b >> 16);
+    return (uint16_t)(((b >> 16) & 0x8000u) | ((((b >> 23) & 0xffu) - 127u + 15u) << 10) | ((b >> 13) & 0x3ffu));
+}
+
+/* One product of the check, in one layout: values that are multiples of 1/8
+ * in [-1, 1] (exact in fp16), so every product and partial sum is exact in
+ * fp32 and the device must match the host to the bit. *bad: it did not. */
+static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, uint32_t m, uint32_t n, uint32_t k, bool *bad)
+{
+    const uint64_t na = (uint64_t)m * k, nb = (uint64_t)k * n, nc = (uint64_t)m * n;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc(n * 4), *c = malloc(nc * 4);
+    uint16_t *b16 = calloc(nb + 1, 2);
+    tmm_buffer *ba = NULL, *bb = NULL, *bbias = NULL, *bc = NULL;
+    tmm_recorder *r = NULL;
+    tmm_status s = a && b && bias && c && b16 ? TMM_OK
+                                              : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "matmul: the coopmat check");
+    if (s == TMM_OK) {
+        for (uint64_t i = 0; i < na; i++)
+            a[i] = (float)((int)((i * 7 + m) % 17) - 8) / 8.0f;
+        for (uint64_t i = 0; i < nb; i++) {
+            b[i] = (float)((int)((i * 5 + n) % 17) - 8) / 8.0f;
+            b16[i] = half_of(b[i]);
+        }
+        for (uint32_t j = 0; j < n; j++)
+            bias[j] = (float)j / 4.0f;
+        for (uint64_t i = 0; i < nc; i++)
+            c[i] = -1.0f;
+    }
+    if (s == TMM_OK && (s = tmm_buffer_create(dev, na * 4, TMM_MEMORY_DEVICE, &ba)) == TMM_OK &&
+        (s = tmm_buffer_create(dev, (nb + 1) * 2, TMM_MEMORY_DEVICE, &bb)) == TMM_OK &&
+        (s = tmm_buffer_create(dev, n * 4ull, TMM_MEMORY_DEVICE, &bbias)) == TMM_OK &&
+        (s = tmm_buffer_create(dev, nc * 4, TMM_MEMORY_DEVICE, &bc)) == TMM_OK &&
+        (s = tmm_buffer_write(ba, 0, a, na * 4)) == TMM_OK && (s = tmm_buffer_write(bb, 0, b16, (nb + 1) * 2)) == TMM_OK &&
+        (s = tmm_buffer_write(bbias, 0, bias, n * 4ull)) == TMM_OK && (s = tmm_buffer_write(bc, 0, c, nc * 4)) == TMM_OK &&
+        (s = tmm_recorder_create(dev, &r)) == TMM_OK && (s = tmm_recorder_begin(r)) == TMM_OK) {
+        /* bias and accumulation in the layouts with B transposed (the forward's) */
+        tmm_matmul_desc d = { .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .accumulate = tb,
+                              .variant = TMM_MATMUL_COOPMAT };
+        tmm_view vb = { .buffer = bb, .offset = 0, .size = nb * 2, .elem = TMM_ELEM_F16 };
+        s = tmm_op_matmul(r, &d, tmm_whole(ba), vb, tb ? tmm_whole(bbias) : (tmm_view){ 0 }, tmm_whole(bc));
+    }
+    if (s == TMM_OK && (s = tmm_recorder_end(r)) == TMM_OK && (s = tmm_recorder_run(r)) == TMM_OK)
+        s = tmm_buffer_read(bc, 0, c, nc * 4);
+    for (uint32_t i = 0; s == TMM_OK && i < m && !*bad; i++)
+        for (uint32_t j = 0; j < n && !*bad; j++) {
+            double want = tb ? -1.0 + bias[j] : 0.0;
+            for (uint32_t l = 0; l < k; l++)
+                want += (double)a[ta ? (uint64_t)l * m + i : (uint64_t)i * k + l] *
+                        b[tb ? (uint64_t)j * k + l : (uint64_t)l * n + j];
+            *bad = c[(uint64_t)i * n + j] != (float)want;
+        }
+    tmm_recorder_destroy(r);
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bbias);
+    tmm_buffer_destroy(bc);
+    free(a);
+    free(b);
+    free(bias);
+    free(c);
+    free(b16);
+    return s;
+}
+
+/* Runs the kernel once on every layout, on sizes that leave edge tiles and
+ * take two steps of k, against the host. */
+static tmm_status self_check(tmm_device *dev, bool *bad)
+{
+    *bad = false;
+    for (int l = 0; l < 4 && !*bad; l++)
+        TMM_TRY(check_layout(dev, l & 1, l >> 1, 70, 45, 41, bad));
+
+    return TMM_OK;
+}
+
+bool tmm_matmul_coopmat_use(tmm_device *dev, tmm_elem b_elem)
+{
+    if (b_elem != TMM_ELEM_F16 || !coopmat_offered(dev) || dev->coopmat_check < 0)
+        return false;
+    if (dev->coopmat_check != 0)
+        return true; /* passed, or being checked now */
+    dev->coopmat_check = 2;
+    bool bad = false;
+    tmm_status s = self_check(dev, &bad);
+    if (s != TMM_OK || bad) {
+        fprintf(stderr, "tmm: the cooperative-matrix matmul %s on %s; using the tiled kernel\n",
+                s != TMM_OK ? "failed to run" : "disagrees with the host's product", dev->info.name);
+        dev->coopmat_check = -1;
+        return false;
+    }
+    dev->coopmat_check = 1;
+    return true;
+}
