@@ -171,6 +171,84 @@ H_TEST(generate, cached_long)
     check_cached("flat n 600", (tmm_model_config)CFG(600, 0, 1, false), 1, lengths, TMM_TOEPLITZ_AUTO);
 }
 
+/* Continuous batching (src/serve): slots that restart (tmm_gen_restart, then
+ * fed token by token) or take a whole prompt in one pass
+ * (tmm_gen_prefill_slot) while the others go on decoding give every
+ * sequence the logits of the double reference over it alone. Events: at
+ * step `at` slot `slot` begins sequence `seq` with `prompt` tokens in one
+ * pass (0: a restart). */
+typedef struct slot_event {
+    uint32_t at, slot, seq, prompt;
+} slot_event;
+
+static void check_slots(const char *name, tmm_model_config c)
+{
+    static const slot_event ev[] = {
+        { 0, 0, 0, 0 }, { 0, 1, 1, 3 }, { 0, 2, 2, 0 }, { 3, 2, 3, 6 }, { 5, 1, 2, 0 }, { 6, 0, 1, 9 },
+    };
+    enum { S = 4, B = 3, STEPS = 11 };
+    h_checkpoint f;
+    h_checkpoint_make(&f, &c, "copy-symbols", 7);
+    const uint32_t n = c.n_ctx, V = c.vocab;
+    uint32_t *tok = malloc((size_t)S * n * sizeof *tok);
+    int32_t *tgt = malloc((size_t)S * n * sizeof *tgt);
+    for (uint32_t i = 0; i < S * n; i++)
+        tok[i] = (uint32_t)(tmm_rng_bits(91, i) % V), tgt[i] = -100;
+    double *pd = malloc(f.table.arena_floats * sizeof *pd), *ref = malloc((size_t)S * n * V * sizeof *ref);
+    for (uint64_t i = 0; i < f.table.arena_floats; i++)
+        pd[i] = f.params[i];
+    ref_model_run(&f.table, pd, S, tok, tgt, ref, NULL);
+
+    tmm_generator *g;
+    H_OK(tmm_generator_load(h_dev, f.path, B, TMM_TOEPLITZ_AUTO, &g));
+    float *logits = h_floats((size_t)n * V);
+    uint32_t seq[B] = { 0 }, checked = 0;
+    bool active[B] = { false };
+    double worst = 0;
+    for (uint32_t step = 0; step < STEPS; step++) {
+        bool restart[B] = { false };
+        for (uint32_t b = 0; b < B; b++)
+            restart[b] = !active[b] && tmm_generator_position(g, b) > 0; /* idle: kept at position 0 */
+        for (size_t e = 0; e < sizeof ev / sizeof ev[0]; e++) {
+            if (ev[e].at != step)
+                continue;
+            const uint32_t b = ev[e].slot, *s = tok + (size_t)ev[e].seq * n;
+            seq[b] = ev[e].seq, active[b] = true, restart[b] = ev[e].prompt == 0;
+            if (!ev[e].prompt)
+                continue;
+            H_OK(tmm_gen_prefill_slot(g, b, s, ev[e].prompt, 0, logits));
+            cr_assert_eq(tmm_generator_position(g, b), ev[e].prompt);
+            for (uint32_t t = 0; t < ev[e].prompt; t++, checked++)
+                worst = fmax(worst, row_error(logits + (size_t)t * V, ref + ((size_t)seq[b] * n + t) * V, V));
+        }
+        H_OK(tmm_gen_restart(g, restart));
+        uint32_t tokens[B], at[B];
+        for (uint32_t b = 0; b < B; b++) {
+            at[b] = tmm_generator_position(g, b);
+            tokens[b] = active[b] ? tok[(size_t)seq[b] * n + at[b]] : 0;
+        }
+        H_OK(tmm_generator_step(g, tokens, logits));
+        for (uint32_t b = 0; b < B; b++) {
+            if (!active[b])
+                continue;
+            worst = fmax(worst, row_error(logits + (size_t)b * V, ref + ((size_t)seq[b] * n + at[b]) * V, V));
+            checked++;
+            active[b] = at[b] + 1 < n;
+        }
+    }
+    printf("%-22s slots: %u rows vs reference %.2e\n", name, checked, worst);
+    cr_assert(worst < 2e-5, "%s: a slot's logits differ from its sequence's alone", name);
+    tmm_generator_destroy(g);
+    free(tok), free(tgt), free(pd), free(ref), free(logits);
+    h_checkpoint_drop(&f);
+}
+
+H_TEST(generate, slots_every_row)
+{
+    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+        check_slots(tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a));
+}
+
 H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
 {
     tmm_model_config c = CFG(32, 2, 1, false);
