@@ -176,12 +176,39 @@ H_TEST(generate, cached_long)
  * (tmm_gen_prefill_slot) while the others go on decoding give every
  * sequence the logits of the double reference over it alone. Events: at
  * step `at` slot `slot` begins sequence `seq` with `prompt` tokens in one
- * pass (0: a restart). */
+ * pass (0: a restart). `distilled`: a TMM whose Toeplitz vectors are, past
+ * an exact head of 4 lags, one geometric mode each, decoded through those
+ * realizations (running states, restarted by zeroing). */
 typedef struct slot_event {
     uint32_t at, slot, seq, prompt;
 } slot_event;
 
-static void check_slots(const char *name, tmm_model_config c)
+/* Makes every Toeplitz vector of f's weights one mode past a head of
+ * `head` lags, w[head + j] = r 0.6^j, and *set those realizations. */
+static void geometric_tails(h_checkpoint *f, uint32_t head, tmm_distilled *set)
+{
+    const tmm_param_table *t = &f->table;
+    const uint32_t n = t->config.n_ctx;
+    *set = (tmm_distilled){ .head = head, .t = calloc(t->count, sizeof *set->t) };
+    cr_assert_not_null(set->t);
+    for (uint32_t i = 0; i < t->count; i++) {
+        const tmm_param *p = &t->params[i];
+        if (p->kind != TMM_PARAM_TOEPLITZ_W)
+            continue;
+        const uint32_t vectors = (uint32_t)(p->numel / n);
+        tmm_distilled_tensor *dt = &set->t[set->count++];
+        *dt = (tmm_distilled_tensor){ .param = (int)i, .modes = 1, .data = h_floats((size_t)vectors * 4) };
+        for (uint32_t v = 0; v < vectors; v++) {
+            float *w = f->params + p->offset + (uint64_t)v * n;
+            const float r = 0.3f * w[head - 1];
+            for (uint32_t j = 0; head + j < n; j++)
+                w[head + j] = r * powf(0.6f, (float)j);
+            dt->data[v * 4 + 0] = 0.6f, dt->data[v * 4 + 1] = 0, dt->data[v * 4 + 2] = r, dt->data[v * 4 + 3] = 0;
+        }
+    }
+}
+
+static void check_slots(const char *name, tmm_model_config c, bool distilled)
 {
     static const slot_event ev[] = {
         { 0, 0, 0, 0 }, { 0, 1, 1, 3 }, { 0, 2, 2, 0 }, { 3, 2, 3, 6 }, { 5, 1, 2, 0 }, { 6, 0, 1, 9 },
@@ -189,6 +216,9 @@ static void check_slots(const char *name, tmm_model_config c)
     enum { S = 4, B = 3, STEPS = 11 };
     h_checkpoint f;
     h_checkpoint_make(&f, &c, "copy-symbols", 7);
+    tmm_distilled set = { 0 };
+    if (distilled)
+        geometric_tails(&f, 4, &set);
     const uint32_t n = c.n_ctx, V = c.vocab;
     uint32_t *tok = malloc((size_t)S * n * sizeof *tok);
     int32_t *tgt = malloc((size_t)S * n * sizeof *tgt);
@@ -200,7 +230,9 @@ static void check_slots(const char *name, tmm_model_config c)
     ref_model_run(&f.table, pd, S, tok, tgt, ref, NULL);
 
     tmm_generator *g;
-    H_OK(tmm_generator_load(h_dev, f.path, B, TMM_TOEPLITZ_AUTO, &g));
+    H_OK(tmm_gen_create(h_dev, &f.table, f.params, TMM_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO,
+                        distilled ? &set : NULL, &g));
+    cr_assert_eq(tmm_generator_get_info(g)->distilled, distilled);
     float *logits = h_floats((size_t)n * V);
     uint32_t seq[B] = { 0 }, checked = 0;
     bool active[B] = { false };
@@ -239,6 +271,7 @@ static void check_slots(const char *name, tmm_model_config c)
     printf("%-22s slots: %u rows vs reference %.2e\n", name, checked, worst);
     cr_assert(worst < 2e-5, "%s: a slot's logits differ from its sequence's alone", name);
     tmm_generator_destroy(g);
+    tmm_distilled_free(&set);
     free(tok), free(tgt), free(pd), free(ref), free(logits);
     h_checkpoint_drop(&f);
 }
@@ -246,7 +279,11 @@ static void check_slots(const char *name, tmm_model_config c)
 H_TEST(generate, slots_every_row)
 {
     for (int a = 0; a < TMM_ARCH_COUNT; a++)
-        check_slots(tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a));
+        check_slots(tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a), false);
+}
+H_TEST(generate, slots_distilled)
+{
+    check_slots("distilled, heads 2, 2 taps, expanded", (tmm_model_config)CFG(23, 2, 2, true), true);
 }
 
 H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
