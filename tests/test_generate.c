@@ -409,6 +409,17 @@ H_TEST(generate, errors)
     tok = 29;
     cr_assert_eq(tmm_generator_step(g, &tok, NULL), TMM_ERR_INVALID_ARGUMENT, "token outside the vocabulary");
     cr_assert_eq(tmm_generator_position(g, 0), 1);
+    /* one slot's prefill: its slot, 1 to n tokens, logits from a position of the prompt */
+    const uint32_t nine[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    cr_assert_eq(tmm_gen_prefill_slot(g, 1, nine, 3, 0, NULL), TMM_ERR_INVALID_ARGUMENT, "slot 1 of 1");
+    cr_assert_eq(tmm_gen_prefill_slot(g, 0, nine, 9, 0, NULL), TMM_ERR_INVALID_ARGUMENT, "longer than n");
+    cr_assert(strstr(tmm_last_error(), "context"), "%s", tmm_last_error());
+    cr_assert_eq(tmm_gen_prefill_slot(g, 0, nine, 0, 0, NULL), TMM_ERR_INVALID_ARGUMENT, "empty");
+    cr_assert_eq(tmm_gen_prefill_slot(g, 0, nine, 3, 3, NULL), TMM_ERR_INVALID_ARGUMENT, "logits past the prompt");
+    cr_assert_eq(tmm_generator_position(g, 0), 1, "a refused prefill leaves the slot alone");
+    H_OK(tmm_gen_prefill_slot(g, 0, nine, 8, 7, NULL));
+    cr_assert_eq(tmm_generator_position(g, 0), 8);
+    cr_assert_eq(tmm_generator_step(g, nine, NULL), TMM_ERR_INVALID_ARGUMENT, "a prompt of the whole context: full");
     tmm_generator_destroy(g);
     h_checkpoint_drop(&f);
 }
