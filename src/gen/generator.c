@@ -293,9 +293,12 @@ tmm_status tmm_generator_set_toeplitz_impl(tmm_generator *g, tmm_toeplitz_impl i
 {
     g->mixer = impl;
     TMM_TRY(tmm_model_set_toeplitz_impl(g->model, impl));
-    for (int k = 0; k < GEN_MAX_BUCKETS; k++)
+    for (int k = 0; k < GEN_MAX_BUCKETS; k++) {
         if (g->buckets[k].model)
             TMM_TRY(tmm_model_set_toeplitz_impl(g->buckets[k].model, impl));
+        if (g->ones[k].model)
+            TMM_TRY(tmm_model_set_toeplitz_impl(g->ones[k].model, impl));
+    }
     return TMM_OK;
 }
 
