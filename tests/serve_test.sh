@@ -12,6 +12,8 @@
 #     8 streaming clients for 10 s (3 s under the sanitizers) with no error, no crossed
 #     stream and every slot free afterwards;
 #   a distilled checkpoint: served through its realizations, the same determinism;
+#   tiny Mamba 2 and linear attention checkpoints (running states): the same determinism, and
+#     a prompt of exactly the context gets one token;
 #   SIGTERM: the requests in flight finish whole, nothing new is accepted, exit 0.
 #   tests/serve_test.sh TMM NODE_DIR
 set -uo pipefail
@@ -231,5 +233,21 @@ if start_server distilled --checkpoint "$dir/fox-distilled" --slots 8 --quiet; t
 else
   failed=$((failed + 1))
 fi
+# the running states (Mamba 2's SSM state, linear attention's sums): a slot restarts and
+# prefills alone while the others decode; a prompt of exactly the context gets its one token
+for arch in mamba2 linear; do
+  check "train a tiny $arch model" "$tmm" train --arch "$arch" --d-model 16 --n-ctx 64 --layers 1 --batch 2 \
+    --task text --data "$dir/fox.txt" --steps 4 --eval-every 0 --quiet --run-dir "$dir/$arch"
+  if start_server "$arch" --checkpoint "$dir/$arch" --slots 4 --quiet; then
+    check "$arch: 8 seeded requests at once, each the same as alone" python3 "$src/../tools/serve_load.py" \
+      determinism --url "$url" --requests 8 --max-tokens 16
+    check "$arch: a prompt of the whole context: one token, length" http 200 '"completion_tokens":1,' \
+      -H 'Content-Type: application/json' "$url/v1/completions" \
+      --data-binary "{\"model\": \"$arch\", \"prompt\": \"$(printf 'a%.0s' $(seq 64))\", \"max_tokens\": 5}"
+    check "$arch: SIGTERM, exit 0" stop_server
+  else
+    failed=$((failed + 1))
+  fi
+done
 check "no validation messages" bash -c '! grep -h "tmm: validation" "$@"' _ "$dir"/*.err
 finish

@@ -171,6 +171,121 @@ H_TEST(generate, cached_long)
     check_cached("flat n 600", (tmm_model_config)CFG(600, 0, 1, false), 1, lengths, TMM_TOEPLITZ_AUTO);
 }
 
+/* Continuous batching (src/serve): slots that restart (tmm_gen_restart, then
+ * fed token by token) or take a whole prompt in one pass
+ * (tmm_gen_prefill_slot) while the others go on decoding give every
+ * sequence the logits of the double reference over it alone. Events: at
+ * step `at` slot `slot` begins sequence `seq` with `prompt` tokens in one
+ * pass (0: a restart). `distilled`: a TMM whose Toeplitz vectors are, past
+ * an exact head of 4 lags, one geometric mode each, decoded through those
+ * realizations (running states, restarted by zeroing). */
+typedef struct slot_event {
+    uint32_t at, slot, seq, prompt;
+} slot_event;
+
+/* Makes every Toeplitz vector of f's weights one mode past a head of
+ * `head` lags, w[head + j] = r 0.6^j, and *set those realizations. */
+static void geometric_tails(h_checkpoint *f, uint32_t head, tmm_distilled *set)
+{
+    const tmm_param_table *t = &f->table;
+    const uint32_t n = t->config.n_ctx;
+    *set = (tmm_distilled){ .head = head, .t = calloc(t->count, sizeof *set->t) };
+    cr_assert_not_null(set->t);
+    for (uint32_t i = 0; i < t->count; i++) {
+        const tmm_param *p = &t->params[i];
+        if (p->kind != TMM_PARAM_TOEPLITZ_W)
+            continue;
+        const uint32_t vectors = (uint32_t)(p->numel / n);
+        tmm_distilled_tensor *dt = &set->t[set->count++];
+        *dt = (tmm_distilled_tensor){ .param = (int)i, .modes = 1, .data = h_floats((size_t)vectors * 4) };
+        for (uint32_t v = 0; v < vectors; v++) {
+            float *w = f->params + p->offset + (uint64_t)v * n;
+            const float r = 0.3f * w[head - 1];
+            for (uint32_t j = 0; head + j < n; j++)
+                w[head + j] = r * powf(0.6f, (float)j);
+            dt->data[v * 4 + 0] = 0.6f, dt->data[v * 4 + 1] = 0, dt->data[v * 4 + 2] = r, dt->data[v * 4 + 3] = 0;
+        }
+    }
+}
+
+static void check_slots(const char *name, tmm_model_config c, bool distilled)
+{
+    static const slot_event ev[] = {
+        { 0, 0, 0, 0 }, { 0, 1, 1, 3 }, { 0, 2, 2, 0 }, { 3, 2, 3, 6 }, { 5, 1, 2, 0 }, { 6, 0, 1, 9 },
+    };
+    enum { S = 4, B = 3, STEPS = 11 };
+    h_checkpoint f;
+    h_checkpoint_make(&f, &c, "copy-symbols", 7);
+    tmm_distilled set = { 0 };
+    if (distilled)
+        geometric_tails(&f, 4, &set);
+    const uint32_t n = c.n_ctx, V = c.vocab;
+    uint32_t *tok = malloc((size_t)S * n * sizeof *tok);
+    int32_t *tgt = malloc((size_t)S * n * sizeof *tgt);
+    for (uint32_t i = 0; i < S * n; i++)
+        tok[i] = (uint32_t)(tmm_rng_bits(91, i) % V), tgt[i] = -100;
+    double *pd = malloc(f.table.arena_floats * sizeof *pd), *ref = malloc((size_t)S * n * V * sizeof *ref);
+    for (uint64_t i = 0; i < f.table.arena_floats; i++)
+        pd[i] = f.params[i];
+    ref_model_run(&f.table, pd, S, tok, tgt, ref, NULL);
+
+    tmm_generator *g;
+    H_OK(tmm_gen_create(h_dev, &f.table, f.params, TMM_TOKENIZER_COPY, B, TMM_TOEPLITZ_AUTO,
+                        distilled ? &set : NULL, &g));
+    cr_assert_eq(tmm_generator_get_info(g)->distilled, distilled);
+    float *logits = h_floats((size_t)n * V);
+    uint32_t seq[B] = { 0 }, checked = 0;
+    bool active[B] = { false };
+    double worst = 0;
+    for (uint32_t step = 0; step < STEPS; step++) {
+        bool restart[B] = { false };
+        for (uint32_t b = 0; b < B; b++)
+            restart[b] = !active[b] && tmm_generator_position(g, b) > 0; /* idle: kept at position 0 */
+        for (size_t e = 0; e < sizeof ev / sizeof ev[0]; e++) {
+            if (ev[e].at != step)
+                continue;
+            const uint32_t b = ev[e].slot, *s = tok + (size_t)ev[e].seq * n;
+            seq[b] = ev[e].seq, active[b] = true, restart[b] = ev[e].prompt == 0;
+            if (!ev[e].prompt)
+                continue;
+            H_OK(tmm_gen_prefill_slot(g, b, s, ev[e].prompt, 0, logits));
+            cr_assert_eq(tmm_generator_position(g, b), ev[e].prompt);
+            for (uint32_t t = 0; t < ev[e].prompt; t++, checked++)
+                worst = fmax(worst, row_error(logits + (size_t)t * V, ref + ((size_t)seq[b] * n + t) * V, V));
+        }
+        H_OK(tmm_gen_restart(g, restart));
+        uint32_t tokens[B], at[B];
+        for (uint32_t b = 0; b < B; b++) {
+            at[b] = tmm_generator_position(g, b);
+            tokens[b] = active[b] ? tok[(size_t)seq[b] * n + at[b]] : 0;
+        }
+        H_OK(tmm_generator_step(g, tokens, logits));
+        for (uint32_t b = 0; b < B; b++) {
+            if (!active[b])
+                continue;
+            worst = fmax(worst, row_error(logits + (size_t)b * V, ref + ((size_t)seq[b] * n + at[b]) * V, V));
+            checked++;
+            active[b] = at[b] + 1 < n;
+        }
+    }
+    printf("%-22s slots: %u rows vs reference %.2e\n", name, checked, worst);
+    cr_assert(worst < 2e-5, "%s: a slot's logits differ from its sequence's alone", name);
+    tmm_generator_destroy(g);
+    tmm_distilled_free(&set);
+    free(tok), free(tgt), free(pd), free(ref), free(logits);
+    h_checkpoint_drop(&f);
+}
+
+H_TEST(generate, slots_every_row)
+{
+    for (int a = 0; a < TMM_ARCH_COUNT; a++)
+        check_slots(tmm_arch_name((tmm_arch)a), h_tiny_row((tmm_arch)a), false);
+}
+H_TEST(generate, slots_distilled)
+{
+    check_slots("distilled, heads 2, 2 taps, expanded", (tmm_model_config)CFG(23, 2, 2, true), true);
+}
+
 H_TEST(generate, greedy_is_deterministic_and_sampling_reproducible)
 {
     tmm_model_config c = CFG(32, 2, 1, false);
@@ -294,6 +409,17 @@ H_TEST(generate, errors)
     tok = 29;
     cr_assert_eq(tmm_generator_step(g, &tok, NULL), TMM_ERR_INVALID_ARGUMENT, "token outside the vocabulary");
     cr_assert_eq(tmm_generator_position(g, 0), 1);
+    /* one slot's prefill: its slot, 1 to n tokens, logits from a position of the prompt */
+    const uint32_t nine[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    cr_assert_eq(tmm_gen_prefill_slot(g, 1, nine, 3, 0, NULL), TMM_ERR_INVALID_ARGUMENT, "slot 1 of 1");
+    cr_assert_eq(tmm_gen_prefill_slot(g, 0, nine, 9, 0, NULL), TMM_ERR_INVALID_ARGUMENT, "longer than n");
+    cr_assert(strstr(tmm_last_error(), "context"), "%s", tmm_last_error());
+    cr_assert_eq(tmm_gen_prefill_slot(g, 0, nine, 0, 0, NULL), TMM_ERR_INVALID_ARGUMENT, "empty");
+    cr_assert_eq(tmm_gen_prefill_slot(g, 0, nine, 3, 3, NULL), TMM_ERR_INVALID_ARGUMENT, "logits past the prompt");
+    cr_assert_eq(tmm_generator_position(g, 0), 1, "a refused prefill leaves the slot alone");
+    H_OK(tmm_gen_prefill_slot(g, 0, nine, 8, 7, NULL));
+    cr_assert_eq(tmm_generator_position(g, 0), 8);
+    cr_assert_eq(tmm_generator_step(g, nine, NULL), TMM_ERR_INVALID_ARGUMENT, "a prompt of the whole context: full");
     tmm_generator_destroy(g);
     h_checkpoint_drop(&f);
 }

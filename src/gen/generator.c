@@ -14,7 +14,14 @@
  * (position t of a causal model never sees w or beta past t) and, for a
  * mixer whose function depends on the context length (Hyena), told the full
  * context's positions (set_positions); the decoder's prefill then takes the
- * state from it: the time to first token follows the prompt's length. */
+ * state from it: the time to first token follows the prompt's length.
+ *
+ * Continuous batching (tmm_gen_restart, tmm_gen_prefill_slot) moves one
+ * sequence at a time through the parts of the decoder's state
+ * (mixer.h: state_parts): a restart zeroes the running ones of the
+ * sequences restarting; a one-sequence prefill runs a model of batch 1 (a
+ * bucket, or the full context) with a decoder of its own, then copies that
+ * decoder's parts into the slot's, so the other slots keep theirs. */
 #include "gen/generator.h"
 
 #include <stdlib.h>
@@ -29,10 +36,12 @@
 #define GEN_MIN_BUCKET 32u
 #define GEN_MAX_BUCKETS 26
 
-/* A model that prefills, and the recording that moves its state into the decoder. */
+/* A model that prefills, and the recording that moves its state into the
+ * decoder; or, for one sequence (batch 1), its own decoder. */
 typedef struct prefiller {
     tmm_model *model;
     tmm_recorder *prefill;
+    tmm_mixer_decoder *decoder;
 } prefiller;
 
 struct tmm_generator {
@@ -55,6 +64,11 @@ struct tmm_generator {
     tmm_toeplitz_impl mixer;
     prefiller main;           /* the model itself */
     prefiller buckets[GEN_MAX_BUCKETS];  /* bucket k: context GEN_MIN_BUCKET << k */
+    prefiller ones[GEN_MAX_BUCKETS];     /* batch 1, context min(GEN_MIN_BUCKET << k, n) */
+    tmm_buffer *one_length;              /* host-visible: the one sequence's length */
+    tmm_decoder_part *parts;             /* the decoder's state (mixer.h) */
+    uint32_t n_parts;
+    tmm_distilled distilled;             /* a copy of the realizations (distilled), for the ones' decoders */
 };
 
 static tmm_view W(tmm_buffer *b) { return tmm_whole(b); }
@@ -62,9 +76,11 @@ static tmm_view W(tmm_buffer *b) { return tmm_whole(b); }
 static void prefiller_free(prefiller *p, bool own_model)
 {
     tmm_recorder_destroy(p->prefill);
+    if (p->decoder)
+        tmm_model_mixer(p->model)->cls->decoder_destroy(p->decoder);
     if (own_model)
         tmm_model_destroy(p->model);
-    p->prefill = NULL, p->model = NULL;
+    p->prefill = NULL, p->model = NULL, p->decoder = NULL;
 }
 
 void tmm_generator_destroy(tmm_generator *g)
@@ -73,13 +89,15 @@ void tmm_generator_destroy(tmm_generator *g)
         return;
     tmm_model_step_destroy(g->step);
     tmm_buffer_destroy(g->lengths);
+    tmm_buffer_destroy(g->one_length);
     for (int k = 0; k < GEN_MAX_BUCKETS; k++)
-        prefiller_free(&g->buckets[k], true);
+        prefiller_free(&g->buckets[k], true), prefiller_free(&g->ones[k], true);
     prefiller_free(&g->main, false);
     if (g->decoder)
         tmm_model_mixer(g->model)->cls->decoder_destroy(g->decoder);
     tmm_model_destroy(g->model);
-    free(g->pos), free(g->prompt_tokens), free(g->ignore), free(g->params);
+    free(g->pos), free(g->prompt_tokens), free(g->ignore), free(g->params), free(g->parts);
+    tmm_distilled_free(&g->distilled);
     tmm_tokenizer_free(g->text);
     free(g);
 }
@@ -113,24 +131,69 @@ static tmm_status record_prefill(tmm_generator *g, prefiller *p)
     return s;
 }
 
-/* The decoder over the main model's mixer (distilled: with these
- * realizations), and its prefill from the main model. */
-static tmm_status make_decoder(tmm_generator *g, const tmm_distilled *distilled)
+/* A decoder over model m's mixer: distilled when the generator is. */
+static tmm_status new_decoder(tmm_generator *g, tmm_model *m, tmm_mixer_decoder **out)
 {
     tmm_view *x;
-    TMM_TRY(mixer_inputs(g->model, &x));
-    tmm_mixer *mx = tmm_model_mixer(g->model);
-    tmm_status s = mx->cls->decoder_create(mx, x, &g->decoder);
+    TMM_TRY(mixer_inputs(m, &x));
+    tmm_mixer *mx = tmm_model_mixer(m);
+    tmm_status s = mx->cls->decoder_create(mx, x, out);
     free(x);
-    if (s == TMM_OK && distilled) {
-        s = g->arch->toeplitz ? tmm_toeplitz_decoder_distill(g->decoder, distilled)
-                              : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "only a TMM can decode distilled, this is %s",
-                                         tmm_arch_name(g->arch->arch));
+    if (s == TMM_OK && g->info.distilled)
+        s = tmm_toeplitz_decoder_distill(*out, &g->distilled);
+    return s;
+}
+
+/* A copy of the realizations, for the one-sequence decoders made later. */
+static tmm_status copy_distilled(const tmm_param_table *t, const tmm_distilled *from, tmm_distilled *to)
+{
+    to->head = from->head;
+    to->t = calloc(from->count ? from->count : 1, sizeof *to->t);
+    if (!to->t)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < from->count; i++) {
+        const tmm_distilled_tensor *a = &from->t[i];
+        const tmm_param *p = &t->params[a->param];
+        const uint64_t floats = (uint64_t)p->shape[0] * p->shape[1] * a->modes * 4;
+        to->t[i] = (tmm_distilled_tensor){ a->param, a->modes, floats ? malloc(floats * sizeof(float)) : NULL };
+        to->count = i + 1;
+        if (floats && !to->t[i].data)
+            return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+        if (floats)
+            memcpy(to->t[i].data, a->data, floats * sizeof(float));
+    }
+    return TMM_OK;
+}
+
+/* The parts of the main decoder's state. */
+static tmm_status list_parts(tmm_generator *g)
+{
+    const tmm_mixer_class *mc = tmm_model_mixer(g->model)->cls;
+    g->n_parts = mc->state_parts(g->decoder, NULL, 0);
+    g->parts = calloc(g->n_parts ? g->n_parts : 1, sizeof *g->parts);
+    if (!g->parts)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mc->state_parts(g->decoder, g->parts, g->n_parts);
+    return TMM_OK;
+}
+
+/* The decoder over the main model's mixer (distilled: with these
+ * realizations), its parts, and its prefill from the main model. */
+static tmm_status make_decoder(tmm_generator *g, const tmm_distilled *distilled)
+{
+    const tmm_param_table *t = tmm_model_table(g->model);
+    if (distilled && !g->arch->toeplitz)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "only a TMM can decode distilled, this is %s",
+                        tmm_arch_name(g->arch->arch));
+    if (distilled) {
+        TMM_TRY(copy_distilled(t, distilled, &g->distilled));
         g->info.distilled = true;
         g->info.distill_head = distilled->head;
     }
+    TMM_TRY(new_decoder(g, g->model, &g->decoder));
+    TMM_TRY(list_parts(g));
     g->main.model = g->model;
-    return s == TMM_OK ? record_prefill(g, &g->main) : s;
+    return record_prefill(g, &g->main);
 }
 
 tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, const float *params,
@@ -170,6 +233,8 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
         s = tmm_model_write_params(g->model, params);
     if (s == TMM_OK)
         s = tmm_buffer_create(device, (uint64_t)batch * 4, TMM_MEMORY_HOST, &g->lengths);
+    if (s == TMM_OK)
+        s = tmm_buffer_create(device, 4, TMM_MEMORY_HOST, &g->one_length);
     if (s == TMM_OK)
         s = make_decoder(g, distilled);
     if (s == TMM_OK)
@@ -228,9 +293,12 @@ tmm_status tmm_generator_set_toeplitz_impl(tmm_generator *g, tmm_toeplitz_impl i
 {
     g->mixer = impl;
     TMM_TRY(tmm_model_set_toeplitz_impl(g->model, impl));
-    for (int k = 0; k < GEN_MAX_BUCKETS; k++)
+    for (int k = 0; k < GEN_MAX_BUCKETS; k++) {
         if (g->buckets[k].model)
             TMM_TRY(tmm_model_set_toeplitz_impl(g->buckets[k].model, impl));
+        if (g->ones[k].model)
+            TMM_TRY(tmm_model_set_toeplitz_impl(g->ones[k].model, impl));
+    }
     return TMM_OK;
 }
 
@@ -256,6 +324,30 @@ static void crop_params(const tmm_param_table *full, const float *src, const tmm
     }
 }
 
+/* A model of context n_ctx <= n and `batch` sequences from the same weights,
+ * into p->model. */
+static tmm_status prefill_model(tmm_generator *g, uint32_t n_ctx, uint32_t batch, prefiller *p)
+{
+    tmm_model_config c = g->info.config;
+    c.n_ctx = n_ctx;
+    tmm_param_table part;
+    TMM_TRY(tmm_param_table_build(&c, &part));
+    float *cropped = malloc(part.arena_floats * sizeof *cropped);
+    tmm_status s = cropped ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK) {
+        crop_params(tmm_model_table(g->model), g->params, &part, cropped);
+        s = tmm_model_create_impl(g->device, &c, batch, g->mixer, &p->model);
+    }
+    if (s == TMM_OK)
+        s = tmm_model_write_params(p->model, cropped);
+    tmm_mixer *mx = s == TMM_OK ? tmm_model_mixer(p->model) : NULL;
+    if (mx && mx->cls->set_positions) /* the full context's positions (Hyena's filter) */
+        s = mx->cls->set_positions(mx, g->info.config.n_ctx);
+    free(cropped);
+    tmm_param_table_free(&part);
+    return s;
+}
+
 /* The model of bucket k, made on first use. */
 static tmm_status bucket_model(tmm_generator *g, int k, prefiller **out)
 {
@@ -263,27 +355,30 @@ static tmm_status bucket_model(tmm_generator *g, int k, prefiller **out)
     *out = bk;
     if (bk->model)
         return TMM_OK;
-    tmm_model_config c = g->info.config;
-    c.n_ctx = GEN_MIN_BUCKET << k;
-    tmm_param_table part;
-    TMM_TRY(tmm_param_table_build(&c, &part));
-    float *cropped = malloc(part.arena_floats * sizeof *cropped);
-    tmm_status s = cropped ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK) {
-        crop_params(tmm_model_table(g->model), g->params, &part, cropped);
-        s = tmm_model_create_impl(g->device, &c, g->info.batch, g->mixer, &bk->model);
-    }
-    if (s == TMM_OK)
-        s = tmm_model_write_params(bk->model, cropped);
-    tmm_mixer *mx = s == TMM_OK ? tmm_model_mixer(bk->model) : NULL;
-    if (mx && mx->cls->set_positions) /* the full context's positions (Hyena's filter) */
-        s = mx->cls->set_positions(mx, g->info.config.n_ctx);
+    tmm_status s = prefill_model(g, GEN_MIN_BUCKET << k, g->info.batch, bk);
     if (s == TMM_OK)
         s = record_prefill(g, bk);
-    free(cropped);
-    tmm_param_table_free(&part);
     if (s != TMM_OK)
         prefiller_free(bk, true);
+    return s;
+}
+
+/* The one-sequence model of context min(GEN_MIN_BUCKET << k, n) and its
+ * decoder, made on first use. */
+static tmm_status one_model(tmm_generator *g, int k, prefiller **out)
+{
+    prefiller *one = &g->ones[k];
+    *out = one;
+    if (one->model)
+        return TMM_OK;
+    const uint32_t n = g->info.config.n_ctx, ns = (GEN_MIN_BUCKET << k) < n ? GEN_MIN_BUCKET << k : n;
+    tmm_status s = prefill_model(g, ns, 1, one);
+    if (s == TMM_OK)
+        s = new_decoder(g, one->model, &one->decoder);
+    if (s == TMM_OK && tmm_model_mixer(one->model)->cls->state_parts(one->decoder, NULL, 0) != g->n_parts)
+        s = tmm_fail(TMM_ERR_UNSUPPORTED, "a one-sequence decoder lists other parts than the generator's");
+    if (s != TMM_OK)
+        prefiller_free(one, true);
     return s;
 }
 
@@ -370,24 +465,128 @@ tmm_status tmm_generator_step(tmm_generator *g, const uint32_t *tokens, float *l
     return TMM_OK;
 }
 
+/* Sequence b's bytes of a part. */
+static tmm_view part_of(const tmm_decoder_part *p, uint32_t b)
+{
+    return tmm_sub(p->view.buffer, p->view.offset + (uint64_t)b * p->per, p->per);
+}
+
+/* Records and runs what `record` records, once. */
+static tmm_status run_once(tmm_generator *g, tmm_status (*record)(tmm_generator *, tmm_recorder *, const void *),
+                           const void *arg)
+{
+    tmm_recorder *r = NULL;
+    tmm_status s = tmm_recorder_create(g->device, &r);
+    if (s == TMM_OK)
+        s = tmm_recorder_begin(r);
+    if (s == TMM_OK)
+        s = record(g, r, arg);
+    if (s == TMM_OK)
+        s = tmm_recorder_end(r);
+    if (s == TMM_OK)
+        s = tmm_recorder_run(r);
+    tmm_recorder_destroy(r);
+    return s;
+}
+
+/* Zeroes the running state of the sequences flagged in arg (bool [B]). */
+static tmm_status record_zero(tmm_generator *g, tmm_recorder *r, const void *arg)
+{
+    const bool *restart = arg;
+    for (uint32_t b = 0; b < g->info.batch; b++)
+        for (uint32_t i = 0; i < g->n_parts && restart[b]; i++)
+            if (g->parts[i].running)
+                TMM_TRY(tmm_record_fill_u32(r, part_of(&g->parts[i], b), 0));
+    return TMM_OK;
+}
+
+bool tmm_gen_running_state(const tmm_generator *g)
+{
+    for (uint32_t i = 0; i < g->n_parts; i++)
+        if (g->parts[i].running)
+            return true;
+    return false;
+}
+
+/* Before the first prefill or restart every sequence is at position 0. */
+static void start(tmm_generator *g)
+{
+    if (!g->prefilled)
+        memset(g->pos, 0, g->info.batch * sizeof *g->pos);
+    g->prefilled = true;
+}
+
 tmm_status tmm_gen_restart(tmm_generator *g, const bool *restart)
 {
-    const uint32_t B = g->info.batch;
-    const tmm_mixer_class *mc = tmm_model_mixer(g->model)->cls;
-    if (mc == &tmm_mamba2_mixer || mc == &tmm_linear_mixer)
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s decodes from a running state that only a whole prefill sets: its "
-                        "sequences cannot restart one at a time", tmm_arch_name(g->arch->arch));
-    if (!g->prefilled)
-        memset(g->pos, 0, B * sizeof *g->pos);
-    g->prefilled = true;
+    start(g);
     bool any = false;
-    for (uint32_t b = 0; b < B; b++)
+    for (uint32_t b = 0; b < g->info.batch; b++)
         if (restart[b])
             g->pos[b] = 0, any = true;
-    if (!any || !g->info.distilled)
-        return TMM_OK;
-    TMM_TRY(tmm_buffer_write(g->lengths, 0, g->pos, (uint64_t)B * 4));
-    return tmm_recorder_run(g->main.prefill);
+    return any && tmm_gen_running_state(g) ? run_once(g, record_zero, restart) : TMM_OK;
+}
+
+/* The prefill of a one-sequence model into its own decoder, whose parts then
+ * go to sequence b's of the generator's decoder. */
+typedef struct slot_copy {
+    prefiller *one;
+    uint32_t b;
+} slot_copy;
+
+static tmm_status record_slot(tmm_generator *g, tmm_recorder *r, const void *arg)
+{
+    const slot_copy *c = arg;
+    tmm_model *m = c->one->model;
+    const tmm_mixer_class *mc = tmm_model_mixer(m)->cls;
+    tmm_view *x;
+    TMM_TRY(mixer_inputs(m, &x));
+    tmm_decoder_part *from = calloc(g->n_parts ? g->n_parts : 1, sizeof *from);
+    tmm_status s = from ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (s == TMM_OK)
+        s = mc->record_prefill(c->one->decoder, r, tmm_model_mixer(m), x, W(g->one_length));
+    if (s == TMM_OK)
+        mc->state_parts(c->one->decoder, from, g->n_parts);
+    for (uint32_t i = 0; i < g->n_parts && s == TMM_OK; i++) {
+        const tmm_view to = part_of(&g->parts[i], c->b);
+        const uint64_t bytes = from[i].per < to.size ? from[i].per : to.size; /* a shorter context's prefix */
+        s = tmm_record_copy(r, tmm_sub(from[i].view.buffer, from[i].view.offset, bytes),
+                            tmm_sub(to.buffer, to.offset, bytes));
+    }
+    free(from), free(x);
+    return s;
+}
+
+tmm_status tmm_gen_prefill_slot(tmm_generator *g, uint32_t b, const uint32_t *prompt, uint32_t len, uint32_t from,
+                                float *logits)
+{
+    const uint32_t n = g->info.config.n_ctx;
+    if (b >= g->info.batch)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "sequence %u of a batch of %u", b, g->info.batch);
+    if (len == 0 || len > n)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "a prompt of %u tokens; it needs 1 to %u (the model's context)",
+                        len, n);
+    if (from >= len)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "logits from position %u of a prompt of %u tokens", from, len);
+    /* a distilled decoder's exact head must fit the context it prefills */
+    const uint32_t need = g->info.distilled && g->info.distill_head > len ? g->info.distill_head : len;
+    int k = 0;
+    while ((GEN_MIN_BUCKET << k) < need && (GEN_MIN_BUCKET << k) < n)
+        k++;
+    prefiller *one;
+    TMM_TRY(one_model(g, k, &one));
+    const uint32_t ns = tmm_model_table(one->model)->config.n_ctx;
+    memset(g->prompt_tokens, 0, (size_t)ns * sizeof *g->prompt_tokens);
+    memcpy(g->prompt_tokens, prompt, (size_t)len * sizeof *g->prompt_tokens);
+    TMM_TRY(tmm_model_set_batch(one->model, g->prompt_tokens, g->ignore));
+    TMM_TRY(tmm_model_run(one->model, false));
+    if (logits)
+        TMM_TRY(tmm_model_logits_rows(one->model, from, len - from, logits));
+    TMM_TRY(tmm_buffer_write(g->one_length, 0, &len, 4));
+    const slot_copy c = { one, b };
+    TMM_TRY(run_once(g, record_slot, &c));
+    start(g);
+    g->pos[b] = len;
+    return TMM_OK;
 }
 
 tmm_status tmm_tokenize(const tmm_generator *g, const char *text, size_t length, uint32_t **tokens,

@@ -35,14 +35,25 @@ tmm_status tmm_gen_create(tmm_device *device, const tmm_param_table *table, cons
 
 /* Continuous batching (src/serve): every sequence b with restart[b] starts
  * anew, empty, at position 0, while the others keep their positions and
- * state; its tokens then go in through tmm_generator_step, one per step
- * (the prompt too: the only prefill that leaves the other sequences alone).
- * Before the first prefill or restart every sequence is at position 0. A
- * distilled decoder's states are set again from the caches: zero for the
- * restarted sequences, the same arithmetic as the steps' for the others.
- * TMM_ERR_UNSUPPORTED for a mixer whose decoder keeps a running state that
- * only a whole prefill sets (Mamba-2, linear attention). */
+ * state (the running state of the restarted ones, mixer.h, is zeroed); its
+ * tokens then go in through tmm_generator_step, one per step. Before the
+ * first prefill or restart every sequence is at position 0. */
 tmm_status tmm_gen_restart(tmm_generator *g, const bool *restart);
+
+/* Sequence b starts anew with `prompt` (1 <= len <= n_ctx tokens) in one
+ * forward pass of a one-sequence model (the smallest bucket that holds it;
+ * distilled: and its exact head), whose decoder's state is then copied into
+ * slot b: it is at position len, the other sequences keep their positions
+ * and state. logits (when not NULL) receives the rows of the prompt's
+ * positions from .. len - 1 ([len - from, vocab]; the last one predicts the
+ * next token). */
+tmm_status tmm_gen_prefill_slot(tmm_generator *g, uint32_t b, const uint32_t *prompt, uint32_t len, uint32_t from,
+                                float *logits);
+
+/* Whether the decoder keeps a running state (Mamba 2, linear attention,
+ * distilled): its step costs the same at every position, and a restart
+ * zeroes it. */
+bool tmm_gen_running_state(const tmm_generator *g);
 
 /* The commands one decode step records (tmm bench generate). */
 uint32_t tmm_gen_step_commands(const tmm_generator *g);

@@ -264,6 +264,23 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_qkvo_out(&m->base, rec, l, A(dec->o), true, h);
 }
 
+/* Caches only: every layer's keys and values (a ring keeps position t at
+ * t mod W, the activations at t: the same place for t < W). */
+static uint32_t state_parts(tmm_mixer_decoder *dd, tmm_decoder_part *parts, uint32_t max)
+{
+    att_decoder *dec = (att_decoder *)dd;
+    const tmm_model_config *c = config_of(dec->m);
+    const uint64_t per = (uint64_t)dec->sd.capacity * c->d_model * 4;
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        tmm_view kc, vc;
+        caches(dec, l, &kc, &vc);
+        tmm_decoder_part_add(parts, max, &n, kc, per, false);
+        tmm_decoder_part_add(parts, max, &n, vc, per, false);
+    }
+    return n;
+}
+
 /* Each query meets min(t + 1, W) keys (W = n without a window), for its
  * scores and its sum of values: 4 d FLOPs each. */
 static double flops(const tmm_model_config *c, uint64_t *per_step)
@@ -289,4 +306,5 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 const tmm_mixer_class tmm_attention_mixer = {
     TMM_MIXER_SLOTS,
     .declare = tmm_qkvo_declare,
+    .state_parts = state_parts,
 };

@@ -664,6 +664,22 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_op_linear_rows(r, A(dec->g), B, d, d, P(m, l, TMM_HY_OUT_W), P(m, l, TMM_HY_OUT_B), h, true);
 }
 
+/* Caches only: the short convs' windows (conv1d_step reads the inputs before
+ * position 0 as 0) and the long conv's inputs w, of every layer. */
+static uint32_t state_parts(tmm_mixer_decoder *dd, tmm_decoder_part *parts, uint32_t max)
+{
+    hy_decoder *dec = (hy_decoder *)dd;
+    const tmm_model_config *c = config_of(dec->m);
+    const uint64_t d = c->d_model;
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        for (int p = 0; p < PARTS; p++)
+            tmm_decoder_part_add(parts, max, &n, window_of(dec, l, p), (KS - 1) * d * 4, false);
+        tmm_decoder_part_add(parts, max, &n, A(dec->m->layers[l].w), c->n_ctx * d * 4, false);
+    }
+    return n;
+}
+
 /* The long convolutions, d (n + 1) per token; the filter MLP runs once per
  * step for the whole batch, not per token. */
 static double flops(const tmm_model_config *c, uint64_t *per_step)
@@ -683,4 +699,5 @@ const tmm_mixer_class tmm_hyena_mixer = {
     .declare = declare,
     .set_toeplitz_impl = set_impl,
     .set_positions = set_positions,
+    .state_parts = state_parts,
 };

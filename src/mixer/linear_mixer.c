@@ -191,6 +191,20 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_qkvo_out(&m->base, rec, l, A(dec->y), true, h);
 }
 
+/* The running sums S and z of every layer. */
+static uint32_t state_parts(tmm_mixer_decoder *dd, tmm_decoder_part *parts, uint32_t max)
+{
+    lin_decoder *dec = (lin_decoder *)dd;
+    const tmm_model_config *c = config_of(dec->m);
+    const uint64_t d = c->d_model, dh = d / c->heads;
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        tmm_decoder_part_add(parts, max, &n, A(dec->S[l]), d * dh * 4, true);
+        tmm_decoder_part_add(parts, max, &n, A(dec->z[l]), d * 4, true);
+    }
+    return n;
+}
+
 /* The state update and read-out: 4 d (d / heads) per token. */
 static double flops(const tmm_model_config *c, uint64_t *per_step)
 {
@@ -204,4 +218,5 @@ static void describe(const tmm_model_config *c, char *buf, size_t size) { snprin
 const tmm_mixer_class tmm_linear_mixer = {
     TMM_MIXER_SLOTS,
     .declare = tmm_qkvo_declare,
+    .state_parts = state_parts,
 };

@@ -395,6 +395,20 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_op_linear_rows(r, A(dec->y), B, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), none, h, true);
 }
 
+/* The SSM state S (running) and the conv window (the inputs of the last
+ * positions: conv1d_step reads those before position 0 as 0) of every layer. */
+static uint32_t state_parts(tmm_mixer_decoder *dd, tmm_decoder_part *parts, uint32_t max)
+{
+    m2_decoder *dec = (m2_decoder *)dd;
+    const tmm_mamba2_dims dm = dec->m->dm;
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < config_of(dec->m)->n_layers; l++) {
+        tmm_decoder_part_add(parts, max, &n, A(dec->S[l]), (uint64_t)dm.heads * dm.P * dm.N * 4, true);
+        tmm_decoder_part_add(parts, max, &n, A(dec->win[l]), (uint64_t)(KC - 1) * dm.conv * 4, false);
+    }
+    return n;
+}
+
 /* The SSD's state update and read-out over the 2d inner channels. */
 static double flops(const tmm_model_config *c, uint64_t *per_step)
 {
@@ -410,4 +424,5 @@ static void describe(const tmm_model_config *c, char *buf, size_t size)
 const tmm_mixer_class tmm_mamba2_mixer = {
     TMM_MIXER_SLOTS,
     .declare = declare,
+    .state_parts = state_parts,
 };

@@ -111,6 +111,28 @@ tmm_view tmm_mixer_weight(const tmm_mixer *m, uint32_t l, int which);
 /* The activation set of layer l. */
 static inline uint32_t tmm_mixer_set(const tmm_mixer *m, uint32_t layer) { return layer % m->s.act_sets; }
 
+/* A part of a decoder's state: `per` bytes per sequence, sequence b's at
+ * view.offset + b * per. A cache keeps position t's values at a place that
+ * depends on t alone (so a shorter context's part is a prefix of a longer
+ * one's) and the step reads only the positions before its own; a running
+ * state (running: Mamba 2's SSM state, linear attention's sums, distilled
+ * states) is read at every step, so a sequence restarting at position 0
+ * needs it zeroed. */
+typedef struct tmm_decoder_part {
+    tmm_view view;
+    uint64_t per;
+    bool running;
+} tmm_decoder_part;
+
+/* Appends a part to parts[0 .. max) (counting it in *n even past max). */
+static inline void tmm_decoder_part_add(tmm_decoder_part *parts, uint32_t max, uint32_t *n, tmm_view view,
+                                        uint64_t per, bool running)
+{
+    if (*n < max)
+        parts[*n] = (tmm_decoder_part){ view, per, running };
+    (*n)++;
+}
+
 struct tmm_mixer_class {
     /* The config's rules that are this mixer's (the frame checked the rest). */
     tmm_status (*check)(const tmm_model_config *c);
@@ -163,6 +185,13 @@ struct tmm_mixer_class {
      * position pos[b] (uint32 [batch]), the state updated with it. */
     tmm_status (*record_step)(tmm_mixer_decoder *d, const tmm_rec *rec, uint32_t layer, tmm_view pos,
                               tmm_view x, tmm_view h);
+    /* The parts of its state, every byte that its prefill sets per sequence
+     * (at most max into parts; returns how many it has): what moves one
+     * sequence's state between two decoders of the class (the generator's
+     * one-sequence prefill) and what a restart zeroes (the running ones).
+     * Two decoders of one config but for n and batch list the same parts
+     * in the same order. */
+    uint32_t (*state_parts)(tmm_mixer_decoder *d, tmm_decoder_part *parts, uint32_t max);
 };
 
 extern const tmm_mixer_class tmm_toeplitz_mixer;

@@ -444,6 +444,27 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     return tmm_op_axpy(r, 1.0f, mix, h, (uint64_t)B * d);
 }
 
+/* The caches (the Toeplitz inputs) of every layer and, distilled, the
+ * states of its Toeplitz layers (running). */
+static uint32_t state_parts(tmm_mixer_decoder *dd, tmm_decoder_part *parts, uint32_t max)
+{
+    tz_decoder *dec = (tz_decoder *)dd;
+    const tmm_model_config *c = config_of(dec->m);
+    const uint32_t K = c->expanded ? 2u : 1u;
+    uint32_t n = 0;
+    for (uint32_t l = 0; l < c->n_layers; l++)
+        for (uint32_t k = 0; k < K; k++) {
+            tmm_decoder_part_add(parts, max, &n, k ? dec->cache2[l] : dec->cache1[l],
+                                 (uint64_t)c->n_ctx * c->d_model * 4, false);
+            if (dec->modes) {
+                const tmm_tz_ssm_desc sd = ssm_desc(dec, l, k);
+                tmm_decoder_part_add(parts, max, &n, A(dec->state[2 * l + k]),
+                                     tmm_tz_ssm_state_floats(&sd) / sd.tz.batch * 4, true);
+            }
+        }
+    return n;
+}
+
 static double flops(const tmm_model_config *c, uint64_t *per_step)
 {
     *per_step = 0;
@@ -462,4 +483,5 @@ const tmm_mixer_class tmm_toeplitz_mixer = {
     TMM_MIXER_SLOTS,
     .declare = declare,
     .set_toeplitz_impl = set_impl,
+    .state_parts = state_parts,
 };

@@ -87,15 +87,29 @@ static void rate_advance(serve_metrics *m, double now)
         m->rate_second = s;
 }
 
-void serve_metrics_step(serve_metrics *m, double seconds, uint32_t tokens, uint32_t prompt, double now)
+/* Counts tokens generated now (lock held). */
+static void generated(serve_metrics *m, uint32_t tokens, double now)
+{
+    m->generated_tokens += tokens;
+    rate_advance(m, now);
+    m->rate[m->rate_second % SERVE_RATE_WINDOW] += tokens;
+}
+
+void serve_metrics_step(serve_metrics *m, double seconds, uint32_t tokens, double now)
 {
     pthread_mutex_lock(&m->lock);
     m->steps++;
     m->step_seconds += seconds;
-    m->generated_tokens += tokens;
-    (void)prompt;
-    rate_advance(m, now);
-    m->rate[m->rate_second % SERVE_RATE_WINDOW] += tokens;
+    generated(m, tokens, now);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void serve_metrics_prefill(serve_metrics *m, double seconds, uint32_t tokens, double now)
+{
+    pthread_mutex_lock(&m->lock);
+    m->prefills++;
+    m->prefill_seconds += seconds;
+    generated(m, tokens, now);
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -185,6 +199,9 @@ bool serve_metrics_render(serve_metrics *m, const char *model, tmm_bytes *b)
     ok = ok && one(b, "tmm_decode_steps_total", "counter", "Decode steps run (every busy slot advances by one).",
                    (double)m->steps);
     ok = ok && one(b, "tmm_decode_step_seconds_total", "counter", "Seconds spent in decode steps.", m->step_seconds);
+    ok = ok && one(b, "tmm_prefills_total", "counter", "Prompts prefilled (each in one pass into its slot).",
+                   (double)m->prefills);
+    ok = ok && one(b, "tmm_prefill_seconds_total", "counter", "Seconds spent in prefills.", m->prefill_seconds);
     ok = ok && one(b, "tmm_cancelled_sequences_total", "counter",
                    "Sequences stopped early because their client went away.", (double)m->cancelled);
     ok = ok && one(b, "tmm_queue_depth", "gauge", "Sequences waiting for a slot.", m->queue_depth);

@@ -28,8 +28,8 @@ typedef struct serve_metrics {
     pthread_mutex_t lock;
     double start;                                 /* seconds, monotonic */
     uint64_t requests[SERVE_ENDPOINTS][SERVE_CODES];
-    uint64_t prompt_tokens, generated_tokens, steps, cancelled;
-    double step_seconds;
+    uint64_t prompt_tokens, generated_tokens, steps, prefills, cancelled;
+    double step_seconds, prefill_seconds;
     serve_hist ttft, itl, e2e;
     uint64_t rate[SERVE_RATE_WINDOW];             /* tokens generated per second, ring */
     int64_t rate_second;                          /* the second rate's newest entry counts */
@@ -53,8 +53,10 @@ void serve_metrics_request(serve_metrics *m, serve_endpoint ep, int status);
 void serve_metrics_first_token(serve_metrics *m, double ttft);
 /* A sequence finished after `e2e` seconds. */
 void serve_metrics_finished(serve_metrics *m, double e2e, bool cancelled);
-/* One decode step of `seconds` made `tokens` new tokens (and fed `prompt` prompt tokens). */
-void serve_metrics_step(serve_metrics *m, double seconds, uint32_t tokens, uint32_t prompt, double now);
+/* One decode step of `seconds` made `tokens` new tokens. */
+void serve_metrics_step(serve_metrics *m, double seconds, uint32_t tokens, double now);
+/* One prompt's prefill of `seconds` made `tokens` (its first, or none). */
+void serve_metrics_prefill(serve_metrics *m, double seconds, uint32_t tokens, double now);
 void serve_metrics_itl(serve_metrics *m, double seconds);
 void serve_metrics_gauges(serve_metrics *m, uint32_t queue_depth, uint32_t slots_busy);
 void serve_metrics_in_flight(serve_metrics *m, int delta);

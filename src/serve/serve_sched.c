@@ -20,9 +20,12 @@ struct serve_sched {
     serve_seq *head, *tail;   /* the queue, first come first served */
     uint32_t queued, busy;
     serve_seq **slot;         /* [B]: the sequence in each slot, or NULL */
-    bool *restart;            /* [B] */
+    bool *restart;            /* [B]: idle slots to bring back to position 0 */
+    bool *admitted;           /* [B]: slots filled this turn, to prefill */
     uint32_t *tokens;         /* [B] */
     float *logits;            /* [B, V] */
+    float *rows;              /* a prefill's rows of logits [rows_cap, V] */
+    uint32_t rows_cap;
     tmm_bytes scratch;        /* one token's text */
     double seq_seconds;       /* a sequence's time in its slot, averaged (Retry-After) */
 };
@@ -173,7 +176,7 @@ static void reap_and_admit(serve_sched *s)
         q->slot = b;
         s->slot[b] = q;
         s->busy++;
-        s->restart[b] = true;
+        s->admitted[b] = true;
     }
     serve_metrics_gauges(s->metrics, s->queued, s->busy);
 }
@@ -267,18 +270,69 @@ static void fail_active(serve_sched *s, const char *error)
             end_seq(s, s->slot[b], NULL, error);
 }
 
-/* Restarts the admitted slots and the idle ones, then one step of every
- * slot. An idle slot is kept at position 0, where its exact step costs
- * least (the cached dot product is O(position)); a distilled one, whose
- * step costs the same anywhere and whose restart recomputes every state,
- * only before it would reach the context's end and stop the step. */
+/* Publishes stage st of slot b, whose sequence is q, under the lock: false
+ * when that ended it. */
+static bool publish_one(serve_sched *s, uint32_t b, const serve_seq *q, const stage *st)
+{
+    pthread_mutex_lock(&s->lock);
+    publish(s, b, st);
+    const bool going = s->slot[b] == q;
+    pthread_mutex_unlock(&s->lock);
+    return going;
+}
+
+/* The prompts of the sequences admitted this turn, each in one pass into
+ * its slot (tmm_gen_prefill_slot) while the other slots keep their state:
+ * the rows of its positions give the echoed prompt's log-probabilities (when
+ * asked for) and the last one the first token. Runs without the lock, as
+ * the step does; takes it to publish. */
+static void prefill_admitted(serve_sched *s, stage *st)
+{
+    for (uint32_t b = 0; b < s->B; b++) {
+        serve_seq *q = s->slot[b];
+        if (!s->admitted[b] || !q)
+            continue;
+        s->admitted[b] = false;
+        const uint32_t len = q->prompt_len, from = q->job->echo && q->job->logprobs ? 0 : len - 1;
+        const double t0 = serve_now();
+        tmm_status rc = TMM_OK;
+        if (len - from > s->rows_cap) {
+            float *rows = realloc(s->rows, (size_t)(len - from) * s->V * sizeof *rows);
+            rc = rows ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+            if (rows)
+                s->rows = rows, s->rows_cap = len - from;
+        }
+        if (rc == TMM_OK)
+            rc = tmm_gen_prefill_slot(s->gen, b, q->prompt, len, from, s->rows);
+        const double t1 = serve_now();
+        uint32_t made = 0;
+        q->fed = from; /* each row advances the sequence by one prompt token */
+        for (uint32_t r = 0; r < len - from; r++) {
+            memset(&st[b], 0, sizeof st[b]);
+            if (rc != TMM_OK)
+                snprintf(st[b].error, sizeof st[b].error, "the generator failed: %s", tmm_last_error());
+            else if (advance(s, b, s->rows + (size_t)r * s->V, t1, &st[b]) != TMM_OK)
+                snprintf(st[b].error, sizeof st[b].error, "%s", tmm_last_error());
+            made += st[b].token;
+            if (!publish_one(s, b, q, &st[b]))
+                break;
+        }
+        serve_metrics_prefill(s->metrics, t1 - t0, made, t1);
+    }
+}
+
+/* One step of every slot, after restarting the idle ones: an idle slot is
+ * kept at position 0, where its exact step costs least (the cached dot
+ * product is O(position)); one with a running state (Mamba 2, linear
+ * attention, distilled), whose step costs the same anywhere, only before it
+ * would reach the context's end and stop the step. */
 static tmm_status step(serve_sched *s)
 {
     bool any = false;
-    const bool distilled = tmm_generator_get_info(s->gen)->distilled;
+    const bool running = tmm_gen_running_state(s->gen);
     for (uint32_t b = 0; b < s->B; b++) {
         const uint32_t pos = tmm_generator_position(s->gen, b);
-        if (!s->slot[b] && (pos >= s->n_ctx || (!distilled && pos > 0)))
+        if (!s->slot[b] && (pos >= s->n_ctx || (!running && pos > 0)))
             s->restart[b] = true;
         any = any || s->restart[b];
     }
@@ -301,14 +355,15 @@ static void *run(void *arg)
             pthread_cond_wait(&s->wake, &s->lock);
             continue;
         }
-        uint32_t prompt = 0;
-        for (uint32_t b = 0; b < s->B; b++) {
-            const serve_seq *q = s->slot[b];
-            s->tokens[b] = !q ? 0 : q->fed < q->prompt_len ? q->prompt[q->fed] : q->last;
-            prompt += q && q->fed < q->prompt_len;
-        }
         pthread_mutex_unlock(&s->lock);
         /* the slots are this thread's: only it fills and empties them */
+        prefill_admitted(s, st);
+        pthread_mutex_lock(&s->lock);
+        if (s->busy == 0) /* every one ended at its prefill */
+            continue;
+        for (uint32_t b = 0; b < s->B; b++)
+            s->tokens[b] = s->slot[b] ? s->slot[b]->last : 0;
+        pthread_mutex_unlock(&s->lock);
         const double t0 = serve_now();
         tmm_status rc = step(s);
         const double t1 = serve_now();
@@ -329,7 +384,7 @@ static void *run(void *arg)
             for (uint32_t b = 0; b < s->B; b++)
                 if (s->slot[b])
                     publish(s, b, &st[b]);
-        serve_metrics_step(s->metrics, t1 - t0, made, prompt, t1);
+        serve_metrics_step(s->metrics, t1 - t0, made, t1);
     }
     /* shutting down: nothing queued or running survives */
     fail_active(s, "the server is shutting down");
@@ -360,18 +415,12 @@ tmm_status serve_sched_create(tmm_generator *gen, serve_metrics *metrics, uint32
     s->B = info->batch, s->V = info->config.vocab, s->n_ctx = info->config.n_ctx, s->eot = info->eot;
     s->slot = calloc(s->B, sizeof *s->slot);
     s->restart = calloc(s->B, sizeof *s->restart);
+    s->admitted = calloc(s->B, sizeof *s->admitted);
     s->tokens = calloc(s->B, sizeof *s->tokens);
     s->logits = malloc((size_t)s->B * s->V * sizeof *s->logits);
-    tmm_status rc = s->slot && s->restart && s->tokens && s->logits
+    tmm_status rc = s->slot && s->restart && s->admitted && s->tokens && s->logits
                         ? TMM_OK
                         : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    /* a mixer that cannot restart one sequence is refused here, before any request */
-    if (rc == TMM_OK) {
-        for (uint32_t b = 0; b < s->B; b++)
-            s->restart[b] = true;
-        rc = tmm_gen_restart(gen, s->restart);
-        memset(s->restart, 0, s->B * sizeof *s->restart);
-    }
     if (rc == TMM_OK) {
         pthread_mutex_init(&s->lock, NULL);
         pthread_cond_init(&s->wake, NULL);
@@ -385,7 +434,7 @@ tmm_status serve_sched_create(tmm_generator *gen, serve_metrics *metrics, uint32
         }
     }
     if (rc != TMM_OK) {
-        free(s->slot), free(s->restart), free(s->tokens), free(s->logits);
+        free(s->slot), free(s->restart), free(s->admitted), free(s->tokens), free(s->logits);
         free(s);
         return rc;
     }
@@ -412,7 +461,8 @@ void serve_sched_destroy(serve_sched *s)
     serve_sched_stop(s);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
-    free(s->slot), free(s->restart), free(s->tokens), free(s->logits), free(s->scratch.data);
+    free(s->slot), free(s->restart), free(s->admitted), free(s->tokens), free(s->logits), free(s->rows);
+    free(s->scratch.data);
     free(s);
 }
 

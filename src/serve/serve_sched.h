@@ -1,10 +1,10 @@
 /* Continuous batching (docs/serve.md "Scheduling"): one thread owns the
  * generator and its `batch` slots. Each turn it admits waiting sequences
- * into free slots (tmm_gen_restart: the slot starts empty at position 0),
- * then runs one decode step for every slot: a slot still reading its prompt
- * takes the next prompt token, the others their last sampled token. So a
- * new request is prefilled while the others keep decoding, one token per
- * step, and a finished or abandoned sequence frees its slot at once.
+ * into free slots, prefills each one's prompt in one pass into its slot
+ * (tmm_gen_prefill_slot: the other slots keep their state), then runs one
+ * decode step for every slot, each fed its last sampled token. So a new
+ * request is prefilled while the others keep decoding, and a finished or
+ * abandoned sequence frees its slot at once.
  *
  * Each sequence samples with its own sampler (seed, and the draw number of
  * its token), and the step computes every row from that row's tokens alone:
