@@ -235,15 +235,17 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
         tmm_pipeline *p = pipes[flags];
         if (!p) {
             /* ids 3-8; FLAGS (id 7) is the register variant's only */
-            uint32_t spec[6] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags, b.elem };
+            const bool epi = desc->epilogue != TMM_MATMUL_EPI_NONE;
+            uint32_t spec[7] = { desc->trans_a, desc->trans_b, has_bias && !epi, desc->accumulate, flags, b.elem,
+                                 desc->epilogue };
             if (reg)
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 6, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 7, &p));
             else
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 6, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 7, &p));
             pipes[flags] = p;
         }
         tmm_arg args[4] = { tmm_in(va), tmm_in(vb), tmm_in(vbias),
-                            desc->accumulate ? tmm_inout(vc) : tmm_out(vc) };
+                            desc->accumulate || desc->epilogue ? tmm_inout(vc) : tmm_out(vc) };
         uint32_t gx, gy;
         if (reg) {
             uint32_t block = flags & BIG_BLOCK ? REG_BIG : REG_SMALL;
@@ -367,12 +369,21 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: c overlaps %s; the output must not alias an input",
                         overlaps(&oa, &oc) ? "a" : overlaps(&ob, &oc) ? "b" : "bias");
 
+    if ((unsigned)desc->epilogue > TMM_MATMUL_EPI_GELU_GRAD)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown epilogue %d", (int)desc->epilogue);
+    if (desc->epilogue && (!has_bias || desc->accumulate))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: an activation's gradient epilogue needs the bias and "
+                        "no accumulate");
+
     const uint64_t f = tmm_op_binding_floats(dev);
     if (f == 0)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: the device's maxStorageBufferRange (%llu bytes) holds no "
                         "float", (unsigned long long)dev->info.max_storage_buffer_range);
     if (g.span_a <= f && g.span_b <= f && g.span_c <= f && (!has_bias || n <= f) && k <= MATMUL_MAX_K)
         return record_batches(r, desc, variant, a, b, bias, c);
+    if (desc->epilogue) /* blocks of k would apply it to partial sums */
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: an epilogue needs one pass, but a matrix is larger than a "
+                        "binding or k = %llu is above %u", (unsigned long long)k, MATMUL_MAX_K);
     /* a single matrix is larger than a binding, or k is too long for one sum: each batch in blocks */
     for (uint32_t i = 0; i < batch; i++)
         TMM_TRY(record_blocks(r, desc, variant, tmm_op_sub(a, i * oa.stride, g.span_a),
@@ -399,4 +410,19 @@ tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t r
 {
     tmm_matmul_desc d = { .m = out, .n = in, .k = rows, .trans_a = true, .batch = 1 };
     return tmm_op_matmul(r, &d, dy, x, (tmm_view){ 0 }, dw);
+}
+
+bool tmm_op_linear_dx_act_fits(const tmm_device *dev, uint32_t rows, uint32_t in, uint32_t out)
+{
+    const uint64_t f = tmm_op_binding_floats(dev);
+    return out <= MATMUL_MAX_K && (uint64_t)rows * out <= f && (uint64_t)out * in <= f && (uint64_t)rows * in <= f;
+}
+
+tmm_status tmm_op_linear_dx_act(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                                tmm_view b, tmm_matmul_epilogue act, tmm_view a)
+{
+    if (act == TMM_MATMUL_EPI_NONE)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "linear_dx_act: no activation");
+    tmm_matmul_desc d = { .m = rows, .n = in, .k = out, .batch = 1, .epilogue = act };
+    return tmm_op_matmul(r, &d, dy, w, b, a);
 }
