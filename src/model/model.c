@@ -520,13 +520,26 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     const uint32_t ea = swiglu ? 2 * e : e;
     tmm_recorder *r = rec->r;
     tmm_view ge = A(m->ge);
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, W(m, bp->mlp_out_w), ge, false));
+    /* SiLU and GELU in the product's epilogue when it takes one pass: da over
+     * the pre-activation (not needed again), the bias gradient its column sums */
+    const bool fused = !swiglu && tmm_op_linear_dx_act_fits(tmm_recorder_device(r), N, e, d);
+    if (fused) {
+        const tmm_matmul_epilogue act =
+            m->arch->mlp == TMM_MLP_GELU ? TMM_MATMUL_EPI_GELU_GRAD : TMM_MATMUL_EPI_SILU_GRAD;
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx_act(r, dh, N, e, d, W(m, bp->mlp_out_w),
+                                                           P(m, bp->mlp_in_b), act, A(a->mlp_a)));
+    } else {
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, W(m, bp->mlp_out_w), ge, false));
+    }
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->mlp_z), N, e, d, G(m, bp->mlp_out_w)));
     if (bp->mlp_out_b >= 0)
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, bp->mlp_out_b)));
     /* da: the gradient of the pre-activation (SwiGLU's over its own input, which is not needed again) */
     tmm_view da = ge;
-    if (swiglu) {
+    if (fused) {
+        da = A(a->mlp_a);
+        TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, da, N, e, rec->scratch, G(m, bp->mlp_in_b)));
+    } else if (swiglu) {
         da = A(a->mlp_a);
         TMM_REC_OP(rec, "swiglu bwd", tmm_op_swiglu_backward(r, A(a->mlp_a), ge, N, e, da));
     } else if (m->arch->mlp == TMM_MLP_GELU) {
