@@ -9,7 +9,8 @@
 //      og[(seg0 + s) d + c], ob[...] for tmm_op_sum_cols;
 //   2. after a barrier (dx may alias dy, which step 1 reads), invocation t
 //      takes row t of the segment: its sums of g and g * xhat in column
-//      order, then dx = rstd * (g - (sum_g + xhat * sum_gx) / d).
+//      order, then dx = rstd * (g - (sum_g + xhat * sum_gx) / d), or with
+//      add_dx dx += that (a residual's gradient; dx then does not alias dy).
 // The sums are those of layernorm_bwd_params and layernorm_bwd_rows, in the
 // same order. Loop iterations per invocation: at most 1024 (columns) + 2048 (row).
 #include "loop_limit.glsl"
@@ -23,7 +24,7 @@ layout(std430, binding = 5) buffer OG { float og[]; };
 layout(std430, binding = 6) buffer OB { float ob[]; };
 layout(std430, binding = 7) buffer DX { float dx[]; };
 layout(push_constant) uniform Push {
-    uint rows, d, seg0, direct, accumulate;
+    uint rows, d, seg0, direct, accumulate, add_dx;
     uint base_x, base_dy, base_m, base_r, base_dx;
 } p;
 
@@ -66,6 +67,7 @@ void main()
     for (uint c = 0; c < p.d; c++) {
         float xhat = (x[bx + c] - m) * rs;
         float g = dy[bdy + c] * gamma[c];
-        dx[bdx + c] = rs * (g - fma(xhat, sgx, sg));
+        float v = rs * (g - fma(xhat, sgx, sg));
+        dx[bdx + c] = p.add_dx != 0u ? dx[bdx + c] + v : v;
     }
 }

@@ -7,7 +7,8 @@
 //      accumulate), else to og[(seg0 + s) d + c] for tmm_op_sum_cols;
 //   2. after a barrier (dx may alias dy, which step 1 reads), invocation t
 //      takes row t of the segment: its sum of dy * g * xhat in column order,
-//      then dx = rstd * (dy * g - xhat * sum / d).
+//      then dx = rstd * (dy * g - xhat * sum / d), or with add_dx dx += that
+//      (a residual's gradient; dx then does not alias dy).
 // The sums are those of rmsnorm_bwd_params and rmsnorm_bwd_rows, in the same
 // order. Loop iterations per invocation: at most 1024 (columns) + 2048 (row).
 #include "loop_limit.glsl"
@@ -19,7 +20,7 @@ layout(std430, binding = 3) readonly buffer Rstd { float rstd[]; };
 layout(std430, binding = 4) buffer OG { float og[]; };
 layout(std430, binding = 5) buffer DX { float dx[]; };
 layout(push_constant) uniform Push {
-    uint rows, d, seg0, direct, accumulate;
+    uint rows, d, seg0, direct, accumulate, add_dx;
     uint base_x, base_dy, base_r, base_dx;
 } p;
 
@@ -48,6 +49,7 @@ void main()
     const float m = sum / float(p.d);
     for (uint c = 0; c < p.d; c++) {
         float xhat = x[bx + c] * rs;
-        dx[bdx + c] = rs * fma(-xhat, m, dy[bdy + c] * g[c]);
+        float v = rs * fma(-xhat, m, dy[bdy + c] * g[c]);
+        dx[bdx + c] = p.add_dx != 0u ? dx[bdx + c] + v : v;
     }
 }

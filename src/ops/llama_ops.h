@@ -62,6 +62,12 @@ tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint3
 uint64_t tmm_op_rmsnorm_backward_scratch(uint32_t rows, uint32_t d);
 tmm_status tmm_op_rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy, uint32_t rows,
                                    uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx, tmm_view dg);
+/* The same, with the residual's gradient added: dh += dx, in the fused
+ * kernel's pass. dh must not overlap dy; above TMM_NN_NORM_FUSED_MAX_D, dx is
+ * computed over dy, then added. */
+tmm_status tmm_op_rmsnorm_backward_residual(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy,
+                                            uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch, tmm_view dh,
+                                            tmm_view dg);
 tmm_status tmm_op_rmsnorm_backward_unfused(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy,
                                            uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx,
                                            tmm_view dg);

@@ -198,21 +198,21 @@ static tmm_status record_phases(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm
 /* The fused kernel over the rows of one binding: a workgroup per segment. */
 static tmm_status record_fused(tmm_recorder *r, tmm_pipeline *pf, nn_bind bx, nn_bind bdy, tmm_view gamma, nn_bind bm,
                                nn_bind br, nn_bind bdx, const tmm_view planes[2], uint32_t nr, uint32_t d,
-                               uint32_t seg0, bool direct, bool accumulate)
+                               uint32_t seg0, bool direct, bool accumulate, bool add_dx)
 {
     struct {
-        uint32_t rows, d, seg0, direct, accumulate, base_x, base_dy, base_m, base_r, base_dx;
-    } push = { .rows = nr, .d = d, .seg0 = seg0, .direct = direct, .accumulate = accumulate, .base_x = bx.base,
-               .base_dy = bdy.base, .base_m = bm.base, .base_r = br.base, .base_dx = bdx.base };
+        uint32_t rows, d, seg0, direct, accumulate, add_dx, base_x, base_dy, base_m, base_r, base_dx;
+    } push = { .rows = nr, .d = d, .seg0 = seg0, .direct = direct, .accumulate = accumulate, .add_dx = add_dx,
+               .base_x = bx.base, .base_dy = bdy.base, .base_m = bm.base, .base_r = br.base, .base_dx = bdx.base };
     tmm_access acc = direct && accumulate ? TMM_READ_WRITE : TMM_WRITE;
     tmm_arg args[8] = { tmm_in(bx.view),   tmm_in(bdy.view), tmm_in(gamma),        tmm_in(bm.view),
-                        tmm_in(br.view), { planes[0], acc }, { planes[1], acc }, tmm_out(bdx.view) };
+                        tmm_in(br.view), { planes[0], acc }, { planes[1], acc }, { bdx.view, add_dx ? TMM_READ_WRITE : TMM_WRITE } };
     return tmm_record_dispatch(r, pf, args, 8, &push, tmm_div_up(nr, TMM_NN_COL_SEG), 1, 1);
 }
 
 static tmm_status layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean, tmm_view rstd,
                                      tmm_view dy, uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch,
-                                     tmm_view dx, tmm_view dgamma, tmm_view dbeta, bool fuse)
+                                     tmm_view dx, tmm_view dgamma, tmm_view dbeta, bool fuse, bool add_dx)
 {
     static const char *op = "layernorm_backward";
     if (d == 0)
@@ -260,15 +260,21 @@ static tmm_status layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
 
     if (fuse && d <= TMM_NN_NORM_FUSED_MAX_D) {
         tmm_pipeline *pf;
-        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_layernorm_bwd_fused, 8, 40, local_seg, NULL, 0, &pf));
+        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_layernorm_bwd_fused, 8, 44, local_seg, NULL, 0, &pf));
         uint32_t seg0 = 0;
         for (uint64_t r0 = 0; r0 < rows; r0 += per) {
             uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
             TMM_TRY(record_fused(r, pf, nn_rows(dev, x, r0, nr, d), nn_rows(dev, dy, r0, nr, d), gamma,
                                  nn_rows(dev, mean, r0, nr, 1), nn_rows(dev, rstd, r0, nr, 1),
-                                 nn_rows(dev, dx, r0, nr, d), planes, nr, d, seg0, direct, accumulate));
+                                 nn_rows(dev, dx, r0, nr, d), planes, nr, d, seg0, direct, accumulate, add_dx));
             seg0 += tmm_div_up(nr, TMM_NN_COL_SEG);
         }
+    } else if (add_dx) { /* dx into dy, then added */
+        if (n > UINT32_MAX)
+            return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %llu elements with d above %u", op, (unsigned long long)n,
+                            TMM_NN_NORM_FUSED_MAX_D);
+        TMM_TRY(record_phases(r, x, gamma, mean, rstd, dy, rows, d, accumulate, dy, sums, part, planes, per, direct));
+        TMM_TRY(tmm_op_axpy(r, 1.0f, dy, dx, (uint32_t)n));
     } else {
         TMM_TRY(record_phases(r, x, gamma, mean, rstd, dy, rows, d, accumulate, dx, sums, part, planes, per, direct));
     }
@@ -281,12 +287,24 @@ tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma
                                      tmm_view dy, uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch,
                                      tmm_view dx, tmm_view dgamma, tmm_view dbeta)
 {
-    return layernorm_backward(r, x, gamma, mean, rstd, dy, rows, d, accumulate, scratch, dx, dgamma, dbeta, true);
+    return layernorm_backward(r, x, gamma, mean, rstd, dy, rows, d, accumulate, scratch, dx, dgamma, dbeta, true,
+                              false);
+}
+
+tmm_status tmm_op_layernorm_backward_residual(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean,
+                                              tmm_view rstd, tmm_view dy, uint32_t rows, uint32_t d, bool accumulate,
+                                              tmm_view scratch, tmm_view dh, tmm_view dgamma, tmm_view dbeta)
+{
+    if (dy.buffer == dh.buffer && dy.offset < dh.offset + dh.size && dh.offset < dy.offset + dy.size)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "layernorm_backward_residual: dh overlaps dy");
+    return layernorm_backward(r, x, gamma, mean, rstd, dy, rows, d, accumulate, scratch, dh, dgamma, dbeta, true,
+                              true);
 }
 
 tmm_status tmm_op_layernorm_backward_unfused(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean,
                                              tmm_view rstd, tmm_view dy, uint32_t rows, uint32_t d, bool accumulate,
                                              tmm_view scratch, tmm_view dx, tmm_view dgamma, tmm_view dbeta)
 {
-    return layernorm_backward(r, x, gamma, mean, rstd, dy, rows, d, accumulate, scratch, dx, dgamma, dbeta, false);
+    return layernorm_backward(r, x, gamma, mean, rstd, dy, rows, d, accumulate, scratch, dx, dgamma, dbeta, false,
+                              false);
 }

@@ -130,6 +130,12 @@ uint64_t tmm_op_layernorm_backward_scratch(uint32_t rows, uint32_t d);
 tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean, tmm_view rstd,
                                      tmm_view dy, uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch,
                                      tmm_view dx, tmm_view dgamma, tmm_view dbeta);
+/* The same, with the residual's gradient added: dh += dx (the block's
+ * h = h + F(Norm(h))), in the fused kernel's pass. dh must not overlap dy;
+ * above TMM_NN_NORM_FUSED_MAX_D, dx is computed over dy, then added. */
+tmm_status tmm_op_layernorm_backward_residual(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean,
+                                              tmm_view rstd, tmm_view dy, uint32_t rows, uint32_t d, bool accumulate,
+                                              tmm_view scratch, tmm_view dh, tmm_view dgamma, tmm_view dbeta);
 tmm_status tmm_op_layernorm_backward_unfused(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean,
                                              tmm_view rstd, tmm_view dy, uint32_t rows, uint32_t d, bool accumulate,
                                              tmm_view scratch, tmm_view dx, tmm_view dgamma, tmm_view dbeta);
