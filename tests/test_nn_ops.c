@@ -424,7 +424,8 @@ static void check_layernorm_residual(uint32_t rows, uint32_t d, uint64_t seed)
     assert_same_bits("layernorm dh += dx, fused and unfused", bdh[0], bdh[1], n);
     assert_same_bits("layernorm dgamma with the residual", bdg[0], bdg[1], d);
     assert_same_bits("layernorm dbeta with the residual", bdb[0], bdb[1], d);
-    tmm_buffer *bufs[] = { bx, bg, bb, by, bm, brs, sc, bdy[0], bdy[1], bdh[0], bdh[1], bdg[0], bdg[1], bdb[0], bdb[1] };
+    tmm_buffer *bufs[] = { bx,     bg,     bb,     by,     bm,     brs,    sc,    bdy[0],
+                           bdy[1], bdh[0], bdh[1], bdg[0], bdg[1], bdb[0], bdb[1] };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         tmm_buffer_destroy(bufs[i]);
     free(x), free(g), free(dy), free(h0);

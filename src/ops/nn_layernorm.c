@@ -205,8 +205,9 @@ static tmm_status record_fused(tmm_recorder *r, tmm_pipeline *pf, nn_bind bx, nn
     } push = { .rows = nr, .d = d, .seg0 = seg0, .direct = direct, .accumulate = accumulate, .add_dx = add_dx,
                .base_x = bx.base, .base_dy = bdy.base, .base_m = bm.base, .base_r = br.base, .base_dx = bdx.base };
     tmm_access acc = direct && accumulate ? TMM_READ_WRITE : TMM_WRITE;
+    tmm_access out = add_dx ? TMM_READ_WRITE : TMM_WRITE;
     tmm_arg args[8] = { tmm_in(bx.view),   tmm_in(bdy.view), tmm_in(gamma),        tmm_in(bm.view),
-                        tmm_in(br.view), { planes[0], acc }, { planes[1], acc }, { bdx.view, add_dx ? TMM_READ_WRITE : TMM_WRITE } };
+                        tmm_in(br.view), { planes[0], acc }, { planes[1], acc }, { bdx.view, out } };
     return tmm_record_dispatch(r, pf, args, 8, &push, tmm_div_up(nr, TMM_NN_COL_SEG), 1, 1);
 }
 
