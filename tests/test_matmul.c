@@ -692,3 +692,22 @@ H_TEST(matmul_epilogue, bad_arguments)
     cr_assert(strstr(tmm_last_error(), "unknown epilogue"), "%s", tmm_last_error());
     tmm_buffer_destroy(ba), tmm_buffer_destroy(bb), tmm_buffer_destroy(bc), tmm_buffer_destroy(bbias);
 }
+
+/* The register kernel sums Aᵀ·B in blocks of 2048 of k (matmul.c,
+ * REG_TRANS_A_MAX_K): k past one and several blocks, with bias and
+ * accumulation (the bias in the first block only), the large blocks, and a
+ * batched one (which keeps one sum). */
+H_TEST(matmul_register, trans_a_in_blocks_of_k)
+{
+    tmm_matmul_desc d1 = { .m = 37, .n = 45, .k = 2049, .trans_a = true, .variant = TMM_MATMUL_REGISTER };
+    check(&d1, &(mm_opts){ .bias = true }, 951);
+    tmm_matmul_desc d2 = { .m = 13, .n = 9, .k = 6000, .trans_a = true, .accumulate = true,
+                           .variant = TMM_MATMUL_REGISTER };
+    check(&d2, &(mm_opts){ .bias = true }, 952);
+    tmm_matmul_desc d3 = { .m = 128, .n = 100, .k = 4500, .trans_a = true, .trans_b = true,
+                           .variant = TMM_MATMUL_REGISTER };
+    check(&d3, &(mm_opts){ 0 }, 953);
+    tmm_matmul_desc d4 = { .m = 20, .n = 7, .k = 2100, .trans_a = true, .batch = 2, .stride_a = 20 * 2100,
+                           .stride_b = 7 * 2100, .stride_c = 150, .variant = TMM_MATMUL_REGISTER };
+    check(&d4, &(mm_opts){ .bias = true }, 954);
+}

@@ -53,7 +53,8 @@ const char *tmm_matmul_variant_name(tmm_matmul_variant v);
  * (matmul_common.glsl): C = (the product) * act'(C + bias), in place, where
  * C holds the activation's input less its bias (the view `bias`, not added).
  * Needs a bias, no accumulate, and a matmul of one pass (batches that fit a
- * binding each, k <= 16384): otherwise TMM_ERR_UNSUPPORTED. */
+ * binding each, k within one dispatch's sum: 16384, 2048 for the register
+ * kernel's trans_a): otherwise TMM_ERR_UNSUPPORTED. */
 typedef enum tmm_matmul_epilogue {
     TMM_MATMUL_EPI_NONE = 0,
     TMM_MATMUL_EPI_SILU_GRAD,
