@@ -1,4 +1,5 @@
-// The exact GELU's Gaussian CDF, shared by the GELU kernels and the decode step's fused linear.
+// The exact GELU's Gaussian CDF and derivative, shared by the GELU kernels, the
+// decode step's fused linear and the matmul's gradient epilogue.
 #ifndef GELU_GLSL
 #define GELU_GLSL
 #include "exp_acc.glsl"
@@ -22,5 +23,12 @@ float phi_cdf(float a, out float g)
     float h = 0.5 * t * exp_acc(hi, lo + poly);   // erfc(|a| / sqrt 2) / 2
     g = exp_acc(hi, lo);
     return a < 0.0 ? h : 1.0 - h;
+}
+
+// gelu'(a) = Phi(a) + a exp(-a^2 / 2) / sqrt(2 pi)
+float gelu_grad(float a)
+{
+    float g, c = phi_cdf(a, g);
+    return fma(a * 0.39894228, g, c);
 }
 #endif

@@ -11,11 +11,6 @@ layout(push_constant) uniform Push { uint n, d, has_b, base_x, base_dy, base_dx;
 
 #include "gelu.glsl"
 
-float gelu_grad(float a)
-{
-    float g, c = phi_cdf(a, g);
-    return fma(a * 0.39894228, g, c);
-}
 
 void main()
 {

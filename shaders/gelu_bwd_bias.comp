@@ -16,11 +16,6 @@ layout(push_constant) uniform Push {
 
 #include "gelu.glsl"
 
-float gelu_grad(float a)
-{
-    float g, c = phi_cdf(a, g);
-    return fma(a * 0.39894228, g, c);
-}
 
 void main()
 {

@@ -11,6 +11,12 @@
 // in the low half; its base, strides and ldb then count 16-bit values. They
 // are widened to fp32 (exactly) as they are loaded; the sums stay fp32.
 // All indices fit in 32 bits: each bound range is below 4 GiB.
+// EPILOGUE (a gradient through a bias and an activation, in place):
+//   C[m, n] = sum_k ... * act'(C[m, n] + bias[n]),  act SiLU (1) or GELU (2)
+// C holds the activation's input less its bias on entry; binding 2 is that
+// bias (not added to the sum); HAS_BIAS and ACCUMULATE are off.
+#include "gelu.glsl"
+#include "silu.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 
 layout(constant_id = 3) const bool TRANS_A = false;
@@ -18,6 +24,7 @@ layout(constant_id = 4) const bool TRANS_B = false;
 layout(constant_id = 5) const bool HAS_BIAS = false;   // otherwise binding 2 is a dummy
 layout(constant_id = 6) const bool ACCUMULATE = false; // C += ... instead of C = ...
 layout(constant_id = 8) const uint B_FORMAT = 0u;      // B: 0 fp32, 1 fp16, 2 bf16
+layout(constant_id = 9) const uint EPILOGUE = 0u;      // 0 none, 1 silu', 2 gelu'
 
 layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
 layout(std430, binding = 1) readonly buffer B1 { float b1[]; };
@@ -44,12 +51,20 @@ float load_b(uint i)
     return widen16((i & 1u) != 0u ? w >> 16 : w);
 }
 
+// The epilogue's factor at an activation input a (before its bias).
+float epilogue_grad(float a, float bias)
+{
+    return EPILOGUE == 1u ? silu_grad(a + bias) : gelu_grad(a + bias);
+}
+
 // C[row, col] of the current batch from the accumulated sum: adds the bias
-// and, when accumulating, the old value.
+// and, when accumulating, the old value; or applies the epilogue.
 void store_c(uint cbase, uint row, uint col, float sum)
 {
     uint i = cbase + row * p.ldc + col;
     float v = sum;
+    if (EPILOGUE != 0u)
+        v *= epilogue_grad(c1[i], bias1[p.base_bias + col]);
     if (HAS_BIAS)
         v += bias1[p.base_bias + col];
     if (ACCUMULATE)

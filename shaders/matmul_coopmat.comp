@@ -22,11 +22,11 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "matmul_common.glsl"
 
-layout(constant_id = 9) const uint CM = 16u;
-layout(constant_id = 10) const uint CN = 16u;
-layout(constant_id = 11) const uint CK = 16u;
-layout(constant_id = 12) const uint WM = 2u;  // subgroups along m
-layout(constant_id = 13) const uint WN = 2u;  // subgroups along n
+layout(constant_id = 10) const uint CM = 16u;
+layout(constant_id = 11) const uint CN = 16u;
+layout(constant_id = 12) const uint CK = 16u;
+layout(constant_id = 13) const uint WM = 2u;  // subgroups along m
+layout(constant_id = 14) const uint WN = 2u;  // subgroups along n
 const uint RM = 2u, RN = 2u;                  // accumulators per subgroup along m and n
 const uint BM = WM * RM * CM, BN = WN * RN * CN, BK = 2u * CK;
 const uint THREADS = gl_WorkGroupSize.x;

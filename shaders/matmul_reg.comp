@@ -145,12 +145,18 @@ void main()
         vec4 bias[BMAX / 4];
         [[unroll]] for (uint q = 0; q < BN / 4; q++) {
             uint b = p.base_bias + n0 + 4 * q;
-            bias[q] = HAS_BIAS ? vec4(bias1[b], bias1[b + 1], bias1[b + 2], bias1[b + 3]) : vec4(0.0);
+            bias[q] = HAS_BIAS || EPILOGUE != 0u ? vec4(bias1[b], bias1[b + 1], bias1[b + 2], bias1[b + 3])
+                                                 : vec4(0.0);
         }
         [[dont_unroll]] for (uint i = 0; i < rows; i++)
             [[unroll]] for (uint q = 0; q < BN / 4; q++) {
                 uint idx = (cbase + (m0 + i) * LDC + n0 + 4 * q) >> 2;
                 vec4 v = vec4(outv[i][4 * q], outv[i][4 * q + 1], outv[i][4 * q + 2], outv[i][4 * q + 3]);
+                if (EPILOGUE != 0u) {
+                    vec4 a = c4[idx];
+                    v *= vec4(epilogue_grad(a.x, bias[q].x), epilogue_grad(a.y, bias[q].y),
+                              epilogue_grad(a.z, bias[q].z), epilogue_grad(a.w, bias[q].w));
+                }
                 if (HAS_BIAS)
                     v += bias[q];
                 if (ACCUMULATE)

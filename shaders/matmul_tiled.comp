@@ -12,8 +12,8 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "matmul_common.glsl"
 
-layout(constant_id = 9) const uint PER = 4u;   // outputs per invocation per axis
-layout(constant_id = 10) const uint BK = 16u;  // k per step
+layout(constant_id = 10) const uint PER = 4u;   // outputs per invocation per axis
+layout(constant_id = 11) const uint BK = 16u;  // k per step
 const uint TS = gl_WorkGroupSize.x;            // invocations per axis
 const uint TILE = TS * PER;                    // outputs per axis per workgroup
 const uint LOADS = (TILE * BK + TS * TS - 1u) / (TS * TS); // elements each invocation stages per operand

@@ -1,6 +1,7 @@
 #version 450
 // Fused bias + SiLU backward: a = x + b (recomputed), s = sigmoid(a),
 // da = dy * (s + a * s * (1 - s)). One invocation per element; da may alias dy.
+#include "silu.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -14,7 +15,5 @@ void main()
     if (i >= p.n)
         return;
     uint c = i % p.d;
-    float a = x[p.base_x + i] + b[c];
-    float s = 1.0 / (1.0 + exp(-a));
-    da[p.base_da + i] = dy[p.base_dy + i] * fma(a * s, 1.0 - s, s);
+    da[p.base_da + i] = dy[p.base_dy + i] * silu_grad(x[p.base_x + i] + b[c]);
 }

@@ -5,6 +5,7 @@
 // With direct set (one segment in all) it goes to db[c] (added with
 // accumulate); otherwise to db[(seg0 + s) d + c] for tmm_op_sum_cols.
 #include "loop_limit.glsl"
+#include "silu.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -24,9 +25,7 @@ void main()
     float bc = b[c];
     float acc = 0.0;
     for (uint r = r0; r < r1; r++) {
-        float a = x[p.base_x + r * p.d + c] + bc;
-        float sg = 1.0 / (1.0 + exp(-a));
-        acc += dy[p.base_dy + r * p.d + c] * fma(a * sg, 1.0 - sg, sg);
+        acc += dy[p.base_dy + r * p.d + c] * silu_grad(x[p.base_x + r * p.d + c] + bc);
     }
     if (p.direct != 0u)
         db[c] = p.accumulate != 0u ? db[c] + acc : acc;

@@ -202,6 +202,97 @@ H_TEST(llama, rmsnorm_subgroups_match_reference)
     h_dev->tuning.reduce_variant = 0;
 }
 
+/* The fused backward (one kernel, d <= TMM_NN_NORM_FUSED_MAX_D) against the
+ * three phases on the same data: the same sums in the same order, so the
+ * same bits; in place and not, one segment of rows and several,
+ * accumulating into dg. */
+static void check_rmsnorm_fused(uint32_t rows, uint32_t d, bool in_place, bool accumulate, uint64_t seed)
+{
+    const size_t n = (size_t)rows * d;
+    float *x = h_floats(n), *g = h_floats(d), *dy = h_floats(n), *dg0 = h_floats(d);
+    h_rand(x, n, seed, -2, 3);
+    h_rand(g, d, seed + 1, 0.5f, 1.5f);
+    h_rand(dy, n, seed + 2, -1, 1);
+    h_rand(dg0, d, seed + 3, -1, 1);
+    tmm_buffer *bx = h_buffer(x, n), *bg = h_buffer(g, d), *by = h_buffer(NULL, n), *brs = h_buffer(NULL, rows);
+    uint64_t nsf = tmm_op_rmsnorm_forward_scratch(rows, d), nsb = tmm_op_rmsnorm_backward_scratch(rows, d);
+    tmm_buffer *sc = scratch_buffer(nsf > nsb ? nsf : nsb);
+    tmm_buffer *bdy[2], *bdx[2], *bdg[2];
+    for (int k = 0; k < 2; k++) {
+        bdy[k] = h_buffer(dy, n);
+        bdx[k] = in_place ? bdy[k] : h_buffer(NULL, n);
+        bdg[k] = h_buffer(dg0, d);
+    }
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_rmsnorm_forward(r, tmm_whole(bx), tmm_whole(bg), rows, d, 1e-6f, tmm_whole(sc), tmm_whole(by),
+                                tmm_whole(brs)));
+    H_OK(tmm_op_rmsnorm_backward(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(brs), tmm_whole(bdy[0]), rows, d,
+                                 accumulate, tmm_whole(sc), tmm_whole(bdx[0]), tmm_whole(bdg[0])));
+    H_OK(tmm_op_rmsnorm_backward_unfused(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(brs), tmm_whole(bdy[1]), rows, d,
+                                         accumulate, tmm_whole(sc), tmm_whole(bdx[1]), tmm_whole(bdg[1])));
+    h_run(r);
+    printf(" rmsnorm backward fused vs unfused rows=%u d=%u%s%s\n", rows, d, in_place ? ", in place" : "",
+           accumulate ? ", accumulate" : "");
+    assert_same_bits("rmsnorm dx, fused and unfused", bdx[0], bdx[1], n);
+    assert_same_bits("rmsnorm dg, fused and unfused", bdg[0], bdg[1], d);
+    for (int k = 0; k < 2; k++) {
+        tmm_buffer_destroy(bdy[k]), tmm_buffer_destroy(bdg[k]);
+        if (!in_place)
+            tmm_buffer_destroy(bdx[k]);
+    }
+    tmm_buffer *bufs[] = { bx, bg, by, brs, sc };
+    destroy_all(bufs, sizeof bufs / sizeof bufs[0]);
+    free(x), free(g), free(dy), free(dg0);
+}
+
+H_TEST(llama, rmsnorm_backward_fused_matches_unfused)
+{
+    /* d up to the fused limit (1024), rows in one segment of 256 and several,
+     * with a partial last segment */
+    static const uint32_t shapes[][2] = { { 1, 1 }, { 3, 7 }, { 256, 128 }, { 257, 255 }, { 700, 37 }, { 300, 1024 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        check_rmsnorm_fused(shapes[s][0], shapes[s][1], s % 2 == 1, s % 3 == 2, seed_of(s, 13));
+}
+
+/* The residual's form (dh += dx in the same pass) against the unfused
+ * backward followed by axpy, bit for bit; above the fused limit too. */
+static void check_rmsnorm_residual(uint32_t rows, uint32_t d, uint64_t seed)
+{
+    const size_t n = (size_t)rows * d;
+    float *x = h_floats(n), *g = h_floats(d), *dy = h_floats(n), *h0 = h_floats(n);
+    h_rand(x, n, seed, -2, 3);
+    h_rand(g, d, seed + 1, 0.5f, 1.5f);
+    h_rand(dy, n, seed + 2, -1, 1);
+    h_rand(h0, n, seed + 3, -1, 1);
+    tmm_buffer *bx = h_buffer(x, n), *bg = h_buffer(g, d), *by = h_buffer(NULL, n), *brs = h_buffer(NULL, rows);
+    uint64_t nsf = tmm_op_rmsnorm_forward_scratch(rows, d), nsb = tmm_op_rmsnorm_backward_scratch(rows, d);
+    tmm_buffer *sc = scratch_buffer(nsf > nsb ? nsf : nsb);
+    tmm_buffer *bdy[2] = { h_buffer(dy, n), h_buffer(dy, n) }, *bdh[2] = { h_buffer(h0, n), h_buffer(h0, n) };
+    tmm_buffer *bdg[2] = { h_buffer(NULL, d), h_buffer(NULL, d) };
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_rmsnorm_forward(r, tmm_whole(bx), tmm_whole(bg), rows, d, 1e-6f, tmm_whole(sc), tmm_whole(by),
+                                tmm_whole(brs)));
+    H_OK(tmm_op_rmsnorm_backward_residual(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(brs), tmm_whole(bdy[0]), rows, d,
+                                          false, tmm_whole(sc), tmm_whole(bdh[0]), tmm_whole(bdg[0])));
+    H_OK(tmm_op_rmsnorm_backward_unfused(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(brs), tmm_whole(bdy[1]), rows, d,
+                                         false, tmm_whole(sc), tmm_whole(bdy[1]), tmm_whole(bdg[1])));
+    H_OK(tmm_op_axpy(r, 1.0f, tmm_whole(bdy[1]), tmm_whole(bdh[1]), (uint32_t)n));
+    h_run(r);
+    printf(" rmsnorm backward with the residual rows=%u d=%u\n", rows, d);
+    assert_same_bits("rmsnorm dh += dx, fused and unfused", bdh[0], bdh[1], n);
+    assert_same_bits("rmsnorm dg with the residual", bdg[0], bdg[1], d);
+    tmm_buffer *bufs[] = { bx, bg, by, brs, sc, bdy[0], bdy[1], bdh[0], bdh[1], bdg[0], bdg[1] };
+    destroy_all(bufs, sizeof bufs / sizeof bufs[0]);
+    free(x), free(g), free(dy), free(h0);
+}
+
+H_TEST(llama, rmsnorm_backward_residual_matches_unfused)
+{
+    check_rmsnorm_residual(3, 7, 51);
+    check_rmsnorm_residual(600, 128, 52);
+    check_rmsnorm_residual(5, 1100, 53); /* above the fused limit: dx over dy, then added */
+}
+
 H_TEST(llama, rmsnorm_backward_of_no_rows)
 {
     float g[3] = { 1, 2, 3 }, dg0[3] = { 4, 5, 6 };

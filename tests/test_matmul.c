@@ -31,7 +31,9 @@
 
 #include "harness.h"
 #include "ops/matmul_paths.h"
+#include "ops/nn_ops.h"
 #include "ops/ops.h"
+#include "ops/ssm_ops.h"
 #include "ref/ref.h"
 
 static const uint32_t sizes[] = { 1, 3, 17, 64, 65, 100 };
@@ -718,4 +720,138 @@ H_TEST(matmul_16bit, bad_arguments)
     tmm_buffer_destroy(ba);
     tmm_buffer_destroy(bb);
     tmm_buffer_destroy(bc);
+}
+
+/* ---- the activation's gradient in the epilogue ------------------------------
+ *
+ * C = (A·B) * act'(C + bias) in place (ops.h, tmm_matmul_epilogue): against
+ * the reference on edge shapes (scalar and vec4 stores, both block sizes);
+ * against linear_dx followed by the activation's own backward, bit for bit
+ * (the same sums, the same derivative code: shaders/silu.glsl, gelu.glsl);
+ * the reference's factor by finite differences; the refusals. */
+
+H_TEST(matmul_epilogue, matches_reference)
+{
+    static const uint32_t shapes[][3] = { { 1, 1, 1 }, { 37, 45, 19 }, { 65, 64, 100 }, { 1100, 260, 256 } };
+    for (int v = TMM_MATMUL_REGISTER; v <= TMM_MATMUL_TILED; v++)
+        for (int e = TMM_MATMUL_EPI_SILU_GRAD; e <= TMM_MATMUL_EPI_GELU_GRAD; e++)
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+                if (v == TMM_MATMUL_TILED && shapes[s][0] > 100)
+                    continue; /* the large shape is for the register kernel's 16 x 16 blocks */
+                tmm_matmul_desc d = { .m = shapes[s][0], .n = shapes[s][1], .k = shapes[s][2],
+                                      .variant = (tmm_matmul_variant)v, .epilogue = (tmm_matmul_epilogue)e };
+                check(&d, &(mm_opts){ .bias = true }, 700 + 10 * (uint64_t)s + 2 * (uint64_t)e + (uint64_t)v);
+            }
+}
+
+/* linear_dx_act against linear_dx then the activation's backward (the MLP's
+ * unfused path), on one device, rows and widths off the block sizes. */
+static void check_dx_act(tmm_matmul_epilogue act, uint32_t rows, uint32_t in, uint32_t out, uint64_t seed)
+{
+    const size_t na = (size_t)rows * in, ny = (size_t)rows * out, nw = (size_t)out * in;
+    float *a = h_floats(na), *dy = h_floats(ny), *w = h_floats(nw), *b = h_floats(in);
+    h_rand(a, na, seed, -4, 4);
+    h_rand(dy, ny, seed + 1, -1, 1);
+    h_rand(w, nw, seed + 2, -1, 1);
+    h_rand(b, in, seed + 3, -1, 1);
+    tmm_buffer *ba = h_buffer(a, na), *bdy = h_buffer(dy, ny), *bw = h_buffer(w, nw), *bb = h_buffer(b, in);
+    tmm_buffer *bge = h_buffer(NULL, na), *bdb = h_buffer(NULL, in);
+    uint64_t ns = act == TMM_MATMUL_EPI_SILU_GRAD ? tmm_op_bias_silu_backward_scratch(rows, in)
+                                                   : tmm_op_gelu_backward_scratch(rows, in);
+    tmm_buffer *sc = h_buffer(NULL, ns ? ns : 1);
+    cr_assert(tmm_op_linear_dx_act_fits(h_dev, rows, in, out));
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_linear_dx(r, tmm_whole(bdy), rows, in, out, tmm_whole(bw), tmm_whole(bge), false));
+    if (act == TMM_MATMUL_EPI_SILU_GRAD)
+        H_OK(tmm_op_bias_silu_backward(r, tmm_whole(ba), tmm_whole(bb), tmm_whole(bge), rows, in, false,
+                                       tmm_whole(sc), tmm_whole(bge), tmm_whole(bdb)));
+    else
+        H_OK(tmm_op_gelu_backward(r, tmm_whole(ba), tmm_whole(bb), tmm_whole(bge), rows, in, false, tmm_whole(sc),
+                                  tmm_whole(bge), tmm_whole(bdb)));
+    H_OK(tmm_op_linear_dx_act(r, tmm_whole(bdy), rows, in, out, tmm_whole(bw), tmm_whole(bb), act, tmm_whole(ba)));
+    h_run(r);
+    float *fused = h_floats(na), *unfused = h_floats(na);
+    h_read(ba, fused, na);
+    h_read(bge, unfused, na);
+    for (size_t i = 0; i < na; i++)
+        cr_assert(memcmp(&fused[i], &unfused[i], sizeof(float)) == 0, "%s rows %u in %u out %u: da[%zu] fused %.9g, "
+                  "unfused %.9g", act == TMM_MATMUL_EPI_SILU_GRAD ? "silu" : "gelu", rows, in, out, i,
+                  (double)fused[i], (double)unfused[i]);
+    tmm_buffer *bufs[] = { ba, bdy, bw, bb, bge, bdb, sc };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        tmm_buffer_destroy(bufs[i]);
+    free(a), free(dy), free(w), free(b), free(fused), free(unfused);
+}
+
+H_TEST(matmul_epilogue, same_as_unfused)
+{
+    for (int e = TMM_MATMUL_EPI_SILU_GRAD; e <= TMM_MATMUL_EPI_GELU_GRAD; e++) {
+        check_dx_act((tmm_matmul_epilogue)e, 33, 70, 13, 810 + (uint64_t)e);
+        check_dx_act((tmm_matmul_epilogue)e, 1030, 256, 128, 820 + (uint64_t)e); /* 16 x 16 blocks, vec4 stores */
+    }
+}
+
+/* The reference's factor is dL/dC for L = sum (A·B) ⊙ act(C + bias). */
+H_TEST(matmul_epilogue, reference_by_finite_differences)
+{
+    const uint32_t m = 3, n = 4, k = 2;
+    float a[6], b[8], bias[4], c[12], g[12];
+    h_rand(a, 6, 901, -1, 1);
+    h_rand(b, 8, 902, -1, 1);
+    h_rand(bias, 4, 903, -1, 1);
+    h_rand(c, 12, 904, -3, 3);
+    for (int e = TMM_MATMUL_EPI_SILU_GRAD; e <= TMM_MATMUL_EPI_GELU_GRAD; e++) {
+        tmm_matmul_desc d = { .m = m, .n = n, .k = k, .epilogue = (tmm_matmul_epilogue)e };
+        memcpy(g, c, sizeof c);
+        ref_matmul(&d, a, b, bias, g);
+        for (uint32_t i = 0; i < m * n; i++) {
+            double p = 0, l[2];
+            for (uint32_t q = 0; q < k; q++)
+                p += (double)a[i / n * k + q] * b[q * n + i % n];
+            for (int side = 0; side < 2; side++) {
+                double u = (double)c[i] + bias[i % n] + (side ? 1e-6 : -1e-6);
+                l[side] = p * (e == TMM_MATMUL_EPI_SILU_GRAD ? u / (1 + exp(-u)) : u * 0.5 * erfc(-u / sqrt(2)));
+            }
+            double fd = (l[1] - l[0]) / 2e-6;
+            cr_assert(fabs(g[i] - fd) <= 1e-5 * (1 + fabs(fd)), "epilogue %d, C[%u]: %.9g, finite differences %.9g",
+                      e, i, (double)g[i], fd);
+        }
+    }
+}
+
+H_TEST(matmul_epilogue, bad_arguments)
+{
+    tmm_buffer *ba = h_buffer(NULL, 6), *bb = h_buffer(NULL, 6), *bc = h_buffer(NULL, 4), *bbias = h_buffer(NULL, 2);
+    tmm_view none = { 0 };
+    tmm_matmul_desc d = { .m = 2, .n = 2, .k = 3, .epilogue = TMM_MATMUL_EPI_SILU_GRAD };
+    cr_assert_eq(try_matmul(&d, tmm_whole(ba), tmm_whole(bb), none, tmm_whole(bc)), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "needs the bias"), "%s", tmm_last_error());
+    d.accumulate = true;
+    cr_assert_eq(try_matmul(&d, tmm_whole(ba), tmm_whole(bb), tmm_whole(bbias), tmm_whole(bc)),
+                 TMM_ERR_INVALID_ARGUMENT);
+    d.accumulate = false;
+    d.epilogue = (tmm_matmul_epilogue)9;
+    cr_assert_eq(try_matmul(&d, tmm_whole(ba), tmm_whole(bb), tmm_whole(bbias), tmm_whole(bc)),
+                 TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "unknown epilogue"), "%s", tmm_last_error());
+    tmm_buffer_destroy(ba), tmm_buffer_destroy(bb), tmm_buffer_destroy(bc), tmm_buffer_destroy(bbias);
+}
+
+/* The register kernel sums Aᵀ·B in blocks of 2048 of k (matmul.c,
+ * REG_TRANS_A_MAX_K): k past one and several blocks, with bias and
+ * accumulation (the bias in the first block only), the large blocks, and a
+ * batched one (which keeps one sum). */
+H_TEST(matmul_register, trans_a_in_blocks_of_k)
+{
+    tmm_matmul_desc d1 = { .m = 37, .n = 45, .k = 2049, .trans_a = true, .variant = TMM_MATMUL_REGISTER };
+    check(&d1, &(mm_opts){ .bias = true }, 951);
+    tmm_matmul_desc d2 = { .m = 13, .n = 9, .k = 6000, .trans_a = true, .accumulate = true,
+                           .variant = TMM_MATMUL_REGISTER };
+    check(&d2, &(mm_opts){ .bias = true }, 952);
+    tmm_matmul_desc d3 = { .m = 128, .n = 100, .k = 4500, .trans_a = true, .trans_b = true,
+                           .variant = TMM_MATMUL_REGISTER };
+    check(&d3, &(mm_opts){ 0 }, 953);
+    tmm_matmul_desc d4 = { .m = 20, .n = 7, .k = 2100, .trans_a = true, .batch = 2, .stride_a = 20 * 2100,
+                           .stride_b = 7 * 2100, .stride_c = 150, .variant = TMM_MATMUL_REGISTER };
+    check(&d4, &(mm_opts){ .bias = true }, 954);
 }

@@ -325,6 +325,119 @@ H_TEST(nn, layernorm_subgroups_match_reference)
     h_dev->tuning.reduce_variant = 0;
 }
 
+/* The fused backward (one kernel, d <= TMM_NN_NORM_FUSED_MAX_D) against the
+ * three phases on the same data: the same sums in the same order, so the
+ * same bits; in place and not, one segment of rows and several,
+ * accumulating into the parameter gradients. */
+static void check_layernorm_fused(uint32_t rows, uint32_t d, bool in_place, bool accumulate, uint64_t seed)
+{
+    size_t n = (size_t)rows * d;
+    float *x = h_floats(n), *g = h_floats(d), *b = h_floats(d), *dy = h_floats(n), *p0 = h_floats(d);
+    h_rand(x, n, seed, -2, 3);
+    h_rand(g, d, seed + 1, 0.5f, 1.5f);
+    h_rand(b, d, seed + 2, -1, 1);
+    h_rand(dy, n, seed + 3, -1, 1);
+    h_rand(p0, d, seed + 4, -1, 1);
+    tmm_buffer *bx = h_buffer(x, n), *bg = h_buffer(g, d), *bb = h_buffer(b, d), *by = h_buffer(NULL, n);
+    tmm_buffer *bm = h_buffer(NULL, rows), *brs = h_buffer(NULL, rows);
+    uint64_t nsf = tmm_op_layernorm_forward_scratch(rows, d), nsb = tmm_op_layernorm_backward_scratch(rows, d);
+    tmm_buffer *sc = scratch_buffer(nsf > nsb ? nsf : nsb);
+    tmm_buffer *bdy[2], *bdx[2], *bdg[2], *bdb[2];
+    for (int k = 0; k < 2; k++) {
+        bdy[k] = h_buffer(dy, n);
+        bdx[k] = in_place ? bdy[k] : h_buffer(NULL, n);
+        bdg[k] = h_buffer(p0, d);
+        bdb[k] = h_buffer(p0, d);
+    }
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_layernorm_forward(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(bb), rows, d, TMM_NN_LAYERNORM_EPS,
+                                  tmm_whole(sc), tmm_whole(by), tmm_whole(bm), tmm_whole(brs)));
+    H_OK(tmm_op_layernorm_backward(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(bm), tmm_whole(brs), tmm_whole(bdy[0]),
+                                   rows, d, accumulate, tmm_whole(sc), tmm_whole(bdx[0]), tmm_whole(bdg[0]),
+                                   tmm_whole(bdb[0])));
+    H_OK(tmm_op_layernorm_backward_unfused(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(bm), tmm_whole(brs),
+                                           tmm_whole(bdy[1]), rows, d, accumulate, tmm_whole(sc), tmm_whole(bdx[1]),
+                                           tmm_whole(bdg[1]), tmm_whole(bdb[1])));
+    h_run(r);
+    printf(" layernorm backward fused vs unfused rows=%u d=%u%s%s\n", rows, d, in_place ? ", in place" : "",
+           accumulate ? ", accumulate" : "");
+    float *got[2] = { readback(bdx[0], n), readback(bdx[1], n) };
+    for (size_t i = 0; i < n; i++)
+        cr_assert(memcmp(&got[0][i], &got[1][i], sizeof(float)) == 0, "dx[%zu]: fused %.9g, unfused %.9g", i,
+                  (double)got[0][i], (double)got[1][i]);
+    free(got[0]), free(got[1]);
+    assert_same_bits("layernorm dgamma, fused and unfused", bdg[0], bdg[1], d);
+    assert_same_bits("layernorm dbeta, fused and unfused", bdb[0], bdb[1], d);
+
+    for (int k = 0; k < 2; k++) {
+        tmm_buffer_destroy(bdy[k]), tmm_buffer_destroy(bdg[k]), tmm_buffer_destroy(bdb[k]);
+        if (!in_place)
+            tmm_buffer_destroy(bdx[k]);
+    }
+    tmm_buffer *bufs[] = { bx, bg, bb, by, bm, brs, sc };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        tmm_buffer_destroy(bufs[i]);
+    free(x), free(g), free(b), free(dy), free(p0);
+}
+
+H_TEST(nn, layernorm_backward_fused_matches_unfused)
+{
+    /* d up to the fused limit (1024), rows in one segment of 256 and several,
+     * with a partial last segment */
+    static const uint32_t shapes[][2] = { { 1, 1 }, { 3, 7 }, { 256, 128 }, { 257, 255 }, { 700, 37 }, { 300, 1024 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        check_layernorm_fused(shapes[s][0], shapes[s][1], s % 2 == 1, s % 3 == 2, seed_of(s, 11));
+}
+
+/* The residual's form (dh += dx in the same pass) against the unfused
+ * backward followed by axpy, bit for bit; above the fused limit too. */
+static void check_layernorm_residual(uint32_t rows, uint32_t d, uint64_t seed)
+{
+    size_t n = (size_t)rows * d;
+    float *x = h_floats(n), *g = h_floats(d), *dy = h_floats(n), *h0 = h_floats(n);
+    h_rand(x, n, seed, -2, 3);
+    h_rand(g, d, seed + 1, 0.5f, 1.5f);
+    h_rand(dy, n, seed + 2, -1, 1);
+    h_rand(h0, n, seed + 3, -1, 1);
+    tmm_buffer *bx = h_buffer(x, n), *bg = h_buffer(g, d), *bb = h_buffer(g, d), *by = h_buffer(NULL, n);
+    tmm_buffer *bm = h_buffer(NULL, rows), *brs = h_buffer(NULL, rows);
+    uint64_t nsf = tmm_op_layernorm_forward_scratch(rows, d), nsb = tmm_op_layernorm_backward_scratch(rows, d);
+    tmm_buffer *sc = scratch_buffer(nsf > nsb ? nsf : nsb);
+    tmm_buffer *bdy[2] = { h_buffer(dy, n), h_buffer(dy, n) }, *bdh[2] = { h_buffer(h0, n), h_buffer(h0, n) };
+    tmm_buffer *bdg[2] = { h_buffer(NULL, d), h_buffer(NULL, d) }, *bdb[2] = { h_buffer(NULL, d), h_buffer(NULL, d) };
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_layernorm_forward(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(bb), rows, d, TMM_NN_LAYERNORM_EPS,
+                                  tmm_whole(sc), tmm_whole(by), tmm_whole(bm), tmm_whole(brs)));
+    H_OK(tmm_op_layernorm_backward_residual(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(bm), tmm_whole(brs),
+                                            tmm_whole(bdy[0]), rows, d, false, tmm_whole(sc), tmm_whole(bdh[0]),
+                                            tmm_whole(bdg[0]), tmm_whole(bdb[0])));
+    H_OK(tmm_op_layernorm_backward_unfused(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(bm), tmm_whole(brs),
+                                           tmm_whole(bdy[1]), rows, d, false, tmm_whole(sc), tmm_whole(bdy[1]),
+                                           tmm_whole(bdg[1]), tmm_whole(bdb[1])));
+    H_OK(tmm_op_axpy(r, 1.0f, tmm_whole(bdy[1]), tmm_whole(bdh[1]), (uint32_t)n));
+    cr_assert_eq(tmm_op_layernorm_backward_residual(r, tmm_whole(bx), tmm_whole(bg), tmm_whole(bm), tmm_whole(brs),
+                                                    tmm_whole(bdy[0]), rows, d, false, tmm_whole(sc),
+                                                    tmm_whole(bdy[0]), tmm_whole(bdg[0]), tmm_whole(bdb[0])),
+                 TMM_ERR_INVALID_ARGUMENT, "dh over dy");
+    h_run(r);
+    printf(" layernorm backward with the residual rows=%u d=%u\n", rows, d);
+    assert_same_bits("layernorm dh += dx, fused and unfused", bdh[0], bdh[1], n);
+    assert_same_bits("layernorm dgamma with the residual", bdg[0], bdg[1], d);
+    assert_same_bits("layernorm dbeta with the residual", bdb[0], bdb[1], d);
+    tmm_buffer *bufs[] = { bx,     bg,     bb,     by,     bm,     brs,    sc,    bdy[0],
+                           bdy[1], bdh[0], bdh[1], bdg[0], bdg[1], bdb[0], bdb[1] };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        tmm_buffer_destroy(bufs[i]);
+    free(x), free(g), free(dy), free(h0);
+}
+
+H_TEST(nn, layernorm_backward_residual_matches_unfused)
+{
+    check_layernorm_residual(3, 7, 41);
+    check_layernorm_residual(600, 128, 42);
+    check_layernorm_residual(5, 1100, 43); /* above the fused limit: dx over dy, then added */
+}
+
 /* ---- bias + SiLU -------------------------------------------------------------- */
 
 static void check_silu(uint32_t rows, uint32_t d, bool in_place, uint64_t seed)

@@ -485,12 +485,23 @@ static tmm_status norm_forward(const tmm_model *m, const tmm_rec *rec, const nor
 }
 
 /* dx (in place: it holds dL/dNorm(h) on entry) = dL/dh, and the norm's gradients. */
-static tmm_status norm_backward(const tmm_model *m, const tmm_rec *rec, const norm_io *n, tmm_view h, tmm_view dx)
+/* dx: the gradient of the norm's output, replaced by that of its input; or
+ * with a residual's gradient dh (a view, else empty), that is added to dh in
+ * the same pass and dx is left as scratch. */
+static tmm_status norm_backward(const tmm_model *m, const tmm_rec *rec, const norm_io *n, tmm_view h, tmm_view dx,
+                                tmm_view dh)
 {
     const uint32_t N = m->rows, d = m->table.config.d_model;
-    if (m->arch->norm == TMM_NORM_RMS)
+    if (m->arch->norm == TMM_NORM_RMS && dh.buffer)
+        TMM_REC_OP(rec, "rmsnorm bwd", tmm_op_rmsnorm_backward_residual(rec->r, h, P(m, n->w), A(n->rstd), dx, N, d,
+                                                                        false, rec->scratch, dh, G(m, n->w)));
+    else if (m->arch->norm == TMM_NORM_RMS)
         TMM_REC_OP(rec, "rmsnorm bwd", tmm_op_rmsnorm_backward(rec->r, h, P(m, n->w), A(n->rstd), dx, N, d, false,
                                                                rec->scratch, dx, G(m, n->w)));
+    else if (dh.buffer)
+        TMM_REC_OP(rec, "layernorm bwd", tmm_op_layernorm_backward_residual(rec->r, h, P(m, n->w), A(n->mean),
+                                                                            A(n->rstd), dx, N, d, false, rec->scratch,
+                                                                            dh, G(m, n->w), G(m, n->b)));
     else
         TMM_REC_OP(rec, "layernorm bwd", tmm_op_layernorm_backward(rec->r, h, P(m, n->w), A(n->mean), A(n->rstd),
                                                                    dx, N, d, false, rec->scratch, dx, G(m, n->w),
@@ -520,13 +531,26 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     const uint32_t ea = swiglu ? 2 * e : e;
     tmm_recorder *r = rec->r;
     tmm_view ge = A(m->ge);
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, W(m, bp->mlp_out_w), ge, false));
+    /* SiLU and GELU in the product's epilogue when it takes one pass: da over
+     * the pre-activation (not needed again), the bias gradient its column sums */
+    const bool fused = !swiglu && tmm_op_linear_dx_act_fits(tmm_recorder_device(r), N, e, d);
+    if (fused) {
+        const tmm_matmul_epilogue act =
+            m->arch->mlp == TMM_MLP_GELU ? TMM_MATMUL_EPI_GELU_GRAD : TMM_MATMUL_EPI_SILU_GRAD;
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx_act(r, dh, N, e, d, W(m, bp->mlp_out_w),
+                                                           P(m, bp->mlp_in_b), act, A(a->mlp_a)));
+    } else {
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, W(m, bp->mlp_out_w), ge, false));
+    }
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->mlp_z), N, e, d, G(m, bp->mlp_out_w)));
     if (bp->mlp_out_b >= 0)
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, bp->mlp_out_b)));
     /* da: the gradient of the pre-activation (SwiGLU's over its own input, which is not needed again) */
     tmm_view da = ge;
-    if (swiglu) {
+    if (fused) {
+        da = A(a->mlp_a);
+        TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, da, N, e, rec->scratch, G(m, bp->mlp_in_b)));
+    } else if (swiglu) {
         da = A(a->mlp_a);
         TMM_REC_OP(rec, "swiglu bwd", tmm_op_swiglu_backward(r, A(a->mlp_a), ge, N, e, da));
     } else if (m->arch->mlp == TMM_MLP_GELU) {
@@ -659,14 +683,14 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
         TMM_REC_OP(&rec, "hidden grad", tmm_op_copy(r, m->d_hidden, dh, N * d));
         if (m->arch->final_norm) {
             const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
-            TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh));
+            TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh, (tmm_view){ 0 }));
         }
     } else if (m->arch->final_norm) {
         /* the logits now hold dL/dlogits */
         const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head)));
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, W(m, m->table.head), dh, false));
-        TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh));
+        TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh, (tmm_view){ 0 }));
     } else {
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(hb(m, c->n_layers)), N, d, V,
                                                         G(m, m->table.head)));
@@ -687,8 +711,7 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
                 TMM_TRY(m->mixer->cls->backward(m->mixer, &rec, l, A(hv[i].x), dh, tmp, &dx));
             else
                 TMM_TRY(mlp_backward(m, &rec, l, A(hv[i].x), dh, &dx));
-            TMM_TRY(norm_backward(m, &rec, &hv[i].norm, A(hv[i].h), dx));
-            TMM_REC_OP(&rec, "residual", tmm_op_axpy(r, 1.0f, dx, dh, (uint64_t)N * d));
+            TMM_TRY(norm_backward(m, &rec, &hv[i].norm, A(hv[i].h), dx, dh)); /* dh += the norm's dx */
         }
     }
     if (m->input.buffer) {

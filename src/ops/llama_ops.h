@@ -50,7 +50,11 @@
  * of TMM_NN_COL_SEG = 256 rows (combined by tmm_op_sum_cols). When rows span
  * several bindings, each binding must hold at least 256 rows (else
  * TMM_ERR_UNSUPPORTED): d up to about 131000 with 128 MiB bindings. rows = 0
- * zeroes dg (unless accumulate). Scratch: tmm_op_rmsnorm_backward_scratch. */
+ * zeroes dg (unless accumulate). Scratch: tmm_op_rmsnorm_backward_scratch.
+ * Rows of d up to TMM_NN_NORM_FUSED_MAX_D (nn_ops.h) go through one kernel
+ * that reads each segment once; tmm_op_rmsnorm_backward_unfused records the
+ * three phases (row sums, column sums, dx) at any d, for the tests that
+ * compare the two. The sums are the same in the same order in both. */
 #define TMM_RMSNORM_CHUNK 2048u
 uint64_t tmm_op_rmsnorm_forward_scratch(uint32_t rows, uint32_t d);
 tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint32_t rows, uint32_t d, float eps,
@@ -58,6 +62,15 @@ tmm_status tmm_op_rmsnorm_forward(tmm_recorder *r, tmm_view x, tmm_view g, uint3
 uint64_t tmm_op_rmsnorm_backward_scratch(uint32_t rows, uint32_t d);
 tmm_status tmm_op_rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy, uint32_t rows,
                                    uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx, tmm_view dg);
+/* The same, with the residual's gradient added: dh += dx, in the fused
+ * kernel's pass. dh must not overlap dy; above TMM_NN_NORM_FUSED_MAX_D, dx is
+ * computed over dy, then added. */
+tmm_status tmm_op_rmsnorm_backward_residual(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy,
+                                            uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch, tmm_view dh,
+                                            tmm_view dg);
+tmm_status tmm_op_rmsnorm_backward_unfused(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy,
+                                           uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx,
+                                           tmm_view dg);
 
 /* ---- SwiGLU -----------------------------------------------------------------
  *

@@ -34,6 +34,22 @@ static const uint32_t reg_local[3] = { 8, 4, 1 };
  * 65535 iterations in all (DEVELOPERS.md): longer sums run in blocks of k,
  * accumulating into C. */
 #define MATMUL_MAX_K (4u * TMM_MAX_LOOP)
+/* The register kernel's Aᵀ·B (weight gradients: k = rows, long) streams
+ * k-long panels of A and B per SIMD row of a workgroup; past the CPU's cache
+ * they come from memory again for each. Summed in blocks of 2048 of k
+ * (accumulating into C), Aᵀ·B runs at A·B's rate: measured on lavapipe,
+ * 512 x 256 x 8192 went from 1.4x A·B's time to 0.9-1x, 256 x 128 x 4096
+ * from 1.1x to 1x; blocks of 1024 lost at the smaller shape (more
+ * dispatches of few workgroups). A·B and A·Bᵀ did not gain. Unbatched only. */
+#define REG_TRANS_A_MAX_K 2048u
+
+/* The most of k one dispatch sums for this matmul (batched ones would take
+ * a dispatch per batch and block: they keep the longer sums). */
+static uint32_t max_k_of(const tmm_matmul_desc *d, tmm_matmul_variant variant)
+{
+    const bool one = d->batch <= 1;
+    return d->trans_a && one && variant == TMM_MATMUL_REGISTER ? REG_TRANS_A_MAX_K : MATMUL_MAX_K;
+}
 
 /* Tiled variant: products of at least TILE_BIG_SIDE^2 outputs take 8 x 8
  * outputs per invocation (tmm_matmul_tile_for). */
@@ -270,19 +286,21 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
         }
         tmm_pipeline *p = pipes[flags];
         if (!p) {
-            /* ids 3-10; FLAGS (id 7) is the register variant's only, PER and BK (9, 10) the tiled one's */
-            uint32_t spec[8] = { desc->trans_a, desc->trans_b, has_bias, desc->accumulate, flags, b.elem,
-                                 tile.per, tile.bk };
+            /* ids 3-9 (matmul_common.glsl); FLAGS (id 7) is the register variant's only, PER and BK
+             * (10, 11) the tiled one's; the cooperative-matrix kernel adds its shape (10-14) */
+            const bool epi = desc->epilogue != TMM_MATMUL_EPI_NONE;
+            uint32_t spec[9] = { desc->trans_a, desc->trans_b, has_bias && !epi, desc->accumulate, flags, b.elem,
+                                 desc->epilogue, tile.per, tile.bk };
             if (reg)
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 6, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 7, &p));
             else if (coop)
                 TMM_TRY(tmm_matmul_coopmat_pipeline(r, spec, sizeof push, &p, &tile_m, &tile_n));
             else
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 8, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 9, &p));
             pipes[flags] = p;
         }
         tmm_arg args[4] = { tmm_in(va), tmm_in(vb), tmm_in(vbias),
-                            desc->accumulate ? tmm_inout(vc) : tmm_out(vc) };
+                            desc->accumulate || desc->epilogue ? tmm_inout(vc) : tmm_out(vc) };
         uint32_t gx, gy;
         if (reg) {
             uint32_t block = flags & BIG_BLOCK ? REG_BIG : REG_SMALL;
@@ -313,10 +331,10 @@ static bool shrink(uint64_t *x, uint64_t limit)
  * of a block run the full leading dimension, so a block of r rows and c
  * columns spans (r - 1) * ld + c. Each rule lowers the dimension that makes a
  * span too long, until all fit (the sizes only fall, so this ends). */
-static void block_size(const tmm_matmul_desc *d, const geometry *g, uint64_t f, uint64_t *mc, uint64_t *nc,
-                       uint64_t *kc)
+static void block_size(const tmm_matmul_desc *d, const geometry *g, uint64_t f, uint32_t max_k, uint64_t *mc,
+                       uint64_t *nc, uint64_t *kc)
 {
-    *mc = d->m, *nc = d->n, *kc = d->k < MATMUL_MAX_K ? d->k : MATMUL_MAX_K;
+    *mc = d->m, *nc = d->n, *kc = d->k < max_k ? d->k : max_k;
     for (bool changed = true; changed;) {
         changed = false;
         if (span_of(*mc, *nc, g->ldc) > f)
@@ -340,7 +358,7 @@ static tmm_status record_blocks(tmm_recorder *r, const tmm_matmul_desc *desc, tm
 {
     const geometry g = geometry_of(desc);
     uint64_t mc, nc, kc;
-    block_size(desc, &g, f, &mc, &nc, &kc);
+    block_size(desc, &g, f, max_k_of(desc, variant), &mc, &nc, &kc);
     const uint64_t m = desc->m, n = desc->n, k = desc->k;
     tmm_matmul_desc piece = *desc;
     piece.batch = 1;
@@ -413,12 +431,22 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: c overlaps %s; the output must not alias an input",
                         overlaps(&oa, &oc) ? "a" : overlaps(&ob, &oc) ? "b" : "bias");
 
+    if ((unsigned)desc->epilogue > TMM_MATMUL_EPI_GELU_GRAD)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown epilogue %d", (int)desc->epilogue);
+    if (desc->epilogue && (!has_bias || desc->accumulate))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: an activation's gradient epilogue needs the bias and "
+                        "no accumulate");
+
     const uint64_t f = tmm_op_binding_floats(dev);
     if (f == 0)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: the device's maxStorageBufferRange (%llu bytes) holds no "
                         "float", (unsigned long long)dev->info.max_storage_buffer_range);
-    if (g.span_a <= f && g.span_b <= f && g.span_c <= f && (!has_bias || n <= f) && k <= MATMUL_MAX_K)
+    const uint32_t max_k = max_k_of(desc, variant);
+    if (g.span_a <= f && g.span_b <= f && g.span_c <= f && (!has_bias || n <= f) && k <= max_k)
         return record_batches(r, desc, variant, a, b, bias, c);
+    if (desc->epilogue) /* blocks of k would apply it to partial sums */
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: an epilogue needs one pass, but a matrix is larger than a "
+                        "binding or k = %llu is above %u", (unsigned long long)k, max_k);
     /* a single matrix is larger than a binding, or k is too long for one sum: each batch in blocks */
     for (uint32_t i = 0; i < batch; i++)
         TMM_TRY(record_blocks(r, desc, variant, tmm_op_sub(a, i * oa.stride, g.span_a),
@@ -445,4 +473,19 @@ tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t r
 {
     tmm_matmul_desc d = { .m = out, .n = in, .k = rows, .trans_a = true, .batch = 1 };
     return tmm_op_matmul(r, &d, dy, x, (tmm_view){ 0 }, dw);
+}
+
+bool tmm_op_linear_dx_act_fits(const tmm_device *dev, uint32_t rows, uint32_t in, uint32_t out)
+{
+    const uint64_t f = tmm_op_binding_floats(dev);
+    return out <= MATMUL_MAX_K && (uint64_t)rows * out <= f && (uint64_t)out * in <= f && (uint64_t)rows * in <= f;
+}
+
+tmm_status tmm_op_linear_dx_act(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                                tmm_view b, tmm_matmul_epilogue act, tmm_view a)
+{
+    if (act == TMM_MATMUL_EPI_NONE)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "linear_dx_act: no activation");
+    tmm_matmul_desc d = { .m = rows, .n = in, .k = out, .batch = 1, .epilogue = act };
+    return tmm_op_matmul(r, &d, dy, w, b, a);
 }

@@ -32,18 +32,18 @@ static bool coopmat_offered(const tmm_device *dev)
            CM_WM * CM_WN * i->subgroup_size <= i->max_workgroup_invocations;
 }
 
-tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[6], uint32_t push_size,
+tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7], uint32_t push_size,
                                        tmm_pipeline **out, uint32_t *tile_m, uint32_t *tile_n)
 {
     const tmm_device *dev = tmm_recorder_device(r);
     const uint32_t *s = dev->info.coopmat_shape;
     const uint32_t local[3] = { CM_WM * CM_WN * dev->info.subgroup_size, 1, 1 };
-    /* ids 3-8 as matmul_common.glsl, then CM, CN, CK, WM, WN (9-13) */
-    const uint32_t spec[11] = { common[0], common[1], common[2], common[3], common[4], common[5],
+    /* ids 3-9 as matmul_common.glsl, then CM, CN, CK, WM, WN (10-14) */
+    const uint32_t spec[12] = { common[0], common[1], common[2], common[3], common[4], common[5], common[6],
                                 s[0], s[1], s[2], CM_WM, CM_WN };
     *tile_m = CM_WM * CM_R * s[0];
     *tile_n = CM_WN * CM_R * s[1];
-    return tmm_op_pipeline(r, &tmm_spv_matmul_coopmat, 4, push_size, local, spec, 11, out);
+    return tmm_op_pipeline(r, &tmm_spv_matmul_coopmat, 4, push_size, local, spec, 12, out);
 }
 
 /* fp16 bits of x, which is 0 or a normal fp16 value (the check's values are). */

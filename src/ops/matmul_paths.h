@@ -32,9 +32,9 @@ bool tmm_matmul_tile_fits(const tmm_device_info *info, tmm_matmul_tile t);
  * the bit with the host's; a failure turns the path off for the device with
  * one line on stderr). */
 bool tmm_matmul_coopmat_use(tmm_device *dev, tmm_elem b_elem);
-/* Its pipeline for matmul_common.glsl's specialization values (ids 3-8) and
+/* Its pipeline for matmul_common.glsl's specialization values (ids 3-9) and
  * push constants, and the tile of C one workgroup computes. */
-tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[6], uint32_t push_size,
+tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7], uint32_t push_size,
                                        tmm_pipeline **out, uint32_t *tile_m, uint32_t *tile_n);
 
 #endif

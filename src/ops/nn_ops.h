@@ -112,10 +112,16 @@ tmm_status tmm_op_embedding_backward(tmm_recorder *r, tmm_view index, tmm_view d
  *   dgamma[c] (+)= sum_r dy * xhat,   dbeta[c] (+)= sum_r dy
  * Row sums in chunks of TMM_NN_LN_CHUNK (combined by tmm_op_sum_rows);
  * column sums in segments of TMM_NN_COL_SEG rows (combined by tmm_op_sum_cols).
- * dx may be the same view as dy (computed in place). */
+ * dx may be the same view as dy (computed in place). Rows of d up to
+ * TMM_NN_NORM_FUSED_MAX_D go through one kernel that reads each segment once
+ * (the column sums, then each row's sums and dx; RMSNorm's backward too);
+ * longer rows through three phases (row sums, column sums, dx), which
+ * tmm_op_layernorm_backward_unfused records at any d for the tests that
+ * compare the two. The sums are the same in the same order in both. */
 #define TMM_NN_LAYERNORM_EPS 1e-5f
 #define TMM_NN_LN_CHUNK 2048u
 #define TMM_NN_COL_SEG 256u
+#define TMM_NN_NORM_FUSED_MAX_D 1024u
 uint64_t tmm_op_layernorm_forward_scratch(uint32_t rows, uint32_t d);
 tmm_status tmm_op_layernorm_forward(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view beta, uint32_t rows,
                                     uint32_t d, float eps, tmm_view scratch, tmm_view y, tmm_view mean,
@@ -124,6 +130,15 @@ uint64_t tmm_op_layernorm_backward_scratch(uint32_t rows, uint32_t d);
 tmm_status tmm_op_layernorm_backward(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean, tmm_view rstd,
                                      tmm_view dy, uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch,
                                      tmm_view dx, tmm_view dgamma, tmm_view dbeta);
+/* The same, with the residual's gradient added: dh += dx (the block's
+ * h = h + F(Norm(h))), in the fused kernel's pass. dh must not overlap dy;
+ * above TMM_NN_NORM_FUSED_MAX_D, dx is computed over dy, then added. */
+tmm_status tmm_op_layernorm_backward_residual(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean,
+                                              tmm_view rstd, tmm_view dy, uint32_t rows, uint32_t d, bool accumulate,
+                                              tmm_view scratch, tmm_view dh, tmm_view dgamma, tmm_view dbeta);
+tmm_status tmm_op_layernorm_backward_unfused(tmm_recorder *r, tmm_view x, tmm_view gamma, tmm_view mean,
+                                             tmm_view rstd, tmm_view dy, uint32_t rows, uint32_t d, bool accumulate,
+                                             tmm_view scratch, tmm_view dx, tmm_view dgamma, tmm_view dbeta);
 
 /* ---- bias + SiLU, fused ------------------------------------------------------
  *

@@ -9,6 +9,7 @@
 
 static const uint32_t local_elem[3] = { TMM_WG_1D, 1, 1 };
 static const uint32_t local_loop[3] = { NN_WG_LOOP, 1, 1 };
+static const uint32_t local_seg[3] = { TMM_NN_COL_SEG, 1, 1 };
 
 static uint32_t n_chunks(uint32_t d) { return tmm_div_up(d, TMM_RMSNORM_CHUNK); }
 
@@ -160,44 +161,13 @@ static bwd_layout bwd_layout_of(uint32_t rows, uint32_t d)
 
 uint64_t tmm_op_rmsnorm_backward_scratch(uint32_t rows, uint32_t d) { return bwd_layout_of(rows, d).total; }
 
-tmm_status tmm_op_rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy, uint32_t rows,
-                                   uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx, tmm_view dg)
+/* The unfused backward over all rows, in three dispatches per binding. */
+static tmm_status record_phases(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy, uint32_t rows,
+                                uint32_t d, bool accumulate, tmm_view dx, tmm_view sums, tmm_view part, tmm_view plane,
+                                uint64_t per, bool direct)
 {
-    static const char *op = "rmsnorm_backward";
-    TMM_TRY(check_width(op, d));
     tmm_device *dev = tmm_recorder_device(r);
-    TMM_TRY(tmm_op_need_bound(dev, op, "dg", dg, d));
-    dg = tmm_op_sub(dg, 0, d); /* bound: only the floats used */
-    if (rows == 0)
-        return accumulate ? TMM_OK : tmm_op_fill(r, dg, d, 0.0f);
-    const uint64_t n = (uint64_t)rows * d;
     const uint32_t nc = n_chunks(d);
-    const bwd_layout lay = bwd_layout_of(rows, d);
-    TMM_TRY(tmm_op_need_floats(op, "x", x, n));
-    TMM_TRY(tmm_op_need_bound(dev, op, "g", g, d));
-    TMM_TRY(tmm_op_need_floats(op, "rstd", rstd, rows));
-    TMM_TRY(tmm_op_need_floats(op, "dy", dy, n));
-    TMM_TRY(tmm_op_need_floats(op, "dx", dx, n));
-    TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, lay.total));
-    tmm_op_span s[] = { { "x", x, n },   { "g", g, d },   { "rstd", rstd, rows },       { "dy", dy, n },
-                        { "dx", dx, n }, { "dg", dg, d }, { "scratch", scratch, lay.total } };
-    TMM_TRY(check_outputs(op, s, 7, 4, 4, 3));
-    g = tmm_op_sub(g, 0, d);
-
-    uint64_t per = rows;
-    TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
-    if (nc > 1)
-        TMM_TRY(nn_fit_rows(dev, op, "scratch", nc, &per));
-    per = nn_round_chunk(per);
-    if (per < TMM_NN_COL_SEG && per < rows)
-        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: d = %u leaves %llu rows per binding, fewer than the %u that "
-                        "the column sums need", op, d, (unsigned long long)per, TMM_NN_COL_SEG);
-    const bool direct = lay.nseg == 1;
-    tmm_view sums = tmm_op_sub(scratch, lay.sums, rows);
-    tmm_view part = nc > 1 ? tmm_op_sub(scratch, lay.part, (uint64_t)rows * nc) : sums;
-    tmm_view region = direct ? (tmm_view){ 0 } : tmm_op_sub(scratch, lay.cols, nn_colsum_scratch(lay.nseg, d, 1));
-    tmm_view plane = direct ? dg : nn_colsum_plane(region, 0, lay.nseg, d);
-
     tmm_pipeline *prow, *ppar, *pdx;
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_bwd_rows, 5, 32, local_loop, NULL, 0, &prow));
     TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_bwd_params, 4, 40, local_loop, NULL, 0, &ppar));
@@ -244,7 +214,107 @@ tmm_status tmm_op_rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_
         if (phase == 0 && nc > 1)
             TMM_TRY(tmm_op_sum_rows(r, part, rows, nc, (tmm_view){ 0 }, sums));
     }
+    return TMM_OK;
+}
+
+/* The fused kernel over the rows of one binding: a workgroup per segment. */
+static tmm_status record_fused(tmm_recorder *r, tmm_pipeline *pf, nn_bind bx, nn_bind bdy, tmm_view g, nn_bind br,
+                               nn_bind bdx, tmm_view plane, uint32_t nr, uint32_t d, uint32_t seg0, bool direct,
+                               bool accumulate, bool add_dx)
+{
+    struct {
+        uint32_t rows, d, seg0, direct, accumulate, add_dx, base_x, base_dy, base_r, base_dx;
+    } push = { .rows = nr, .d = d, .seg0 = seg0, .direct = direct, .accumulate = accumulate, .add_dx = add_dx,
+               .base_x = bx.base, .base_dy = bdy.base, .base_r = br.base, .base_dx = bdx.base };
+    tmm_arg args[6] = { tmm_in(bx.view), tmm_in(bdy.view),
+                        tmm_in(g),       tmm_in(br.view),
+                        { plane, direct && accumulate ? TMM_READ_WRITE : TMM_WRITE },
+                        { bdx.view, add_dx ? TMM_READ_WRITE : TMM_WRITE } };
+    return tmm_record_dispatch(r, pf, args, 6, &push, tmm_div_up(nr, TMM_NN_COL_SEG), 1, 1);
+}
+
+static tmm_status rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy, uint32_t rows,
+                                   uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx, tmm_view dg, bool fuse,
+                                   bool add_dx)
+{
+    static const char *op = "rmsnorm_backward";
+    TMM_TRY(check_width(op, d));
+    tmm_device *dev = tmm_recorder_device(r);
+    TMM_TRY(tmm_op_need_bound(dev, op, "dg", dg, d));
+    dg = tmm_op_sub(dg, 0, d); /* bound: only the floats used */
+    if (rows == 0)
+        return accumulate ? TMM_OK : tmm_op_fill(r, dg, d, 0.0f);
+    const uint64_t n = (uint64_t)rows * d;
+    const uint32_t nc = n_chunks(d);
+    const bwd_layout lay = bwd_layout_of(rows, d);
+    TMM_TRY(tmm_op_need_floats(op, "x", x, n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "g", g, d));
+    TMM_TRY(tmm_op_need_floats(op, "rstd", rstd, rows));
+    TMM_TRY(tmm_op_need_floats(op, "dy", dy, n));
+    TMM_TRY(tmm_op_need_floats(op, "dx", dx, n));
+    TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, lay.total));
+    tmm_op_span s[] = { { "x", x, n },   { "g", g, d },   { "rstd", rstd, rows },       { "dy", dy, n },
+                        { "dx", dx, n }, { "dg", dg, d }, { "scratch", scratch, lay.total } };
+    TMM_TRY(check_outputs(op, s, 7, 4, 4, 3));
+    g = tmm_op_sub(g, 0, d);
+
+    uint64_t per = rows;
+    TMM_TRY(nn_fit_rows(dev, op, "x", d, &per));
+    if (nc > 1)
+        TMM_TRY(nn_fit_rows(dev, op, "scratch", nc, &per));
+    per = nn_round_chunk(per);
+    if (per < TMM_NN_COL_SEG && per < rows)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: d = %u leaves %llu rows per binding, fewer than the %u that "
+                        "the column sums need", op, d, (unsigned long long)per, TMM_NN_COL_SEG);
+    const bool direct = lay.nseg == 1;
+    tmm_view sums = tmm_op_sub(scratch, lay.sums, rows);
+    tmm_view part = nc > 1 ? tmm_op_sub(scratch, lay.part, (uint64_t)rows * nc) : sums;
+    tmm_view region = direct ? (tmm_view){ 0 } : tmm_op_sub(scratch, lay.cols, nn_colsum_scratch(lay.nseg, d, 1));
+    tmm_view plane = direct ? dg : nn_colsum_plane(region, 0, lay.nseg, d);
+
+    if (fuse && d <= TMM_NN_NORM_FUSED_MAX_D) {
+        tmm_pipeline *pf;
+        TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_bwd_fused, 6, 40, local_seg, NULL, 0, &pf));
+        uint32_t seg0 = 0;
+        for (uint64_t r0 = 0; r0 < rows; r0 += per) {
+            uint32_t nr = (uint32_t)(rows - r0 < per ? rows - r0 : per);
+            TMM_TRY(record_fused(r, pf, nn_rows(dev, x, r0, nr, d), nn_rows(dev, dy, r0, nr, d), g,
+                                 nn_rows(dev, rstd, r0, nr, 1), nn_rows(dev, dx, r0, nr, d), plane, nr, d, seg0,
+                                 direct, accumulate, add_dx));
+            seg0 += tmm_div_up(nr, TMM_NN_COL_SEG);
+        }
+    } else if (add_dx) { /* dx into dy, then added */
+        if (n > UINT32_MAX)
+            return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %llu elements with d above %u", op, (unsigned long long)n,
+                            TMM_NN_NORM_FUSED_MAX_D);
+        TMM_TRY(record_phases(r, x, g, rstd, dy, rows, d, accumulate, dy, sums, part, plane, per, direct));
+        TMM_TRY(tmm_op_axpy(r, 1.0f, dy, dx, (uint32_t)n));
+    } else {
+        TMM_TRY(record_phases(r, x, g, rstd, dy, rows, d, accumulate, dx, sums, part, plane, per, direct));
+    }
     if (!direct)
         TMM_TRY(nn_colsum_finish(r, region, 1, lay.nseg, d, accumulate, &dg));
     return TMM_OK;
+}
+
+tmm_status tmm_op_rmsnorm_backward(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy, uint32_t rows,
+                                   uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx, tmm_view dg)
+{
+    return rmsnorm_backward(r, x, g, rstd, dy, rows, d, accumulate, scratch, dx, dg, true, false);
+}
+
+tmm_status tmm_op_rmsnorm_backward_residual(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy,
+                                            uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch, tmm_view dh,
+                                            tmm_view dg)
+{
+    if (dy.buffer == dh.buffer && dy.offset < dh.offset + dh.size && dh.offset < dy.offset + dy.size)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "rmsnorm_backward_residual: dh overlaps dy");
+    return rmsnorm_backward(r, x, g, rstd, dy, rows, d, accumulate, scratch, dh, dg, true, true);
+}
+
+tmm_status tmm_op_rmsnorm_backward_unfused(tmm_recorder *r, tmm_view x, tmm_view g, tmm_view rstd, tmm_view dy,
+                                           uint32_t rows, uint32_t d, bool accumulate, tmm_view scratch, tmm_view dx,
+                                           tmm_view dg)
+{
+    return rmsnorm_backward(r, x, g, rstd, dy, rows, d, accumulate, scratch, dx, dg, false, false);
 }

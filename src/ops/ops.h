@@ -51,6 +51,18 @@ typedef enum tmm_matmul_variant {
 
 const char *tmm_matmul_variant_name(tmm_matmul_variant v);
 
+/* A gradient through a bias and an activation, applied as C is stored
+ * (matmul_common.glsl): C = (the product) * act'(C + bias), in place, where
+ * C holds the activation's input less its bias (the view `bias`, not added).
+ * Needs a bias, no accumulate, and a matmul of one pass (batches that fit a
+ * binding each, k within one dispatch's sum: 16384, 2048 for the register
+ * kernel's trans_a): otherwise TMM_ERR_UNSUPPORTED. */
+typedef enum tmm_matmul_epilogue {
+    TMM_MATMUL_EPI_NONE = 0,
+    TMM_MATMUL_EPI_SILU_GRAD,
+    TMM_MATMUL_EPI_GELU_GRAD,
+} tmm_matmul_epilogue;
+
 /* For b in [0, batch):
  *   C_b[m, n] (+)= sum_k op(A_b)[m, k] * op(B_b)[k, n] + bias[n]
  * A_b starts at element b * stride_a of a; op(A) = A ([m, k] row-major) or,
@@ -68,6 +80,7 @@ typedef struct tmm_matmul_desc {
     bool accumulate;
     tmm_matmul_variant variant;
     uint32_t lda, ldb, ldc;         /* 0: packed */
+    tmm_matmul_epilogue epilogue;
 } tmm_matmul_desc;
 
 /* The leading dimensions of desc with 0 resolved to the packed ones. */
@@ -86,5 +99,14 @@ tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_
                             tmm_view dx, bool accumulate);
 tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
                             tmm_view dw);
+
+/* The MLP's gradient through its first layer's bias b [in] and activation, in
+ * one matmul: da [rows, in] = (dy [rows, out] · W) * act'(a + b), over a (the
+ * activation's input less b) in place. `fits` is false when the matmul needs
+ * more than one pass; then the caller takes linear_dx and the activation's
+ * backward (the same values). */
+bool tmm_op_linear_dx_act_fits(const tmm_device *dev, uint32_t rows, uint32_t in, uint32_t out);
+tmm_status tmm_op_linear_dx_act(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                                tmm_view b, tmm_matmul_epilogue act, tmm_view a);
 
 #endif

@@ -1,7 +1,9 @@
 /* Reference of tmm_op_matmul: a plain triple loop per batch with double
  * accumulation; bias and the previous C (when accumulating) are added in
- * double too, and the result is rounded to float once. */
+ * double too, or the epilogue's factor applied, and the result is rounded to
+ * float once. */
 #include "ref/ref.h"
+#include "ref/ref_model_util.h"
 
 void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, const float *bias, float *c)
 {
@@ -21,8 +23,12 @@ void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, con
                     double y = desc->trans_b ? bb[j * ldb + p] : bb[p * ldb + j];
                     s += x * y;
                 }
-                if (bias)
+                if (desc->epilogue) {
+                    double u = (double)cb[i * ldc + j] + bias[j];
+                    s *= desc->epilogue == TMM_MATMUL_EPI_SILU_GRAD ? ref_silu_grad(u) : ref_gelu_grad(u);
+                } else if (bias) {
                     s += bias[j];
+                }
                 if (desc->accumulate)
                     s += cb[i * ldc + j];
                 cb[i * ldc + j] = (float)s;
