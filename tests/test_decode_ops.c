@@ -167,3 +167,53 @@ H_TEST(decode_ops, linear_rows)
     check_linear(2, 4100, 3, false, false, 14); /* past one loop's reach without vec4: the matmul op */
     check_linear(2, 4104, 3, true, false, 15);  /* vec4 reach */
 }
+
+/* A norm and the linear layer after it in one dispatch, against the norm's
+ * and the matmul's references: LayerNorm and RMSNorm, scalar and vec4 paths,
+ * every activation, up to the most rows the kernel takes, widths that are not
+ * multiples of its workgroup (64). */
+static void check_norm_linear(uint32_t rows, uint32_t in, uint32_t out, bool rms, bool bias, tmm_row_act act,
+                              uint64_t seed)
+{
+    const size_t nx = (size_t)rows * in, nw = (size_t)out * in, ny = (size_t)rows * out;
+    float *x = h_floats(nx), *g = h_floats(in), *be = h_floats(in), *w = h_floats(nw), *b = h_floats(out);
+    float *y = h_floats(ny), *ref = h_floats(ny);
+    h_rand(x, nx, seed, -2, 3); /* rows off zero mean */
+    h_rand(g, in, seed + 1, 0.5, 1.5);
+    h_rand(be, in, seed + 2, -1, 1);
+    h_rand(w, nw, seed + 3, -1, 1);
+    h_rand(b, out, seed + 4, -1, 1);
+    tmm_buffer *bx = h_buffer(x, nx), *bg = h_buffer(g, in), *bbe = h_buffer(be, in), *bw = h_buffer(w, nw);
+    tmm_buffer *bb = h_buffer(b, out), *by = h_buffer(NULL, ny);
+    const tmm_row_norm norm = { rms, tmm_whole(bg), tmm_whole(bbe), 1e-5f };
+    cr_assert(tmm_op_norm_linear_rows_fits(rows, in));
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_norm_linear_rows(r, tmm_whole(bx), rows, in, out, &norm, tmm_whole(bw),
+                                 bias ? tmm_whole(bb) : (tmm_view){ 0 }, act, tmm_whole(by)));
+    h_run(r);
+    h_read(by, y, ny);
+    ref_norm_linear_rows(x, rows, in, out, rms, g, be, 1e-5, w, bias ? b : NULL, (int)act, ref);
+    h_compare(rms ? "rmsnorm + linear_rows" : "layernorm + linear_rows", y, ref, ny, 2e-5, 2e-5);
+    tmm_buffer *all[] = { bx, bg, bbe, bw, bb, by };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(x), free(g), free(be), free(w), free(b), free(y), free(ref);
+}
+
+H_TEST(decode_ops, norm_linear_rows)
+{
+    check_norm_linear(1, 132, 70, false, true, TMM_ROW_ACT_NONE, 30); /* vec4, past two workgroups' widths */
+    check_norm_linear(3, 37, 5, true, false, TMM_ROW_ACT_SILU, 31);   /* scalar */
+    check_norm_linear(8, 20, 131, false, true, TMM_ROW_ACT_GELU, 32); /* the most rows, three workgroups */
+    check_norm_linear(2, 3, 1, true, true, TMM_ROW_ACT_NONE, 33);     /* narrower than a workgroup */
+    cr_assert(!tmm_op_norm_linear_rows_fits(TMM_DECODE_MAX_ROWS + 1, 16));
+    cr_assert(!tmm_op_norm_linear_rows_fits(1, TMM_MAX_LOOP));
+    tmm_buffer *b = h_buffer(NULL, 64);
+    const tmm_row_norm norm = { false, tmm_whole(b), tmm_whole(b), 1e-5f };
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_norm_linear_rows(r, tmm_whole(b), TMM_DECODE_MAX_ROWS + 1, 4, 4, &norm, tmm_whole(b),
+                                         (tmm_view){ 0 }, TMM_ROW_ACT_NONE, tmm_whole(b)),
+                 TMM_ERR_UNSUPPORTED, "more rows than the kernel takes");
+    h_run(r);
+    tmm_buffer_destroy(b);
+}

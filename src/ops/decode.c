@@ -105,3 +105,53 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
     }
     return TMM_OK;
 }
+
+/* decode_norm_linear.comp: its workgroup (at most the shader's MAX_WG) and
+ * its loop iterations per invocation at the scalar path's worst. */
+#define NORM_LINEAR_WG 64u
+static uint64_t norm_linear_loops(uint32_t in) { return 2ull * tmm_div_up(in, NORM_LINEAR_WG) + in + 12; }
+
+bool tmm_op_norm_linear_rows_fits(uint32_t rows, uint32_t in)
+{
+    return rows > 0 && rows <= TMM_DECODE_MAX_ROWS && in > 0 && norm_linear_loops(in) <= TMM_MAX_LOOP;
+}
+
+tmm_status tmm_op_norm_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
+                                   const tmm_row_norm *norm, tmm_view w, tmm_view bias, tmm_row_act act, tmm_view y)
+{
+    static const char *op = "norm_linear_rows";
+    tmm_device *dev = tmm_recorder_device(r);
+    if ((unsigned)act > TMM_ROW_ACT_GELU)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: activation %d is unknown", op, (int)act);
+    if (!(norm->eps > 0))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: eps must be positive", op);
+    if (!tmm_op_norm_linear_rows_fits(rows, in) || out == 0)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %u rows of %u to %u do not fit its kernel", op, rows, in, out);
+    const bool has_bias = bias.size > 0;
+    TMM_TRY(tmm_op_need_floats(op, "x", x, (uint64_t)rows * in));
+    TMM_TRY(tmm_op_need_bound(dev, op, "gamma", norm->gamma, in));
+    if (!norm->rms)
+        TMM_TRY(tmm_op_need_bound(dev, op, "beta", norm->beta, in));
+    TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)out * in));
+    if (has_bias)
+        TMM_TRY(tmm_op_need_bound(dev, op, "bias", bias, out));
+    TMM_TRY(tmm_op_need_floats(op, "y", y, (uint64_t)rows * out));
+    uint64_t per = rows;
+    TMM_TRY(nn_fit_rows(dev, op, "x", in, &per));
+    TMM_TRY(nn_fit_rows(dev, op, "y", out, &per));
+    if (per < rows || (uint64_t)out * in > UINT32_MAX / 2)
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %u x %u weights do not fit one binding", op, out, in);
+    nn_bind bx = nn_rows(dev, x, 0, rows, in), by = nn_rows(dev, y, 0, rows, out);
+    static const uint32_t local[3] = { NORM_LINEAR_WG, 1, 1 };
+    const uint32_t spec[4] = { in % 4 == 0 && bx.base % 4 == 0, rows, (uint32_t)act, norm->rms ? 2u : 1u };
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_decode_norm_linear, 6, 24, local, spec, 4, &p));
+    struct { uint32_t in, out, has_bias, base_x, base_y; float eps; } push = { .in = in, .out = out,
+                                                                               .has_bias = has_bias,
+                                                                               .base_x = bx.base,
+                                                                               .base_y = by.base,
+                                                                               .eps = norm->eps };
+    tmm_arg args[6] = { tmm_in(bx.view), tmm_in(norm->gamma), tmm_in(norm->rms ? norm->gamma : norm->beta),
+                        tmm_in(w), tmm_in(has_bias ? bias : w), tmm_out(by.view) };
+    return tmm_record_dispatch(r, p, args, 6, &push, tmm_div_up(out, NORM_LINEAR_WG), 1, 1);
+}
