@@ -1,9 +1,9 @@
 /* Cached-decoding ops against their C reference: the one-position Toeplitz
  * step with its cache write at per-sequence positions, for flat, heads and
  * kernel-k shapes, positions at the start, inside and at the end of the
- * sequence, and lengths of several rounds of the step kernel's workgroup
- * (TMM_STEP_WG). The step is also checked against row t of the full forward
- * op. */
+ * sequence, lengths of several rounds of the step kernel's slices
+ * (TMM_STEP_SLICES) and widths past its channels (TMM_STEP_CHANNELS). The
+ * step is also checked against row t of the full forward op. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,10 +65,11 @@ static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t 
 H_TEST(decode_ops, flat) { check_step(3, 13, 5, 1, 1, 1); }
 H_TEST(decode_ops, one_position) { check_step(1, 1, 7, 1, 1, 2); }
 H_TEST(decode_ops, heads) { check_step(4, 33, 12, 4, 1, 3); }
+H_TEST(decode_ops, wide) { check_step(2, 70, 2 * TMM_STEP_CHANNELS + 3, 1, 1, 7); }
 H_TEST(decode_ops, kernel) { check_step(2, 20, 9, 1, 3, 4); }
 H_TEST(decode_ops, heads_and_kernel) { check_step(3, 17, 8, 2, 2, 5); }
-/* several rounds of the step kernel's workgroup, a partial last one */
-H_TEST(decode_ops, long_sequence) { check_step(3, 5 * TMM_STEP_WG + 37, 6, 2, 2, 6); }
+/* several rounds of the step kernel's slices, a partial last one */
+H_TEST(decode_ops, long_sequence) { check_step(3, 5 * TMM_STEP_SLICES + 37, 6, 2, 2, 6); }
 
 H_TEST(decode_ops, bad_shapes_are_refused)
 {
@@ -83,7 +84,8 @@ H_TEST(decode_ops, bad_shapes_are_refused)
     cr_assert_eq(tmm_op_toeplitz_step(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(small), tmm_whole(b),
                                       tmm_whole(b), tmm_whole(b)),
                  TMM_ERR_INVALID_ARGUMENT, "a cache of too few floats");
-    tmm_toeplitz_desc longer = { .batch = 1, .n = TMM_MAX_LOOP * TMM_STEP_WG + 1, .d = 2, .groups = 1, .taps = 1 };
+    tmm_toeplitz_desc longer = { .batch = 1, .n = TMM_MAX_LOOP * TMM_STEP_SLICES + 1, .d = 2, .groups = 1,
+                                 .taps = 1 };
     tmm_buffer *big = h_buffer(NULL, (size_t)longer.n * longer.d);
     cr_assert_eq(tmm_op_toeplitz_step(r, &longer, tmm_whole(big), tmm_whole(big), tmm_whole(big), tmm_whole(big),
                                       tmm_whole(big), tmm_whole(big)),

@@ -76,6 +76,7 @@ static tmm_status record(tmm_model_step *s)
     const uint32_t B = s->batch, d = c->d_model, V = c->vocab;
     const tmm_mixer_class *mc = tmm_model_mixer(s->model)->cls;
     const tmm_rec rec = { s->r, false, W(s->ln_scratch) };
+    const bool takes_norm = mc->step_takes_norm && mc->step_takes_norm(s->decoder);
     bool mixer_half[2];
     const uint32_t halves = tmm_frame_halves(s->arch, mixer_half);
 
@@ -84,7 +85,10 @@ static tmm_status record(tmm_model_step *s)
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &t->blocks[l];
         for (uint32_t i = 0; i < halves; i++) {
-            if (mixer_half[i]) {
+            if (mixer_half[i] && takes_norm) { /* the mixer applies the norm to h in its first dispatch */
+                const tmm_row_norm rn = row_norm(s, bp->mix_norm_w, bp->mix_norm_b);
+                TMM_TRY(mc->record_step_norm(s->decoder, &rec, l, W(s->positions), &rn, W(s->h)));
+            } else if (mixer_half[i]) {
                 TMM_TRY(norm(s, &rec, bp->mix_norm_w, bp->mix_norm_b));
                 TMM_TRY(mc->record_step(s->decoder, &rec, l, W(s->positions), W(s->x), W(s->h)));
             } else {

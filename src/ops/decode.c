@@ -84,24 +84,24 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
     TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)G * K * n));
     TMM_TRY(tmm_op_need_bound(dev, op, "beta", beta, (uint64_t)G * n));
     TMM_TRY(tmm_op_need_floats(op, "y", y, (uint64_t)B * d));
-    if ((uint64_t)K * tmm_div_up(n, TMM_STEP_WG) > TMM_MAX_LOOP) /* toeplitz_step.comp's loop per invocation */
+    if ((uint64_t)K * tmm_div_up(n, TMM_STEP_SLICES) > TMM_MAX_LOOP) /* toeplitz_step.comp's loop per invocation */
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n %u x kernel %u is longer than decoding supports (%u)", op, n, K,
-                        TMM_MAX_LOOP * TMM_STEP_WG);
-    static const uint32_t local[3] = { TMM_STEP_WG, 1, 1 };
+                        TMM_MAX_LOOP * TMM_STEP_SLICES);
+    static const uint32_t local[3] = { TMM_STEP_CHANNELS, TMM_STEP_SLICES, 1 };
     tmm_pipeline *p;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 6, 36, local, NULL, 0, &p));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 6, 32, local, NULL, 0, &p));
     nn_bind bx = nn_rows(dev, x, 0, B, d), by = nn_rows(dev, y, 0, B, d);
     for (uint64_t b0 = 0; b0 < B; b0 += per) {
         uint32_t nb = (uint32_t)(B - b0 < per ? B - b0 : per);
         nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d);
         struct {
-            uint32_t nseq, n, d, group_channels, taps, seq0, base_x, base_cache, base_y;
-        } push = { .nseq = nb, .n = n, .d = d, .group_channels = d / G, .taps = K, .seq0 = (uint32_t)b0,
-                   .base_x = bx.base, .base_cache = bc.base, .base_y = by.base };
+            uint32_t n, d, group_channels, taps, seq0, base_x, base_cache, base_y;
+        } push = { .n = n, .d = d, .group_channels = d / G, .taps = K, .seq0 = (uint32_t)b0, .base_x = bx.base,
+                   .base_cache = bc.base, .base_y = by.base };
         /* the cache is read-write: the rows of other positions must survive */
         tmm_arg args[6] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view), tmm_in(w), tmm_in(beta),
                             tmm_out(by.view) };
-        TMM_TRY(tmm_record_dispatch(r, p, args, 6, &push, (uint64_t)nb * d, 1, 1));
+        TMM_TRY(tmm_record_dispatch(r, p, args, 6, &push, tmm_div_up(d, TMM_STEP_CHANNELS), nb, 1));
     }
     return TMM_OK;
 }

@@ -13,9 +13,11 @@
 
 #include "toeplitz.h"
 
-/* Invocations that share one channel's sum in the step kernel: n * K is at
- * most TMM_MAX_LOOP * TMM_STEP_WG (262144 for K = 1). */
-#define TMM_STEP_WG 64u
+/* The step kernel's workgroup: TMM_STEP_CHANNELS channels times
+ * TMM_STEP_SLICES invocations that share each channel's sum; n * K is at
+ * most TMM_MAX_LOOP * TMM_STEP_SLICES (131072 for K = 1). */
+#define TMM_STEP_CHANNELS 8u
+#define TMM_STEP_SLICES 32u
 
 /* In one dispatch, with t = pos[b] and x[b, :] standing for cache[b, t, :]:
  *   y[b, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * cache[b, s, c-(K-1)+a]
