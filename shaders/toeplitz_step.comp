@@ -1,18 +1,18 @@
 #version 450
 // Decoding: the causal Toeplitz output of one new position per sequence, and
-// that position's input stored in the cache, in one dispatch
-// (src/ops/decode.c). With t = pos[b], g the group of channel c, and the
-// inputs u[s] = cache[b, s, :] for s < t, u[t] = x[b, :]:
-//   y[b, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * u[s, c-(K-1)+a]
-//   cache[b, t, c] = x[b, c]
-// Channels below group g's first count as zero. A workgroup holds CW
-// consecutive channels (x: neighbouring invocations read neighbouring floats)
-// of one sequence times SP slices (y): slice j sums the positions s = j
-// (mod SP) in order, and the slices are added in a fixed tree (the same
-// result on every run). No invocation reads row t of the cache, so writing it
-// here races with nothing. Per invocation K * ceil(n / SP) <= TMM_MAX_LOOP
-// iterations (the host checks). The cache binding covers sequences
-// seq0 .. seq0 + nseq - 1; workgroup (x, b) covers channels x * CW ...
+// that position's input stored in the cache (src/ops/decode.c). With
+// t = pos[b], g the group of channel c, and the inputs u[s] = cache[b, s, :]
+// for s < t, u[t] = x[b, :]:
+//   part[j, b, c] = sum_{a<K} sum_{s in chunk j, s<=t} w[g, a, t-s] * u[s, c-(K-1)+a]
+//   cache[b, t, c] = x[b, c]                      (by the invocations of chunk 0)
+// Chunk j holds positions [j*chunk, (j+1)*chunk); chunk * K <= TMM_MAX_LOOP
+// keeps every invocation under llvmpipe's loop cap (loop_limit.glsl). No
+// invocation reads row t of the cache, so writing it here races with nothing.
+// With one chunk (nchunks 1) the invocation writes y[b, c] = part + beta[g, t]
+// itself: the whole step in one dispatch, without barriers (which cost more
+// than a dispatch on llvmpipe); else toeplitz_step_sum.comp adds the chunks in
+// order and beta. Channels below group g's first count as zero. The cache
+// binding covers sequences seq0 .. seq0 + nseq - 1.
 #include "loop_limit.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, binding = 0) readonly buffer Pos { uint pos[]; };
@@ -20,42 +20,38 @@ layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 2) buffer Cache { float cache[]; };
 layout(std430, binding = 3) readonly buffer W { float w[]; };
 layout(std430, binding = 4) readonly buffer Beta { float beta[]; };
-layout(std430, binding = 5) writeonly buffer Y { float y[]; };
+layout(std430, binding = 5) writeonly buffer Part { float part[]; };
+layout(std430, binding = 6) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push {
-    uint n, d, group_channels, taps, seq0, base_x, base_cache, base_y;
+    uint nseq, batch, n, d, group_channels, taps, chunk, nchunks, seq0, base_x, base_cache, base_y;
 } p;
-
-const uint CW = gl_WorkGroupSize.x, SP = gl_WorkGroupSize.y; // SP a power of two
-shared float part[gl_WorkGroupSize.x * gl_WorkGroupSize.y];
 
 void main()
 {
-    uint cl = gl_LocalInvocationID.x, j = gl_LocalInvocationID.y;
-    uint c = gl_WorkGroupID.x * CW + cl, b = gl_WorkGroupID.y, sb = p.seq0 + b;
-    bool live = c < p.d;
+    uint i = gl_GlobalInvocationID.x;
+    uint per_chunk = p.nseq * p.d;
+    if (i >= per_chunk * p.nchunks)
+        return;
+    uint j = i / per_chunk, b = (i % per_chunk) / p.d, c = i % p.d, sb = p.seq0 + b;
     uint t = pos[sb];
     uint g = c / p.group_channels;
     uint crow = p.base_cache + b * p.n * p.d, xrow = p.base_x + sb * p.d;
+    uint s0 = j * p.chunk, s1 = min(s0 + p.chunk, t);
     float acc = 0.0;
-    for (uint a = 0u; live && a < p.taps; a++) {
+    for (uint a = 0u; a < p.taps; a++) {
         int ci = int(c) - int(p.taps - 1u) + int(a);
         if (ci < int(g * p.group_channels))
             continue;
         uint wrow = (g * p.taps + a) * p.n + t;
-        for (uint s = j; s < t; s += SP)
+        for (uint s = s0; s < s1; s++)
             acc += w[wrow - s] * cache[crow + s * p.d + uint(ci)];
-        if (j == t % SP)
+        if (t / p.chunk == j)
             acc += w[wrow - t] * x[xrow + uint(ci)];
     }
-    part[j * CW + cl] = acc;
-    barrier();
-    for (uint h = SP / 2u; h > 0u; h >>= 1u) {
-        if (j < h)
-            part[j * CW + cl] += part[(j + h) * CW + cl];
-        barrier();
-    }
-    if (j == 0u && live) {
-        y[p.base_y + sb * p.d + c] = part[cl] + beta[g * p.n + t];
+    if (j == 0u)
         cache[crow + t * p.d + c] = x[xrow + c];
-    }
+    if (p.nchunks == 1u)
+        y[p.base_y + sb * p.d + c] = acc + beta[g * p.n + t];
+    else
+        part[(j * p.batch + sb) * p.d + c] = acc;
 }

@@ -506,7 +506,7 @@ typedef struct hy_decoder {
     tmm_buffer **window;              /* per layer: the short conv's windows [3, B, 2, d] */
     tmm_buffer **stage;               /* per layer: aligned copies of unaligned part views (or NULL) */
     tmm_view *win, *bin, *cw, *cb;    /* per layer and part [l * 3 + p]: what the step binds */
-    tmm_buffer *u, *y1, *g; /* one position: [3, B, d], [B, d], [B, d] */
+    tmm_buffer *u, *y1, *g, *scratch; /* one position: [3, B, d], [B, d], [B, d], the step's */
 } hy_decoder;
 
 static void decoder_destroy(tmm_mixer_decoder *dd)
@@ -516,7 +516,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
         return;
     const uint32_t L = config_of(dec->m)->n_layers;
     tmm_mixer_layer_buffers_free(dec->window, L), tmm_mixer_layer_buffers_free(dec->stage, L);
-    tmm_buffer *const step[] = { dec->u, dec->y1, dec->g };
+    tmm_buffer *const step[] = { dec->u, dec->y1, dec->g, dec->scratch };
     tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     free(dec->win), free(dec->bin), free(dec->cw), free(dec->cb);
     free(dec);
@@ -587,6 +587,7 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     const uint32_t L = c->n_layers;
     tmm_device *dev = base->s.alloc->device;
     const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
+    const tmm_toeplitz_desc td = step_desc(m);
     hy_decoder *dec = calloc(1, sizeof *dec);
     if (!dec)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -601,6 +602,7 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
         s = tmm_mixer_layer_buffers(dev, L, PARTS * Bd * (KS - 1), &dec->window);
     const tmm_buffer_spec step[] = {
         { &dec->u, PARTS * Bd }, { &dec->y1, Bd }, { &dec->g, Bd },
+        { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
     };
     if (s == TMM_OK)
         s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
@@ -656,7 +658,8 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     /* w = v ⊙ x1 into u[2], cached at pos; y1 = its long conv; g = y1 ⊙ x0 */
     tmm_view cache = A(m->layers[l].w);
     TMM_TRY(tmm_op_gate_mul_forward(r, u[2], u[1], B, d, u[2]));
-    TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, u[2], cache, A(m->layers[l].hf), A(m->zeros), A(dec->y1)));
+    TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, u[2], cache, A(m->layers[l].hf), A(m->zeros), A(dec->scratch),
+                                 A(dec->y1)));
     TMM_TRY(tmm_op_gate_mul_forward(r, A(dec->y1), u[0], B, d, A(dec->g)));
     return tmm_op_linear_rows(r, A(dec->g), B, d, d, P(m, l, TMM_HY_OUT_W), P(m, l, TMM_HY_OUT_B), h, true);
 }

@@ -243,7 +243,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 typedef struct tz_decoder {
     tz_mixer *m;
     tmm_view *cache1, *cache2;   /* per layer: the Toeplitz inputs [B, n, d] */
-    tmm_buffer *u, *y1, *q, *y2;  /* one position: [B, d] */
+    tmm_buffer *u, *y1, *q, *y2, *scratch;  /* one position: [B, d]; the step's */
     /* distilled (tmm distill): per Toeplitz layer 2l + k its modes and states */
     uint32_t head, *nmodes;
     tmm_buffer **modes, **state;
@@ -254,7 +254,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     tz_decoder *dec = (tz_decoder *)dd;
     if (!dec)
         return;
-    tmm_buffer *const step[] = { dec->u, dec->y1, dec->q, dec->y2 };
+    tmm_buffer *const step[] = { dec->u, dec->y1, dec->q, dec->y2, dec->scratch };
     tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     for (uint32_t i = 0; dec->modes && i < 2 * config_of(dec->m)->n_layers; i++)
         tmm_buffer_destroy(dec->modes[i]), tmm_buffer_destroy(dec->state[i]);
@@ -292,8 +292,10 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     tmm_status s = dec->cache1 && dec->cache2 ? TMM_OK : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     tmm_device *dev = base->s.alloc->device;
     const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
+    const tmm_toeplitz_desc td = step_desc(m);
     const tmm_buffer_spec step[] = {
         { &dec->u, Bd }, { &dec->y1, Bd }, { &dec->q, Bd }, { &dec->y2, Bd },
+        { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
     };
     if (s == TMM_OK) {
         caches_of(m, x, dec->cache1, dec->cache2);
@@ -369,7 +371,7 @@ static tmm_status toeplitz_step(tz_decoder *dec, tmm_recorder *r, uint32_t l, ui
                                   A(dec->state[2 * l + k]), y);
     }
     const tmm_toeplitz_desc td = step_desc(m);
-    return tmm_op_toeplitz_step(r, &td, pos, u, cache, w, beta, y);
+    return tmm_op_toeplitz_step(r, &td, pos, u, cache, w, beta, A(dec->scratch), y);
 }
 
 /* Uploads the modes of every Toeplitz layer (at least one mode each: a
