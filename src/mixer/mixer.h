@@ -19,7 +19,6 @@
 #include "model/distilled.h"
 #include "model/memory.h"
 #include "model/params.h"
-#include "ops/decode_ops.h"
 #include "ops/toeplitz.h"
 #include "recorder.h"
 
@@ -186,12 +185,6 @@ struct tmm_mixer_class {
      * position pos[b] (uint32 [batch]), the state updated with it. */
     tmm_status (*record_step)(tmm_mixer_decoder *d, const tmm_rec *rec, uint32_t layer, tmm_view pos,
                               tmm_view x, tmm_view h);
-    /* Optional (NULL: never), where step_takes_norm(d): record_step with the
-     * block's norm (ops/decode_ops.h) applied to h inside the mixer's first
-     * dispatch, x = norm(h) never stored. */
-    bool (*step_takes_norm)(const tmm_mixer_decoder *d);
-    tmm_status (*record_step_norm)(tmm_mixer_decoder *d, const tmm_rec *rec, uint32_t layer, tmm_view pos,
-                                   const tmm_row_norm *norm, tmm_view h);
     /* The parts of its state, every byte that its prefill sets per sequence
      * (at most max into parts; returns how many it has): what moves one
      * sequence's state between two decoders of the class (the generator's

@@ -243,7 +243,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 typedef struct tz_decoder {
     tz_mixer *m;
     tmm_view *cache1, *cache2;   /* per layer: the Toeplitz inputs [B, n, d] */
-    tmm_buffer *u, *y1, *q, *y2, *scratch;  /* one position: [B, d]; the step's */
+    tmm_buffer *u, *y1, *q, *y2, *scratch;  /* one position: [B, d] */
     /* distilled (tmm distill): per Toeplitz layer 2l + k its modes and states */
     uint32_t head, *nmodes;
     tmm_buffer **modes, **state;
@@ -418,10 +418,8 @@ tmm_status tmm_toeplitz_decoder_distill(tmm_mixer_decoder *dd, const tmm_distill
     return TMM_OK;
 }
 
-/* One step; with norm (heads only), x is h and the norm goes into the input
- * projection's dispatch. */
-static tmm_status step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos,
-                       const tmm_row_norm *norm, tmm_view x, tmm_view h)
+static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
+                              tmm_view h)
 {
     tz_decoder *dec = (tz_decoder *)dd;
     tz_mixer *m = dec->m;
@@ -429,11 +427,7 @@ static tmm_status step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tm
     const uint32_t B = m->base.s.batch, d = c->d_model;
     tmm_recorder *r = rec->r;
     tmm_view u = x;
-    if (norm) {
-        TMM_TRY(tmm_op_norm_linear_rows(r, x, B, d, d, norm, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B),
-                                        TMM_ROW_ACT_NONE, A(dec->u)));
-        u = A(dec->u);
-    } else if (c->heads) {
+    if (c->heads) {
         TMM_TRY(tmm_op_linear_rows(r, u, B, d, d, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(dec->u), false));
         u = A(dec->u);
     }
@@ -447,25 +441,6 @@ static tmm_status step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tm
     if (c->heads)
         return tmm_op_linear_rows(r, mix, B, d, d, P(m, l, TMM_TZ_OUT_W), P(m, l, TMM_TZ_OUT_B), h, true);
     return tmm_op_axpy(r, 1.0f, mix, h, (uint64_t)B * d);
-}
-
-static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
-                              tmm_view h)
-{
-    return step(dd, rec, l, pos, NULL, x, h);
-}
-
-static tmm_status record_step_norm(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos,
-                                   const tmm_row_norm *norm, tmm_view h)
-{
-    return step(dd, rec, l, pos, norm, h, h);
-}
-
-/* With heads the norm goes into the input projection's dispatch. */
-static bool step_takes_norm(const tmm_mixer_decoder *dd)
-{
-    const tz_mixer *m = ((const tz_decoder *)dd)->m;
-    return config_of(m)->heads && tmm_op_norm_linear_rows_fits(m->base.s.batch, config_of(m)->d_model);
 }
 
 /* The caches (the Toeplitz inputs) of every layer and, distilled, the
@@ -508,6 +483,4 @@ const tmm_mixer_class tmm_toeplitz_mixer = {
     .declare = declare,
     .set_toeplitz_impl = set_impl,
     .state_parts = state_parts,
-    .step_takes_norm = step_takes_norm,
-    .record_step_norm = record_step_norm,
 };

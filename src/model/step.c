@@ -40,43 +40,13 @@ static tmm_status norm(const tmm_model_step *s, const tmm_rec *rec, int w, int b
                           param(s, b), W(s->x), W(s->mean), W(s->rstd));
 }
 
-/* The norm of weights w, b as the fused kernel takes it. */
-static tmm_row_norm row_norm(const tmm_model_step *s, int w, int b)
-{
-    return (tmm_row_norm){ s->arch->norm == TMM_NORM_RMS, param(s, w), param(s, b), (float)s->arch->norm_eps };
-}
-
-/* The MLP half: its norm inside the first linear layer's dispatch where that
- * kernel takes the rows (2 commands; SwiGLU 3), else the frame's norm and MLP. */
-static tmm_status mlp_half(tmm_model_step *s, const tmm_rec *rec, const tmm_block_params *bp)
-{
-    const uint32_t B = s->batch, d = tmm_model_table(s->model)->config.d_model;
-    const uint32_t e = tmm_model_table(s->model)->config.expansion * d;
-    const tmm_frame_mlp mlp = { param(s, bp->mlp_in_w), param(s, bp->mlp_in_b), param(s, bp->mlp_out_w),
-                                param(s, bp->mlp_out_b), W(s->f), W(s->z) };
-    if (!tmm_op_norm_linear_rows_fits(B, d)) {
-        TMM_TRY(norm(s, rec, bp->mlp_norm_w, bp->mlp_norm_b));
-        return tmm_frame_mlp_forward(rec, s->arch, B, d, e, true, W(s->x), &mlp, W(s->h));
-    }
-    const tmm_row_norm rn = row_norm(s, bp->mlp_norm_w, bp->mlp_norm_b);
-    if (s->arch->mlp == TMM_MLP_SWIGLU) {
-        TMM_TRY(tmm_op_norm_linear_rows(s->r, W(s->h), B, d, 2 * e, &rn, mlp.w_in, none, TMM_ROW_ACT_NONE, mlp.act));
-        TMM_TRY(tmm_op_swiglu_forward(s->r, mlp.act, B, e, mlp.z));
-    } else {
-        const tmm_row_act act = s->arch->mlp == TMM_MLP_GELU ? TMM_ROW_ACT_GELU : TMM_ROW_ACT_SILU;
-        TMM_TRY(tmm_op_norm_linear_rows(s->r, W(s->h), B, d, e, &rn, mlp.w_in, mlp.b_in, act, mlp.z));
-    }
-    return tmm_op_linear_rows(s->r, mlp.z, B, e, d, mlp.w_out, mlp.b_out, W(s->h), true);
-}
-
 static tmm_status record(tmm_model_step *s)
 {
     const tmm_param_table *t = tmm_model_table(s->model);
     const tmm_model_config *c = &t->config;
-    const uint32_t B = s->batch, d = c->d_model, V = c->vocab;
+    const uint32_t B = s->batch, d = c->d_model, e = c->expansion * d, V = c->vocab;
     const tmm_mixer_class *mc = tmm_model_mixer(s->model)->cls;
     const tmm_rec rec = { s->r, false, W(s->ln_scratch) };
-    const bool takes_norm = mc->step_takes_norm && mc->step_takes_norm(s->decoder);
     bool mixer_half[2];
     const uint32_t halves = tmm_frame_halves(s->arch, mixer_half);
 
@@ -85,29 +55,23 @@ static tmm_status record(tmm_model_step *s)
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const tmm_block_params *bp = &t->blocks[l];
         for (uint32_t i = 0; i < halves; i++) {
-            if (mixer_half[i] && takes_norm) { /* the mixer applies the norm to h in its first dispatch */
-                const tmm_row_norm rn = row_norm(s, bp->mix_norm_w, bp->mix_norm_b);
-                TMM_TRY(mc->record_step_norm(s->decoder, &rec, l, W(s->positions), &rn, W(s->h)));
-            } else if (mixer_half[i]) {
+            if (mixer_half[i]) {
                 TMM_TRY(norm(s, &rec, bp->mix_norm_w, bp->mix_norm_b));
                 TMM_TRY(mc->record_step(s->decoder, &rec, l, W(s->positions), W(s->x), W(s->h)));
             } else {
-                TMM_TRY(mlp_half(s, &rec, bp));
+                const tmm_frame_mlp mlp = { param(s, bp->mlp_in_w), param(s, bp->mlp_in_b), param(s, bp->mlp_out_w),
+                                            param(s, bp->mlp_out_b), W(s->f), W(s->z) };
+                TMM_TRY(norm(s, &rec, bp->mlp_norm_w, bp->mlp_norm_b));
+                TMM_TRY(tmm_frame_mlp_forward(&rec, s->arch, B, d, e, true, W(s->x), &mlp, W(s->h)));
             }
         }
     }
-    if (s->arch->final_norm && tmm_op_norm_linear_rows_fits(B, d)) {
-        const tmm_row_norm rn = row_norm(s, t->final_norm_w, -1);
-        TMM_TRY(tmm_op_norm_linear_rows(s->r, W(s->h), B, d, V, &rn, param(s, t->head), none, TMM_ROW_ACT_NONE,
-                                        W(s->logits)));
-    } else {
-        tmm_view head_in = W(s->h);
-        if (s->arch->final_norm) {
-            TMM_TRY(norm(s, &rec, t->final_norm_w, -1));
-            head_in = W(s->x);
-        }
-        TMM_TRY(tmm_op_linear_rows(s->r, head_in, B, d, V, param(s, t->head), none, W(s->logits), false));
+    tmm_view head_in = W(s->h);
+    if (s->arch->final_norm) {
+        TMM_TRY(norm(s, &rec, t->final_norm_w, -1));
+        head_in = W(s->x);
     }
+    TMM_TRY(tmm_op_linear_rows(s->r, head_in, B, d, V, param(s, t->head), none, W(s->logits), false));
     return tmm_recorder_end(s->r);
 }
 

@@ -51,22 +51,4 @@ typedef enum tmm_row_act { TMM_ROW_ACT_NONE, TMM_ROW_ACT_SILU, TMM_ROW_ACT_GELU 
 tmm_status tmm_op_linear_rows_act(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                                   tmm_view bias, tmm_row_act act, tmm_view y);
 
-/* The norm a decoding step applies before a linear layer (docs/model.md):
- * RMSNorm (gamma only) or LayerNorm (gamma and beta), each [in]. */
-typedef struct tmm_row_norm {
-    bool rms;
-    tmm_view gamma, beta;
-    float eps;
-} tmm_row_norm;
-/* Whether tmm_op_norm_linear_rows takes `rows` rows of width `in` (up to
- * TMM_DECODE_MAX_ROWS rows; in within its kernel's loop bound, about 3900). */
-bool tmm_op_norm_linear_rows_fits(uint32_t rows, uint32_t in);
-/* y[rows, out] = act(norm(x[rows, in]) · Wᵀ + bias) in one dispatch
- * (ref_norm_linear_rows): a block's norm and the linear layer that reads it,
- * with the norm's output never stored. TMM_ERR_UNSUPPORTED where
- * tmm_op_norm_linear_rows_fits is false. gamma, beta, W and bias are bound as
- * given (aligned offsets; bias optional). */
-tmm_status tmm_op_norm_linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
-                                   const tmm_row_norm *norm, tmm_view w, tmm_view bias, tmm_row_act act, tmm_view y);
-
 #endif

@@ -1,11 +1,6 @@
 #include "ref/ref_decode.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-#include "ref/ref_llama.h"
-#include "ref/ref_model_util.h"
-#include "ref/ref_nn.h"
 
 void ref_cache_write(const tmm_toeplitz_desc *desc, const uint32_t *pos, const float *x, float *cache)
 {
@@ -104,33 +99,4 @@ void ref_tz_ssm_prefill(const tmm_tz_ssm_desc *desc, const uint32_t *len, const 
                     float *z = state + (((b * d + c) * K + a) * M + j) * 2;
                     z[0] = (float)re, z[1] = (float)im;
                 }
-}
-
-static double *to_double(const float *v, size_t n)
-{
-    double *d = malloc((n ? n : 1) * sizeof *d);
-    for (size_t i = 0; d && i < n; i++)
-        d[i] = v[i];
-    return d;
-}
-
-void ref_norm_linear_rows(const float *x, size_t rows, size_t in, size_t out, bool rms, const float *gamma,
-                          const float *beta, double eps, const float *w, const float *bias, int act, float *y)
-{
-    double *xd = to_double(x, rows * in), *g = to_double(gamma, in), *b = to_double(rms ? gamma : beta, in);
-    double *xn = malloc(rows * in * sizeof *xn), *mean = malloc(rows * sizeof *mean), *rstd = malloc(rows * sizeof *rstd);
-    if (!xd || !g || !b || !xn || !mean || !rstd)
-        abort();
-    if (rms)
-        ref_rmsnorm_fwd_d(xd, g, rows, in, eps, xn, rstd);
-    else
-        ref_layernorm_fwd_d(xd, g, b, rows, in, eps, xn, mean, rstd);
-    for (size_t r = 0; r < rows; r++)
-        for (size_t o = 0; o < out; o++) {
-            double v = bias ? bias[o] : 0.0;
-            for (size_t i = 0; i < in; i++)
-                v += xn[r * in + i] * w[o * in + i];
-            y[r * out + o] = (float)(act == 1 ? ref_silu(v) : act == 2 ? ref_gelu(v) : v);
-        }
-    free(xd), free(g), free(b), free(xn), free(mean), free(rstd);
 }

@@ -2,8 +2,6 @@
 #ifndef TMM_REF_DECODE_H
 #define TMM_REF_DECODE_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "ops/toeplitz.h"
@@ -16,13 +14,6 @@ void ref_cache_write(const tmm_toeplitz_desc *desc, const uint32_t *pos, const f
  * t = pos[b], summed in double and rounded once. */
 void ref_toeplitz_step(const tmm_toeplitz_desc *desc, const uint32_t *pos, const float *cache, const float *w,
                        const float *beta, float *y);
-
-/* y[rows, out] = act(norm(x) · Wᵀ + bias) (tmm_op_norm_linear_rows), in
- * double and rounded once: the norm LayerNorm (ref_layernorm_fwd_d, beta) or
- * RMSNorm (rms: ref_rmsnorm_fwd_d), bias optional (NULL), act 0 none, 1 SiLU,
- * 2 GELU (tmm_row_act). */
-void ref_norm_linear_rows(const float *x, size_t rows, size_t in, size_t out, bool rms, const float *gamma,
-                          const float *beta, double eps, const float *w, const float *bias, int act, float *y);
 
 /* Distilled decoding (ops/tz_ssm_ops.h), in double, states and outputs
  * rounded to float: one step at pos[b] (updates state and cache) ... */
