@@ -12,12 +12,17 @@
 // itself: the whole step in one dispatch, without barriers (which cost more
 // than a dispatch on llvmpipe); else toeplitz_step_sum.comp adds the chunks in
 // order and beta. Channels below group g's first count as zero. The cache
-// binding covers sequences seq0 .. seq0 + nseq - 1.
+// binding covers sequences seq0 .. seq0 + nseq - 1. VEC (K = 1; d, the group
+// width and the bases multiples of 4): an invocation takes 4 neighbouring
+// channels as a vec4, one weight read for four products.
 #include "loop_limit.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
+layout(constant_id = 3) const uint VEC = 0u;
 layout(std430, binding = 0) readonly buffer Pos { uint pos[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 2) buffer Cache { float cache[]; };
+layout(std430, binding = 2) buffer Cache4 { vec4 cache4[]; };
 layout(std430, binding = 3) readonly buffer W { float w[]; };
 layout(std430, binding = 4) readonly buffer Beta { float beta[]; };
 layout(std430, binding = 5) writeonly buffer Part { float part[]; };
@@ -26,8 +31,41 @@ layout(push_constant) uniform Push {
     uint nseq, batch, n, d, group_channels, taps, chunk, nchunks, seq0, base_x, base_cache, base_y;
 } p;
 
+// VEC: channels c .. c+3 of one group, K = 1.
+void main_vec4()
+{
+    uint i = gl_GlobalInvocationID.x, d4 = p.d / 4u;
+    uint per_chunk = p.nseq * d4;
+    if (i >= per_chunk * p.nchunks)
+        return;
+    uint j = i / per_chunk, b = (i % per_chunk) / d4, c = 4u * (i % d4), sb = p.seq0 + b;
+    uint t = pos[sb];
+    uint g = c / p.group_channels;
+    uint crow = (p.base_cache + b * p.n * p.d + c) / 4u, xrow = (p.base_x + sb * p.d + c) / 4u;
+    uint s0 = j * p.chunk, s1 = min(s0 + p.chunk, t);
+    uint wrow = g * p.n + t;
+    vec4 acc = vec4(0.0);
+    for (uint s = s0; s < s1; s++)
+        acc += w[wrow - s] * cache4[crow + s * d4];
+    vec4 xv = x4[xrow];
+    if (t / p.chunk == j)
+        acc += w[wrow - t] * xv;
+    if (j == 0u)
+        cache4[crow + t * d4] = xv;
+    for (uint k = 0u; k < 4u; k++) {
+        if (p.nchunks == 1u)
+            y[p.base_y + sb * p.d + c + k] = acc[k] + beta[g * p.n + t];
+        else
+            part[(j * p.batch + sb) * p.d + c + k] = acc[k];
+    }
+}
+
 void main()
 {
+    if (VEC != 0u) {
+        main_vec4();
+        return;
+    }
     uint i = gl_GlobalInvocationID.x;
     uint per_chunk = p.nseq * p.d;
     if (i >= per_chunk * p.nchunks)

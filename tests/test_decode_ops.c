@@ -1,8 +1,8 @@
 /* Cached-decoding ops against their C reference: the one-position Toeplitz
  * step with its cache write at per-sequence positions, for flat, heads and
  * kernel-k shapes, positions at the start, inside and at the end of the
- * sequence, and n past one chunk of the step kernel (TMM_STEP_CHUNK: the
- * second pass). The step is also checked against row t of the full
+ * sequence, n past one chunk of the step kernel (TMM_STEP_CHUNK: the
+ * second pass) and its vec4 path (groups of 4 channels, one tap). The step is also checked against row t of the full
  * forward op. */
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +67,9 @@ H_TEST(decode_ops, flat) { check_step(3, 13, 5, 1, 1, 1); }
 H_TEST(decode_ops, one_position) { check_step(1, 1, 7, 1, 1, 2); }
 H_TEST(decode_ops, heads) { check_step(4, 33, 12, 4, 1, 3); }
 H_TEST(decode_ops, wide) { check_step(2, 70, 83, 1, 1, 7); }
+/* groups of 4 channels, one tap: the kernel's vec4 path, in one and in several chunks */
+H_TEST(decode_ops, vec4) { check_step(3, 45, 16, 2, 1, 8); }
+H_TEST(decode_ops, vec4_long) { check_step(2, TMM_STEP_CHUNK + 41, 8, 1, 1, 9); }
 H_TEST(decode_ops, kernel) { check_step(2, 20, 9, 1, 3, 4); }
 H_TEST(decode_ops, heads_and_kernel) { check_step(3, 17, 8, 2, 2, 5); }
 /* several chunks of the step kernel, a partial last one */

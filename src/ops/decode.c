@@ -109,9 +109,15 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
                         TMM_MAX_LOOP * step_chunk(desc));
     if ((uint64_t)B * d * nch > UINT32_MAX / 2)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: batch %u x d %u x n %u is too large for one step", op, B, d, n);
-    tmm_pipeline *ps;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 7, 48, local_loop, NULL, 0, &ps));
     nn_bind bx = nn_rows(dev, x, 0, B, d), by = nn_rows(dev, y, 0, B, d);
+    /* 4 channels per invocation where they share a group and one tap, and
+     * every sequence's rows start on a vec4 (nn_rows' bases: per binding) */
+    bool vec = K == 1 && d % 4 == 0 && (d / G) % 4 == 0 && bx.base % 4 == 0;
+    for (uint64_t b0 = 0; vec && b0 < B; b0 += per)
+        vec = nn_rows(dev, cache, b0, B - b0 < per ? B - b0 : per, (uint64_t)n * d).base % 4 == 0;
+    const uint32_t spec[1] = { vec }, lanes = vec ? d / 4 : d;
+    tmm_pipeline *ps;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 7, 48, local_loop, spec, 1, &ps));
     for (uint64_t b0 = 0; b0 < B; b0 += per) {
         uint32_t nb = (uint32_t)(B - b0 < per ? B - b0 : per);
         nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d);
@@ -123,7 +129,8 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
         /* the cache is read-write: the rows of other positions must survive */
         tmm_arg args[7] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view), tmm_in(w), tmm_in(beta),
                             tmm_out(nch > 1 ? scratch : by.view), tmm_out(by.view) };
-        TMM_TRY(tmm_record_dispatch(r, ps, args, 7, &push, tmm_div_up((uint64_t)nb * d * nch, NN_WG_LOOP), 1, 1));
+        TMM_TRY(tmm_record_dispatch(r, ps, args, 7, &push, tmm_div_up((uint64_t)nb * lanes * nch, NN_WG_LOOP), 1,
+                                    1));
     }
     if (nch == 1)
         return TMM_OK;
