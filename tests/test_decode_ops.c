@@ -1,8 +1,9 @@
-/* Cached-decoding ops against their C reference: cache writes at per-sequence
- * positions and the one-position Toeplitz step, for flat, heads and kernel-k
- * shapes, positions at the start, inside and at the end of the sequence, and
- * lengths past one chunk (TMM_STEP_CHUNK) of the step kernel. The step is
- * also checked against row t of the full forward op. */
+/* Cached-decoding ops against their C reference: the one-position Toeplitz
+ * step with its cache write at per-sequence positions, for flat, heads and
+ * kernel-k shapes, positions at the start, inside and at the end of the
+ * sequence, n past one chunk of the step kernel (TMM_STEP_CHUNK: the
+ * second pass) and its vec4 path (groups of 4 channels, one tap). The step is also checked against row t of the full
+ * forward op. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,15 +39,14 @@ static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t 
     tmm_buffer *bpos = uint_buffer(pos, B), *by = h_buffer(NULL, nx);
     tmm_buffer *scratch = h_buffer(NULL, tmm_op_toeplitz_step_scratch(&desc));
     tmm_recorder *r = h_begin();
-    H_OK(tmm_op_cache_write(r, &desc, tmm_whole(bpos), tmm_whole(bx), tmm_whole(bc)));
-    H_OK(tmm_op_toeplitz_step(r, &desc, tmm_whole(bpos), tmm_whole(bc), tmm_whole(bw), tmm_whole(bbeta),
-                              tmm_whole(scratch), tmm_whole(by)));
+    H_OK(tmm_op_toeplitz_step(r, &desc, tmm_whole(bpos), tmm_whole(bx), tmm_whole(bc), tmm_whole(bw),
+                              tmm_whole(bbeta), tmm_whole(scratch), tmm_whole(by)));
     h_run(r);
 
     ref_cache_write(&desc, pos, x, cache);
     float *got_cache = h_floats(nc), *y = h_floats(nx), *ref_y = h_floats(nx);
     h_read(bc, got_cache, nc);
-    cr_assert(memcmp(got_cache, cache, nc * 4) == 0, "cache_write B %u n %u d %u: the cache differs", B, n, d);
+    cr_assert(memcmp(got_cache, cache, nc * 4) == 0, "toeplitz_step B %u n %u d %u: the cache differs", B, n, d);
     h_read(by, y, nx);
     ref_toeplitz_step(&desc, pos, cache, w, beta, ref_y);
     h_compare("toeplitz_step", y, ref_y, nx, 1e-5, 1e-5);
@@ -66,6 +66,10 @@ static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t 
 H_TEST(decode_ops, flat) { check_step(3, 13, 5, 1, 1, 1); }
 H_TEST(decode_ops, one_position) { check_step(1, 1, 7, 1, 1, 2); }
 H_TEST(decode_ops, heads) { check_step(4, 33, 12, 4, 1, 3); }
+H_TEST(decode_ops, wide) { check_step(2, 70, 83, 1, 1, 7); }
+/* groups of 4 channels, one tap: the kernel's vec4 path, in one and in several chunks */
+H_TEST(decode_ops, vec4) { check_step(3, 45, 16, 2, 1, 8); }
+H_TEST(decode_ops, vec4_long) { check_step(2, TMM_STEP_CHUNK + 41, 8, 1, 1, 9); }
 H_TEST(decode_ops, kernel) { check_step(2, 20, 9, 1, 3, 4); }
 H_TEST(decode_ops, heads_and_kernel) { check_step(3, 17, 8, 2, 2, 5); }
 /* several chunks of the step kernel, a partial last one */
@@ -76,10 +80,13 @@ H_TEST(decode_ops, bad_shapes_are_refused)
     tmm_toeplitz_desc desc = { .batch = 2, .n = 8, .d = 6, .groups = 4, .taps = 1 }; /* 4 groups do not divide 6 */
     tmm_buffer *b = h_buffer(NULL, 2 * 8 * 6);
     tmm_recorder *r = h_begin();
-    cr_assert_eq(tmm_op_cache_write(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(b)), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_op_toeplitz_step(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(b), tmm_whole(b), tmm_whole(b),
+                                      tmm_whole(b), tmm_whole(b)),
+                 TMM_ERR_INVALID_ARGUMENT);
     desc.groups = 2;
     tmm_buffer *small = h_buffer(NULL, 5);
-    cr_assert_eq(tmm_op_cache_write(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(small)),
+    cr_assert_eq(tmm_op_toeplitz_step(r, &desc, tmm_whole(b), tmm_whole(b), tmm_whole(small), tmm_whole(b),
+                                      tmm_whole(b), tmm_whole(b), tmm_whole(b)),
                  TMM_ERR_INVALID_ARGUMENT, "a cache of too few floats");
     h_run(r);
     tmm_buffer_destroy(b);

@@ -658,8 +658,8 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     /* w = v ⊙ x1 into u[2], cached at pos; y1 = its long conv; g = y1 ⊙ x0 */
     tmm_view cache = A(m->layers[l].w);
     TMM_TRY(tmm_op_gate_mul_forward(r, u[2], u[1], B, d, u[2]));
-    TMM_TRY(tmm_op_cache_write(r, &td, pos, u[2], cache));
-    TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, cache, A(m->layers[l].hf), A(m->zeros), A(dec->scratch), A(dec->y1)));
+    TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, u[2], cache, A(m->layers[l].hf), A(m->zeros), A(dec->scratch),
+                                 A(dec->y1)));
     TMM_TRY(tmm_op_gate_mul_forward(r, A(dec->y1), u[0], B, d, A(dec->g)));
     return tmm_op_linear_rows(r, A(dec->g), B, d, d, P(m, l, TMM_HY_OUT_W), P(m, l, TMM_HY_OUT_B), h, true);
 }

@@ -371,8 +371,7 @@ static tmm_status toeplitz_step(tz_decoder *dec, tmm_recorder *r, uint32_t l, ui
                                   A(dec->state[2 * l + k]), y);
     }
     const tmm_toeplitz_desc td = step_desc(m);
-    TMM_TRY(tmm_op_cache_write(r, &td, pos, u, cache));
-    return tmm_op_toeplitz_step(r, &td, pos, cache, w, beta, A(dec->scratch), y);
+    return tmm_op_toeplitz_step(r, &td, pos, u, cache, w, beta, A(dec->scratch), y);
 }
 
 /* Uploads the modes of every Toeplitz layer (at least one mode each: a

@@ -1,4 +1,4 @@
-/* Cached decoding ops: cache writes and the one-position Toeplitz step. */
+/* Cached decoding ops: the one-position Toeplitz step and the linear layers of a few rows. */
 #include "decode_ops.h"
 
 #include "nn_util.h"
@@ -16,30 +16,6 @@ static tmm_status check(const char *op, tmm_recorder *r, const tmm_toeplitz_desc
     TMM_TRY(tmm_op_need_floats(op, "cache", cache, B * seq));
     *seqs_per_bind = B;
     return nn_fit_rows(tmm_recorder_device(r), op, "cache (one sequence)", seq, seqs_per_bind);
-}
-
-tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
-                              tmm_view cache)
-{
-    static const char *op = "cache_write";
-    uint64_t per;
-    TMM_TRY(check(op, r, desc, pos, cache, &per));
-    const uint32_t B = desc->batch, n = desc->n, d = desc->d;
-    TMM_TRY(tmm_op_need_floats(op, "x", x, (uint64_t)B * d));
-    tmm_device *dev = tmm_recorder_device(r);
-    tmm_pipeline *p;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_decode_cache_write, 3, 24, local_1d, NULL, 0, &p));
-    for (uint64_t b0 = 0; b0 < B; b0 += per) {
-        uint32_t nb = (uint32_t)(B - b0 < per ? B - b0 : per);
-        nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d), bx = nn_rows(dev, x, b0, nb, d);
-        struct { uint32_t nseq, n, d, seq0, base_x, base_cache; } push = { .nseq = nb, .n = n, .d = d,
-                                                                           .seq0 = (uint32_t)b0, .base_x = bx.base,
-                                                                           .base_cache = bc.base };
-        /* the cache is read-write: the rows of other positions must survive */
-        tmm_arg args[3] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view) };
-        TMM_TRY(tmm_record_dispatch(r, p, args, 3, &push, tmm_div_up((uint64_t)nb * d, TMM_WG_1D), 1, 1));
-    }
-    return TMM_OK;
 }
 
 static tmm_status linear_rows(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
@@ -96,15 +72,24 @@ tmm_status tmm_op_linear_rows_act(tmm_recorder *r, tmm_view x, uint32_t rows, ui
     return linear_rows(r, x, rows, in, out, w, bias, act, y, false);
 }
 
-static uint32_t n_chunks(const tmm_toeplitz_desc *desc) { return tmm_div_up(desc->n, TMM_STEP_CHUNK); }
+/* Positions one invocation of the step kernel sums: n <= TMM_STEP_CHUNK in
+ * one dispatch; longer sums spread over more invocations (on llvmpipe one
+ * invocation per channel over a long cache costs more than the second
+ * dispatch). */
+static uint32_t step_chunk(const tmm_toeplitz_desc *desc)
+{
+    const uint32_t K = desc->taps ? desc->taps : 1;
+    return TMM_STEP_CHUNK * K <= TMM_MAX_LOOP ? TMM_STEP_CHUNK : TMM_MAX_LOOP / K;
+}
+static uint32_t n_chunks(const tmm_toeplitz_desc *desc) { return tmm_div_up(desc->n, step_chunk(desc)); }
 
 uint64_t tmm_op_toeplitz_step_scratch(const tmm_toeplitz_desc *desc)
 {
     return (uint64_t)n_chunks(desc) * desc->batch * desc->d;
 }
 
-tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view cache,
-                                tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y)
+tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
+                                tmm_view cache, tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y)
 {
     static const char *op = "toeplitz_step";
     uint64_t per;
@@ -113,29 +98,44 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
     const uint32_t B = desc->batch, n = desc->n, d = desc->d;
     const uint32_t G = desc->groups ? desc->groups : 1, K = desc->taps ? desc->taps : 1;
     const uint32_t nch = n_chunks(desc);
+    TMM_TRY(tmm_op_need_floats(op, "x", x, (uint64_t)B * d));
     TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)G * K * n));
     TMM_TRY(tmm_op_need_bound(dev, op, "beta", beta, (uint64_t)G * n));
-    TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_toeplitz_step_scratch(desc)));
+    if (nch > 1)
+        TMM_TRY(tmm_op_need_bound(dev, op, "scratch", scratch, tmm_op_toeplitz_step_scratch(desc)));
     TMM_TRY(tmm_op_need_floats(op, "y", y, (uint64_t)B * d));
     if (nch > TMM_MAX_LOOP) /* toeplitz_step_sum.comp loops over the chunks */
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: n %u is longer than decoding supports (%u)", op, n,
-                        TMM_MAX_LOOP * TMM_STEP_CHUNK);
+                        TMM_MAX_LOOP * step_chunk(desc));
     if ((uint64_t)B * d * nch > UINT32_MAX / 2)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: batch %u x d %u x n %u is too large for one step", op, B, d, n);
-    tmm_pipeline *ps, *pf;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 4, 36, local_loop, NULL, 0, &ps));
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step_sum, 4, 24, local_1d, NULL, 0, &pf));
+    nn_bind bx = nn_rows(dev, x, 0, B, d), by = nn_rows(dev, y, 0, B, d);
+    /* 4 channels per invocation where they share a group and one tap, and
+     * every sequence's rows start on a vec4 (nn_rows' bases: per binding) */
+    bool vec = K == 1 && d % 4 == 0 && (d / G) % 4 == 0 && bx.base % 4 == 0;
+    for (uint64_t b0 = 0; vec && b0 < B; b0 += per)
+        vec = nn_rows(dev, cache, b0, B - b0 < per ? B - b0 : per, (uint64_t)n * d).base % 4 == 0;
+    const uint32_t spec[1] = { vec }, lanes = vec ? d / 4 : d;
+    tmm_pipeline *ps;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 7, 48, local_loop, spec, 1, &ps));
     for (uint64_t b0 = 0; b0 < B; b0 += per) {
         uint32_t nb = (uint32_t)(B - b0 < per ? B - b0 : per);
         nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d);
         struct {
-            uint32_t nseq, batch, n, d, group_channels, taps, chunk, seq0, base_cache;
+            uint32_t nseq, batch, n, d, group_channels, taps, chunk, nchunks, seq0, base_x, base_cache, base_y;
         } push = { .nseq = nb, .batch = B, .n = n, .d = d, .group_channels = d / G, .taps = K,
-                   .chunk = TMM_STEP_CHUNK, .seq0 = (uint32_t)b0, .base_cache = bc.base };
-        tmm_arg args[4] = { tmm_in(pos), tmm_in(bc.view), tmm_in(w), tmm_out(scratch) };
-        TMM_TRY(tmm_record_dispatch(r, ps, args, 4, &push, tmm_div_up((uint64_t)nb * d * nch, NN_WG_LOOP), 1, 1));
+                   .chunk = step_chunk(desc), .nchunks = nch, .seq0 = (uint32_t)b0, .base_x = bx.base,
+                   .base_cache = bc.base, .base_y = by.base };
+        /* the cache is read-write: the rows of other positions must survive */
+        tmm_arg args[7] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view), tmm_in(w), tmm_in(beta),
+                            tmm_out(nch > 1 ? scratch : by.view), tmm_out(by.view) };
+        TMM_TRY(tmm_record_dispatch(r, ps, args, 7, &push, tmm_div_up((uint64_t)nb * lanes * nch, NN_WG_LOOP), 1,
+                                    1));
     }
-    nn_bind by = nn_rows(dev, y, 0, B, d);
+    if (nch == 1)
+        return TMM_OK;
+    tmm_pipeline *pf;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step_sum, 4, 24, local_1d, NULL, 0, &pf));
     struct { uint32_t batch, n, d, group_channels, nchunks, base_y; } push = { .batch = B, .n = n, .d = d,
                                                                                .group_channels = d / G,
                                                                                .nchunks = nch, .base_y = by.base };

@@ -13,23 +13,23 @@
 
 #include "toeplitz.h"
 
-/* Positions summed by one invocation of the step kernel (times K taps it
- * stays under the loop cap); n / TMM_STEP_CHUNK chunks run in parallel. */
+/* Positions one invocation of the step kernel sums (fewer where K times
+ * this passes TMM_MAX_LOOP). */
 #define TMM_STEP_CHUNK 256u
 
-/* cache[b, pos[b], :] = x[b, :] for every b < desc->batch. */
-tmm_status tmm_op_cache_write(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
-                              tmm_view cache);
-
-/* Floats of scratch tmm_op_toeplitz_step needs. */
+/* Floats of scratch tmm_op_toeplitz_step needs (used where n is longer than
+ * one chunk). */
 uint64_t tmm_op_toeplitz_step_scratch(const tmm_toeplitz_desc *desc);
 
-/* y[b, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * cache[b, s, c-(K-1)+a],
- * t = pos[b]: O(t * K) per channel, the same sum as the forward's row t.
- * w, beta and scratch are bound as given (offsets multiples of
- * minStorageBufferOffsetAlignment). */
-tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view cache,
-                                tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y);
+/* With t = pos[b] and x[b, :] standing for cache[b, t, :]:
+ *   y[b, c] = beta[g, t] + sum_{a<K} sum_{s<=t} w[g, a, t-s] * cache[b, s, c-(K-1)+a]
+ *   cache[b, t, :] = x[b, :]
+ * (ref_cache_write, then ref_toeplitz_step): O(t * K) per channel, the same
+ * sum as the forward's row t. One dispatch where n <= TMM_STEP_CHUNK, else
+ * a second that adds the chunks' sums. w, beta and scratch are bound as given
+ * (offsets multiples of minStorageBufferOffsetAlignment). */
+tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
+                                tmm_view cache, tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y);
 
 /* Rows a decoding step's linear layers handle with their own kernel. */
 #define TMM_DECODE_MAX_ROWS 8u
