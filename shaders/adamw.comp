@@ -16,9 +16,7 @@ layout(std430, binding = 5) readonly buffer Coef {
     float scale;
     float beta1, beta2, one_minus_beta1, one_minus_beta2;
     float eps;
-    float step_size;     // the run's rate's; a tensor's own is its slot's
     float bc2_rsqrt;
-    float decay_factor;  // likewise
     uint skip;
 } c;
 layout(std430, binding = 6) readonly buffer Slots { vec2 slot[]; };  // (step size, decay factor)

@@ -32,13 +32,11 @@ layout(std430, binding = 2) writeonly buffer Stats {
     float loss_scale;
     uint overflows;
 } st;
-layout(std430, binding = 3) writeonly buffer Coef {
+layout(std430, binding = 3) writeonly buffer Coef {  // adamw.comp's; each slot's step size and decay are in Slots
     float scale;
     float beta1, beta2, one_minus_beta1, one_minus_beta2;
     float eps;
-    float step_size;
     float bc2_rsqrt;
-    float decay_factor;
     uint skip;
 } c;
 layout(std430, binding = 4) buffer Scaler {
@@ -93,8 +91,6 @@ void main()
     c.one_minus_beta1 = h.one_minus_beta1;
     c.one_minus_beta2 = h.one_minus_beta2;
     c.eps = h.eps;
-    c.step_size = h.step_size;
     c.bc2_rsqrt = h.bc2_rsqrt;
-    c.decay_factor = h.decay_factor;
     c.skip = skip;
 }
