@@ -1,5 +1,5 @@
-/* Recorder: automatic barriers, replay, dispatch splitting, binding limits,
- * timestamp regions. */
+/* Recorder: automatic barriers, replay, work run once, dispatch splitting,
+ * binding limits, timestamp regions. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +75,29 @@ H_TEST(recorder, replays_a_recording)
     h_compare("5 replays of axpy", got, ref, 333, 1e-6, 1e-6);
     tmm_buffer_destroy(bx);
     tmm_buffer_destroy(by);
+}
+
+/* Fills the first 16 floats of arg's buffer with 7, then all 64 (fails on a smaller buffer). */
+static tmm_status fill_sevens(tmm_recorder *r, void *arg)
+{
+    TMM_TRY(tmm_op_fill(r, tmm_sub(arg, 0, 64), 16, 7.0f));
+    return tmm_op_fill(r, tmm_whole(arg), 64, 7.0f);
+}
+
+H_TEST(recorder, records_and_runs_once)
+{
+    const float zeros[32] = { 0 };
+    tmm_buffer *b = h_buffer(NULL, 64), *small = h_buffer(zeros, 32);
+    H_OK(tmm_record_once(h_dev, fill_sevens, b));
+    float out[64];
+    h_read(b, out, 64);
+    cr_assert(out[0] == 7.0f && out[63] == 7.0f);
+    /* a record that fails: its status, and nothing of the recording runs */
+    cr_assert_eq(tmm_record_once(h_dev, fill_sevens, small), TMM_ERR_INVALID_ARGUMENT);
+    h_read(small, out, 32);
+    cr_assert_eq(out[0], 0.0f);
+    tmm_buffer_destroy(b);
+    tmm_buffer_destroy(small);
 }
 
 H_TEST(recorder, splits_dispatches_above_the_workgroup_limit)
