@@ -164,7 +164,8 @@ typedef struct tmm_bench_op_time {
 } tmm_bench_op_time;
 
 /* The roofline's ceilings, measured (bench_peaks.c): a copy kernel's
- * bandwidth (reads + writes) and the matmul rate at 1024^3. */
+ * bandwidth (reads + writes) and the matmul rate at 1024^3; measured at the
+ * first call on a device, the same figures after. */
 typedef struct tmm_bench_peaks_result {
     double copy_gbs, matmul_gflops;
 } tmm_bench_peaks_result;
