@@ -358,10 +358,7 @@ tmm_status tmm_optim_set_step(tmm_optim *o, uint32_t step, double lr)
         .one_minus_beta2 = (float)(1.0 - c->beta2),
         .eps = (float)c->eps,
         .max_norm = c->max_grad_norm > 0 ? (float)c->max_grad_norm : 0.0f,
-        /* beta1 = 0: bc1 = 1; beta^t underflowing to 0 gives 1 too */
-        .step_size = (float)(lr / bc1),
         .bc2_rsqrt = (float)(1.0 / sqrt(bc2)),
-        .decay_factor = (float)(1.0 - lr * c->weight_decay),
         .skip_nonfinite = c->skip_nonfinite ? 1u : 0u,
         .scale_window = o->scale_window,
     };
@@ -370,7 +367,7 @@ tmm_status tmm_optim_set_step(tmm_optim *o, uint32_t step, double lr)
     float slots[2 * TMM_OPTIM_MAX_SLOTS];
     for (uint32_t k = 0; k < o->n_slots; k++) {
         const double lr_k = lr * o->slot[k].lr_scale;
-        slots[2 * k] = (float)(lr_k / bc1);
+        slots[2 * k] = (float)(lr_k / bc1); /* beta1 = 0: bc1 = 1; beta^t underflowing to 0 gives 1 too */
         slots[2 * k + 1] = (float)(1.0 - lr_k * o->slot[k].weight_decay);
     }
     memcpy((char *)tmm_buffer_mapped(o->host) + 2 * o->small_stride, slots, o->n_slots * 2 * sizeof(float));
