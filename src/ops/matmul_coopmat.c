@@ -56,7 +56,6 @@ static uint16_t half_of(float x)
     return (uint16_t)(((b >> 16) & 0x8000u) | ((((b >> 23) & 0xffu) - 127u + 15u) << 10) | ((b >> 13) & 0x3ffu));
 }
 
-/* The check's product on the device. */
 typedef struct check_product {
     tmm_matmul_desc d;
     tmm_view a, b, bias, c;
