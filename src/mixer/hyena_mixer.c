@@ -555,28 +555,19 @@ static tmm_status stage_layer(hy_decoder *dec, tmm_recorder *r, uint32_t l)
     return TMM_OK;
 }
 
-/* What the decoder derives from the weights alone, once: every layer's
- * filter for the model's n (into the model's filter activations) and the
- * staged part views. */
-static tmm_status derive(hy_decoder *dec)
+/* What the decoder derives from the weights alone, once (arg: the
+ * hy_decoder): every layer's filter for the model's n (into the model's
+ * filter activations) and the staged part views. */
+static tmm_status record_derive(tmm_recorder *r, void *arg)
 {
+    hy_decoder *dec = arg;
     hy_mixer *m = dec->m;
-    tmm_recorder *r = NULL;
-    tmm_status s = tmm_recorder_create(m->base.s.alloc->device, &r);
-    if (s == TMM_OK)
-        s = tmm_recorder_begin(r);
     const tmm_rec rec = { r, false, none, false };
-    for (uint32_t l = 0; l < config_of(m)->n_layers && s == TMM_OK; l++) {
-        s = record_filter(m, &rec, l, A(m->layers[l].hf));
-        if (s == TMM_OK)
-            s = stage_layer(dec, r, l);
+    for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+        TMM_TRY(record_filter(m, &rec, l, A(m->layers[l].hf)));
+        TMM_TRY(stage_layer(dec, r, l));
     }
-    if (s == TMM_OK)
-        s = tmm_recorder_end(r);
-    if (s == TMM_OK)
-        s = tmm_recorder_run(r);
-    tmm_recorder_destroy(r);
-    return s;
+    return TMM_OK;
 }
 
 static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_decoder **out)
@@ -608,7 +599,7 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     if (s == TMM_OK)
         s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
     if (s == TMM_OK)
-        s = derive(dec);
+        s = tmm_record_once(dev, record_derive, dec);
     return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
 }
 
