@@ -516,9 +516,9 @@ tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t r
     return tmm_op_matmul(r, &d, dy, x, (tmm_view){ 0 }, dw);
 }
 
-/* Whether a linear layer's product (not weight gradient) that sums over k of
- * its sides takes one pass: k within one dispatch's sum, every operand within
- * a binding (the rows x k, rows x n and k x n matrices). */
+/* Whether a linear layer's [rows, k] · [k, n] (its forward or dx, not a weight
+ * gradient) takes one pass: k within one dispatch's sum, each of the three
+ * matrices within a binding. */
 static bool linear_one_pass(const tmm_device *dev, uint32_t rows, uint32_t k, uint32_t n)
 {
     const uint64_t f = tmm_op_binding_floats(dev);
