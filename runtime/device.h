@@ -37,6 +37,8 @@ typedef struct tmm_device_tuning {
                                  step (0, or a shape the device cannot run: from its limits) */
     bool no_coopmat;          /* AUTO matmuls keep the fp32 kernels where the cooperative-matrix one would
                                  apply (the bit-for-bit claims of docs/model.md are theirs) */
+    bool no_fused_act;        /* the training forward's MLP keeps its SiLU or GELU as a pass of its own after
+                                 the matmul instead of the matmul's epilogue (tests compare the two) */
     bool force_staging;       /* device buffers use staged copies even on unified memory: the discrete-GPU
                                  path (set before creating buffers) */
 } tmm_device_tuning;

@@ -11,10 +11,14 @@
 // in the low half; its base, strides and ldb then count 16-bit values. They
 // are widened to fp32 (exactly) as they are loaded; the sums stay fp32.
 // All indices fit in 32 bits: each bound range is below 4 GiB.
-// EPILOGUE (a gradient through a bias and an activation, in place):
-//   C[m, n] = sum_k ... * act'(C[m, n] + bias[n]),  act SiLU (1) or GELU (2)
-// C holds the activation's input less its bias on entry; binding 2 is that
-// bias (not added to the sum); HAS_BIAS and ACCUMULATE are off.
+// EPILOGUE: a bias and an activation as C is stored; binding 2 is that bias
+// (not added to C); HAS_BIAS and ACCUMULATE are off.
+//   1, 2 (a gradient, in place): C[m, n] = sum_k ... * act'(C[m, n] + bias[n]),
+//        act SiLU (1) or GELU (2); C holds the activation's input less its
+//        bias on entry.
+//   3, 4 (a forward): C[m, n] = sum_k ..., and Z[m, n] = act(C[m, n] + bias[n]),
+//        act SiLU (3) or GELU (4), as silu_fwd.comp and gelu_fwd.comp compute
+//        it; Z (binding 4, otherwise a dummy) is laid out as C, from base_z.
 #include "gelu.glsl"
 #include "silu.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
@@ -24,18 +28,21 @@ layout(constant_id = 4) const bool TRANS_B = false;
 layout(constant_id = 5) const bool HAS_BIAS = false;   // otherwise binding 2 is a dummy
 layout(constant_id = 6) const bool ACCUMULATE = false; // C += ... instead of C = ...
 layout(constant_id = 8) const uint B_FORMAT = 0u;      // B: 0 fp32, 1 fp16, 2 bf16
-layout(constant_id = 9) const uint EPILOGUE = 0u;      // 0 none, 1 silu', 2 gelu'
+layout(constant_id = 9) const uint EPILOGUE = 0u;      // 0 none, 1 silu', 2 gelu', 3 silu, 4 gelu
+const bool EPI_GRAD = EPILOGUE == 1u || EPILOGUE == 2u;
+const bool EPI_ACT = EPILOGUE == 3u || EPILOGUE == 4u;
 
 layout(std430, binding = 0) readonly buffer A1 { float a1[]; };
 layout(std430, binding = 1) readonly buffer B1 { float b1[]; };
 layout(std430, binding = 1) readonly buffer B16 { uint b16[]; };
 layout(std430, binding = 2) readonly buffer Bias1 { float bias1[]; };
 layout(std430, binding = 3) buffer C1 { float c1[]; };
+layout(std430, binding = 4) writeonly buffer Z1 { float z1[]; };
 
 layout(push_constant) uniform Push {
     uint m, n, k;
     uint stride_a, stride_b, stride_c;        // elements between batches
-    uint base_a, base_b, base_c, base_bias;   // element offset of batch 0
+    uint base_a, base_b, base_c, base_bias, base_z;   // element offset of batch 0
     uint lda, ldb, ldc;                       // elements between stored rows
 } p;
 
@@ -51,10 +58,17 @@ float load_b(uint i)
     return widen16((i & 1u) != 0u ? w >> 16 : w);
 }
 
-// The epilogue's factor at an activation input a (before its bias).
+// The gradient epilogue's factor at an activation input a (before its bias).
 float epilogue_grad(float a, float bias)
 {
     return EPILOGUE == 1u ? silu_grad(a + bias) : gelu_grad(a + bias);
+}
+
+// The forward epilogue's activation of a + bias.
+float epilogue_act(float a, float bias)
+{
+    float x = a + bias, g;
+    return EPILOGUE == 3u ? x / (1.0 + exp(-x)) : x * phi_cdf(x, g);
 }
 
 // C[row, col] of the current batch from the accumulated sum: adds the bias
@@ -63,8 +77,10 @@ void store_c(uint cbase, uint row, uint col, float sum)
 {
     uint i = cbase + row * p.ldc + col;
     float v = sum;
-    if (EPILOGUE != 0u)
+    if (EPI_GRAD)
         v *= epilogue_grad(c1[i], bias1[p.base_bias + col]);
+    if (EPI_ACT)
+        z1[i - p.base_c + p.base_z] = epilogue_act(sum, bias1[p.base_bias + col]);
     if (HAS_BIAS)
         v += bias1[p.base_bias + col];
     if (ACCUMULATE)

@@ -9,7 +9,7 @@
 // FLAGS (id 7), set by src/ops/matmul.c:
 //   bit 0, 1: A, B may be read as vec4 (base offset, batch stride and row
 //             stride all multiples of 4 elements; a 16-bit B as uvec2)
-//   bit 2:    C may be accessed as vec4 (same condition)
+//   bit 2:    C (and Z) may be accessed as vec4 (same condition)
 //   bit 3:    16 x 16 blocks instead of 8 x 8. On llvmpipe every load from a
 //             divergent address is a loop over the SIMD lanes, so the larger
 //             block is about twice as fast, but takes LLVM ~10x longer to
@@ -29,6 +29,7 @@ layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };
 layout(std430, binding = 1) readonly buffer B4 { vec4 b4[]; };
 layout(std430, binding = 1) readonly buffer B2 { uvec2 b2[]; };
 layout(std430, binding = 3) buffer C4 { vec4 c4[]; };
+layout(std430, binding = 4) writeonly buffer Z4 { vec4 z4[]; };
 
 // B's elements i .. i + 3 (i a multiple of 4).
 vec4 load_b4(uint i)
@@ -152,7 +153,11 @@ void main()
             [[unroll]] for (uint q = 0; q < BN / 4; q++) {
                 uint idx = (cbase + (m0 + i) * LDC + n0 + 4 * q) >> 2;
                 vec4 v = vec4(outv[i][4 * q], outv[i][4 * q + 1], outv[i][4 * q + 2], outv[i][4 * q + 3]);
-                if (EPILOGUE != 0u) {
+                if (EPI_ACT)
+                    z4[idx - p.base_c / 4u + p.base_z / 4u] =
+                        vec4(epilogue_act(v.x, bias[q].x), epilogue_act(v.y, bias[q].y),
+                             epilogue_act(v.z, bias[q].z), epilogue_act(v.w, bias[q].w));
+                if (EPI_GRAD) {
                     vec4 a = c4[idx];
                     v *= vec4(epilogue_grad(a.x, bias[q].x), epilogue_grad(a.y, bias[q].y),
                               epilogue_grad(a.z, bias[q].z), epilogue_grad(a.w, bias[q].w));

@@ -892,6 +892,174 @@ H_TEST(matmul_epilogue, bad_arguments)
     tmm_buffer_destroy(ba), tmm_buffer_destroy(bb), tmm_buffer_destroy(bc), tmm_buffer_destroy(bbias);
 }
 
+/* ---- the activation in the forward's epilogue ------------------------------
+ *
+ * C = A·B and Z = act(C + bias) in one pass (tmm_op_matmul_act; the MLP's
+ * first layer): against the matmul without bias followed by the activation's
+ * own forward (tmm_op_bias_silu_forward, tmm_op_gelu_forward: the MLP's
+ * unfused path), bit for bit, and against the reference (C: ref_matmul; Z:
+ * the activation of C + bias in double), on edge shapes: scalar and vec4
+ * stores, both register blocks, a Z not aligned for vec4, batches with gaps
+ * (which keep their values in C and Z). The cooperative-matrix kernel takes
+ * A and B rounded to fp16 first (half_inputs). */
+
+static double act_d(tmm_matmul_epilogue act, double u)
+{
+    return act == TMM_MATMUL_EPI_SILU ? u / (1 + exp(-u)) : u * 0.5 * erfc(-u / sqrt(2));
+}
+
+typedef struct act_case {
+    uint32_t m, n, k, batch;
+    bool trans_b;
+    uint32_t z_offset; /* floats before Z in its buffer */
+} act_case;
+
+static void check_act(tmm_matmul_variant v, tmm_matmul_epilogue act, act_case t, uint64_t seed)
+{
+    const uint32_t batch = t.batch ? t.batch : 1;
+    const uint64_t m = t.m, n = t.n, k = t.k, one_c = m * n;
+    tmm_matmul_desc d = { .m = t.m, .n = t.n, .k = t.k, .trans_b = t.trans_b, .batch = batch,
+                          .stride_a = m * k, .stride_c = one_c + (batch > 1 ? 3 : 0), .variant = v,
+                          .half_inputs = v == TMM_MATMUL_COOPMAT };
+    const uint64_t na = batch * m * k, nb = n * k, nc = span(batch, d.stride_c, one_c), nz = t.z_offset + nc;
+    float *a = h_floats(na), *b = h_floats(nb), *bias = h_floats(n), *c = h_floats(nc), *z = h_floats(nz);
+    h_rand(a, na, seed, -1, 1);
+    h_rand(b, nb, seed + 1, -1, 1);
+    h_rand(bias, n, seed + 2, -1, 1);
+    h_rand(c, nc, seed + 3, -1, 1);
+    h_rand(z, nz, seed + 4, -1, 1);
+    if (v == TMM_MATMUL_COOPMAT) {
+        free(round_to_16(a, na, TMM_ELEM_F16));
+        free(round_to_16(b, nb, TMM_ELEM_F16));
+    }
+    float *want = h_floats(nc), *got_c = h_floats(nc), *got_z = h_floats(nz);
+    memcpy(want, c, nc * sizeof *c);
+    ref_matmul(&d, a, b, NULL, want);
+
+    tmm_buffer *ba = h_buffer(a, na), *bb = h_buffer(b, nb), *bbias = h_buffer(bias, n), *bc = h_buffer(c, nc);
+    tmm_buffer *bz = h_buffer(z, nz);
+    tmm_view vz = tmm_sub(bz, t.z_offset * sizeof(float), nc * sizeof(float));
+    d.epilogue = act;
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_matmul_act(r, &d, tmm_whole(ba), tmm_whole(bb), tmm_whole(bbias), tmm_whole(bc), vz));
+    h_run(r);
+    h_read(bc, got_c, nc);
+    h_read(bz, got_z, nz);
+
+    char what[96];
+    snprintf(what, sizeof what, "%s %s %llux%llux%llu b%u z+%u", tmm_matmul_variant_name(v),
+             act == TMM_MATMUL_EPI_SILU ? "silu" : "gelu", (unsigned long long)m, (unsigned long long)n,
+             (unsigned long long)k, batch, t.z_offset);
+    h_compare(what, got_c, want, nc, 1e-5 * sqrt((double)k), 1e-5);
+    for (uint64_t i = 0; i < nc; i++) {
+        const bool inside = i % d.stride_c < one_c;
+        const double zw = inside ? act_d(act, (double)got_c[i] + bias[i % d.stride_c % n]) : z[t.z_offset + i];
+        cr_assert(fabs(got_z[t.z_offset + i] - zw) <= 1e-6 + 1e-6 * fabs(zw), "%s: Z[%llu] %.9g, want %.9g", what,
+                  (unsigned long long)i, (double)got_z[t.z_offset + i], zw);
+    }
+    for (uint32_t i = 0; i < t.z_offset; i++)
+        cr_assert(got_z[i] == z[i], "%s: Z's buffer changed before Z", what);
+
+    if (batch == 1) { /* the unfused path: the same sums, then the activation's kernel */
+        float *c2 = h_floats(nc), *z2 = h_floats(nc);
+        tmm_buffer *bc2 = h_buffer(c, nc), *bz2 = h_buffer(NULL, nc);
+        d.epilogue = TMM_MATMUL_EPI_NONE;
+        r = h_begin();
+        H_OK(tmm_op_matmul(r, &d, tmm_whole(ba), tmm_whole(bb), (tmm_view){ 0 }, tmm_whole(bc2)));
+        if (act == TMM_MATMUL_EPI_SILU)
+            H_OK(tmm_op_bias_silu_forward(r, tmm_whole(bc2), tmm_whole(bbias), t.m, t.n, tmm_whole(bz2)));
+        else
+            H_OK(tmm_op_gelu_forward(r, tmm_whole(bc2), tmm_whole(bbias), t.m, t.n, tmm_whole(bz2)));
+        h_run(r);
+        h_read(bc2, c2, nc);
+        h_read(bz2, z2, nc);
+        cr_assert(memcmp(got_c, c2, nc * sizeof *c2) == 0, "%s: C differs from the unfused matmul's", what);
+        for (uint64_t i = 0; i < nc; i++)
+            cr_assert(memcmp(&got_z[t.z_offset + i], &z2[i], sizeof *z2) == 0, "%s: Z[%llu] fused %.9g, unfused %.9g",
+                      what, (unsigned long long)i, (double)got_z[t.z_offset + i], (double)z2[i]);
+        tmm_buffer_destroy(bc2), tmm_buffer_destroy(bz2);
+        free(c2), free(z2);
+    }
+    tmm_buffer *bufs[] = { ba, bb, bbias, bc, bz };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        tmm_buffer_destroy(bufs[i]);
+    free(a), free(b), free(bias), free(c), free(z), free(want), free(got_c), free(got_z);
+}
+
+static void act_cases(tmm_matmul_variant v, const act_case *cases, size_t n_cases, uint64_t seed)
+{
+    for (int e = TMM_MATMUL_EPI_SILU; e <= TMM_MATMUL_EPI_GELU; e++)
+        for (size_t i = 0; i < n_cases; i++)
+            check_act(v, (tmm_matmul_epilogue)e, cases[i], seed + 10 * i + (uint64_t)e);
+}
+
+/* the small shapes every kernel runs: scalar stores (n odd), vec4 ones, a
+ * misaligned Z, a batch of B broadcast with gaps between the Cs */
+static const act_case small_act_cases[] = {
+    { 37, 45, 19, 1, true, 0 }, { 33, 16, 70, 1, true, 0 }, { 33, 16, 70, 1, true, 1 }, { 17, 20, 9, 3, false, 2 },
+};
+#define N_SMALL_ACT (sizeof small_act_cases / sizeof small_act_cases[0])
+
+H_TEST(matmul_epilogue, forward_register)
+{
+    act_cases(TMM_MATMUL_REGISTER, small_act_cases, N_SMALL_ACT, 1000);
+    /* 16 x 16 blocks (2^26 multiply-adds), the MLP's layout; vec4 stores, then a Z that is not aligned for them */
+    static const act_case big[] = { { 1030, 256, 256, 1, true, 0 }, { 1030, 256, 256, 1, true, 1 } };
+    act_cases(TMM_MATMUL_REGISTER, big, 2, 1100);
+}
+
+H_TEST(matmul_epilogue, forward_tiled) { act_cases(TMM_MATMUL_TILED, small_act_cases, N_SMALL_ACT, 1200); }
+
+H_TEST(matmul_epilogue, forward_coopmat)
+{
+    need_coopmat();
+    act_cases(TMM_MATMUL_COOPMAT, small_act_cases, N_SMALL_ACT, 1300);
+}
+
+static tmm_status try_act(const tmm_matmul_desc *d, tmm_view a, tmm_view b, tmm_view bias, tmm_view c, tmm_view z)
+{
+    tmm_recorder *r = h_begin();
+    tmm_status s = tmm_op_matmul_act(r, d, a, b, bias, c, z);
+    h_run(r);
+    return s;
+}
+
+H_TEST(matmul_epilogue, forward_bad_arguments)
+{
+    tmm_buffer *ba = h_buffer(NULL, 6), *bb = h_buffer(NULL, 6), *bc = h_buffer(NULL, 8), *bbias = h_buffer(NULL, 2);
+    tmm_view none = { 0 }, a = tmm_whole(ba), b = tmm_whole(bb), bias = tmm_whole(bbias);
+    tmm_view c = tmm_sub(bc, 0, 16), z = tmm_sub(bc, 16, 16);
+    tmm_matmul_desc d = { .m = 2, .n = 2, .k = 3, .epilogue = TMM_MATMUL_EPI_SILU };
+    H_OK(try_act(&d, a, b, bias, c, z));
+    cr_assert_eq(try_act(&d, a, b, bias, c, none), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "needs its output z"), "%s", tmm_last_error());
+    cr_assert_eq(try_act(&d, a, b, none, c, z), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "needs the bias"), "%s", tmm_last_error());
+    cr_assert_eq(try_act(&d, a, b, bias, c, tmm_sub(bc, 16, 12)), TMM_ERR_INVALID_ARGUMENT, "z too small");
+    cr_assert_eq(try_act(&d, a, b, bias, c, tmm_sub(bc, 8, 16)), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "z overlaps"), "%s", tmm_last_error());
+    cr_assert_eq(try_act(&d, a, b, bias, c, (tmm_view){ .buffer = bc, .offset = 16, .size = 8, .elem = TMM_ELEM_F16 }),
+                 TMM_ERR_INVALID_ARGUMENT, "16-bit z");
+    d.epilogue = TMM_MATMUL_EPI_SILU_GRAD;
+    cr_assert_eq(try_act(&d, a, b, bias, c, z), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "only for a forward"), "%s", tmm_last_error());
+    d.epilogue = TMM_MATMUL_EPI_NONE;
+    cr_assert_eq(try_act(&d, a, b, bias, c, z), TMM_ERR_INVALID_ARGUMENT);
+    /* more than one pass: k beyond one dispatch's sum */
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_linear_act(r, a, 1, 20000, 1, b, bias, TMM_MATMUL_EPI_GELU_GRAD, c, z),
+                 TMM_ERR_INVALID_ARGUMENT);
+    h_run(r);
+    cr_assert(!tmm_op_linear_act_fits(h_dev, 1, 20000, 1));
+    cr_assert(tmm_op_linear_act_fits(h_dev, 4096, 128, 256));
+    tmm_buffer *big = h_buffer(NULL, 20000);
+    d = (tmm_matmul_desc){ .m = 1, .n = 1, .k = 20000, .epilogue = TMM_MATMUL_EPI_GELU };
+    cr_assert_eq(try_act(&d, tmm_whole(big), tmm_whole(big), bias, c, z), TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "needs one pass"), "%s", tmm_last_error());
+    tmm_buffer_destroy(ba), tmm_buffer_destroy(bb), tmm_buffer_destroy(bc), tmm_buffer_destroy(bbias);
+    tmm_buffer_destroy(big);
+}
+
 /* The register kernel sums Aᵀ·B in blocks of 2048 of k (matmul.c,
  * REG_TRANS_A_MAX_K): k past one and several blocks, with bias and
  * accumulation (the bias in the first block only), the large blocks, and a

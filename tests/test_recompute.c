@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "model/arch.h"
 #include "model/model.h"
 #include "model/rng.h"
 #include "ref/ref.h"
@@ -37,7 +38,8 @@ static const struct {
 
 typedef struct result {
     float loss;
-    float *grads;   /* arena */
+    float *grads;           /* arena */
+    uint32_t dispatches;    /* of the recorded step */
 } result;
 
 /* Which weights a run rounds to a 16-bit format first. */
@@ -85,7 +87,7 @@ static result run_rounded(size_t v, tmm_precision precision, tmm_recompute recom
         tgt[i] = i % 7 == 2 ? -100 : (int32_t)(tmm_rng_bits(32, i) % c->vocab);
     }
     H_OK(tmm_model_set_batch(m, tok, tgt));
-    result r = { 0, h_floats(t->arena_floats) };
+    result r = { 0, h_floats(t->arena_floats), 0 };
     H_OK(tmm_model_run(m, true));
     H_OK(tmm_model_loss(m, &r.loss));
     H_OK(tmm_model_read_grads(m, r.grads));
@@ -94,6 +96,11 @@ static result run_rounded(size_t v, tmm_precision precision, tmm_recompute recom
     H_OK(tmm_model_run(m, true));
     H_OK(tmm_model_read_grads(m, again));
     cr_assert(memcmp(again, r.grads, t->arena_floats * 4) == 0, "%s: a replay differs", variants[v].name);
+    tmm_recorder *rec = h_begin();
+    H_OK(tmm_model_record(m, rec, true));
+    H_OK(tmm_recorder_end(rec));
+    r.dispatches = tmm_recorder_dispatches(rec);
+    tmm_recorder_destroy(rec);
     free(again), free(w), free(tok), free(tgt);
     tmm_model_destroy(m);
     return r;
@@ -193,6 +200,42 @@ Test(recompute, fp16_gradients_follow_fp32, .init = h_init, .fini = h_fini, .tim
 Test(recompute, bf16_gradients_follow_fp32, .init = h_init, .fini = h_fini, .timeout = 600)
 {
     check_half(TMM_PRECISION_BF16);
+}
+
+/* The MLP's SiLU or GELU in its first matmul's epilogue (the TMM's and
+ * Hyena's MLPs, the default where the matmul takes one pass) gives the loss
+ * and gradients of its own pass after the matmul (tuning.no_fused_act), bit
+ * for bit: in fp32, with the weights read in 16 bits, and with the blocks
+ * recomputed; and it saves one dispatch per layer and recomputed layer. */
+Test(recompute, fused_mlp_activation_is_bit_identical, .init = h_init, .fini = h_fini, .timeout = 600)
+{
+    static const struct {
+        tmm_precision precision;
+        tmm_recompute recompute;
+    } modes[] = { { TMM_PRECISION_FP32, TMM_RECOMPUTE_NONE }, { TMM_PRECISION_FP16, TMM_RECOMPUTE_BLOCK } };
+    for (size_t v = 0; v < N_VARIANTS; v++) {
+        const tmm_mlp_kind mlp = tmm_arch_of(variants[v].c.arch)->mlp;
+        if (mlp != TMM_MLP_SILU && mlp != TMM_MLP_GELU)
+            continue;
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            h_dev->tuning.no_fused_act = true;
+            result unfused = run(v, modes[i].precision, modes[i].recompute);
+            h_dev->tuning.no_fused_act = false;
+            result fused = run(v, modes[i].precision, modes[i].recompute);
+            /* one per layer's forward, and per recomputed layer: all but the last (docs/model.md) */
+            const uint32_t saved = modes[i].recompute == TMM_RECOMPUTE_BLOCK ? 2 * L - 1 : L;
+            cr_assert_eq(fused.dispatches + saved, unfused.dispatches, "%s: %u dispatches fused, %u unfused",
+                         variants[v].name, fused.dispatches, unfused.dispatches);
+            cr_assert_eq(fused.loss, unfused.loss, "%s: the loss changed", variants[v].name);
+            cr_assert(memcmp(fused.grads, unfused.grads, arena_floats(v) * 4) == 0,
+                      "%s: gradients differ from the unfused MLP's", variants[v].name);
+            printf("  %-26s %s recompute %-5s: fused MLP activation bit-identical, %u -> %u dispatches\n",
+                   variants[v].name, modes[i].precision == TMM_PRECISION_FP32 ? "fp32" : "fp16",
+                   modes[i].recompute == TMM_RECOMPUTE_NONE ? "none" : "block", unfused.dispatches,
+                   fused.dispatches);
+            free(fused.grads), free(unfused.grads);
+        }
+    }
 }
 
 /* The plan: recomputation and 16-bit copies shrink the activations as

@@ -37,7 +37,7 @@ Test(shaders, reader_sizes_known_blocks)
     H_OK(tmm_spirv_reflect(tmm_spv_sum_cols.code, tmm_spv_sum_cols.size, "sum_cols", &i));
     cr_assert(i.push_size == 28 && i.n_buffers == 2, "sum_cols: %u bytes, %u buffers", i.push_size, i.n_buffers);
     H_OK(tmm_spirv_reflect(tmm_spv_matmul_reg.code, tmm_spv_matmul_reg.size, "matmul_reg", &i));
-    cr_assert(i.push_size == 52 && i.n_buffers == 4, "matmul_reg: %u bytes, %u buffers", i.push_size, i.n_buffers);
+    cr_assert(i.push_size == 56 && i.n_buffers == 5, "matmul_reg: %u bytes, %u buffers", i.push_size, i.n_buffers);
     const uint32_t junk[6] = { 0x12345678u, 0, 0, 10, 0, 0 };
     cr_assert_eq(tmm_spirv_reflect(junk, sizeof junk, "junk", &i), TMM_ERR_INVALID_ARGUMENT);
 }

@@ -33,12 +33,17 @@ tmm_status tmm_frame_mlp_forward(const tmm_rec *rec, const tmm_arch_desc *a, uin
     tmm_status (*linear)(tmm_recorder *, tmm_view, uint32_t, uint32_t, uint32_t, tmm_view, tmm_view, tmm_view,
                          bool) = few_rows ? tmm_op_linear_rows : tmm_op_linear;
     tmm_recorder *r = rec->r;
+    const tmm_device *dev = tmm_recorder_device(r);
     if (a->mlp == TMM_MLP_SWIGLU) {
         TMM_REC_OP(rec, "matmul", linear(r, x, rows, d, 2 * e, mlp->w_in, none, mlp->act, false));
         TMM_REC_OP(rec, "swiglu", tmm_op_swiglu_forward(r, mlp->act, rows, e, mlp->z));
     } else if (few_rows) { /* a decode step: the activation in the linear layer's dispatch */
         const tmm_row_act act = a->mlp == TMM_MLP_GELU ? TMM_ROW_ACT_GELU : TMM_ROW_ACT_SILU;
         TMM_REC_OP(rec, "matmul", tmm_op_linear_rows_act(r, x, rows, d, e, mlp->w_in, mlp->b_in, act, mlp->z));
+    } else if (!dev->tuning.no_fused_act && tmm_op_linear_act_fits(dev, rows, d, e)) {
+        /* the activation in the matmul's epilogue: a for the backward, z = act(a + b1) */
+        const tmm_matmul_epilogue act = a->mlp == TMM_MLP_GELU ? TMM_MATMUL_EPI_GELU : TMM_MATMUL_EPI_SILU;
+        TMM_REC_OP(rec, "matmul", tmm_op_linear_act(r, x, rows, d, e, mlp->w_in, mlp->b_in, act, mlp->act, mlp->z));
     } else {
         TMM_REC_OP(rec, "matmul", linear(r, x, rows, d, e, mlp->w_in, none, mlp->act, false));
         if (a->mlp == TMM_MLP_GELU)

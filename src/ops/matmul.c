@@ -89,7 +89,7 @@ enum { VEC_A = 1, VEC_B = 2, VEC_C = 4, BIG_BLOCK = 8 };
 typedef struct matmul_push {
     uint32_t m, n, k;
     uint32_t stride_a, stride_b, stride_c;
-    uint32_t base_a, base_b, base_c, base_bias;
+    uint32_t base_a, base_b, base_c, base_bias, base_z;
     uint32_t lda, ldb, ldc;
 } matmul_push;
 
@@ -222,19 +222,21 @@ static geometry geometry_of(const tmm_matmul_desc *d)
     return g;
 }
 
-/* Records batches of a validated matmul whose single matrices each fit a binding. */
+/* Records batches of a validated matmul whose single matrices each fit a
+ * binding; z, the forward epilogue's output, is laid out as c. */
 static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_matmul_variant variant,
-                                 tmm_view a, tmm_view b, tmm_view bias, tmm_view c)
+                                 tmm_view a, tmm_view b, tmm_view bias, tmm_view c, tmm_view z)
 {
     tmm_device *dev = tmm_recorder_device(r);
     const uint64_t m = desc->m, n = desc->n, k = desc->k;
     const uint32_t batch = desc->batch ? desc->batch : 1;
-    const bool has_bias = bias.size != 0;
+    const bool has_bias = bias.size != 0, has_z = z.size != 0;
     const geometry g = geometry_of(desc);
     operand oa = make_operand("a", a, g.span_a, desc->stride_a, batch);
     operand ob = make_operand("b", b, g.span_b, desc->stride_b, batch);
     operand obias = make_operand("bias", bias, has_bias ? n : 0, 0, 1);
     operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
+    operand oz = make_operand("z", z, has_z ? g.span_c : 0, desc->stride_c, batch);
     const uint64_t align = tmm_op_offset_align(dev), max_range = dev->info.max_storage_buffer_range;
     const bool reg = variant == TMM_MATMUL_REGISTER, coop = variant == TMM_MATMUL_COOPMAT;
     const tmm_matmul_tile tile = tmm_matmul_tile_for(&dev->info, &dev->tuning, m, n);
@@ -251,19 +253,24 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
         }
         if (has_bias)
             TMM_TRY(batches_that_fit(&obias, align, max_range, 0, &count));
+        if (has_z)
+            TMM_TRY(batches_that_fit(&oz, align, max_range, b0, &count));
 
         matmul_push push = { .m = (uint32_t)m, .n = (uint32_t)n, .k = (uint32_t)k,
                              .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc };
         tmm_view vc = bind_range(dev, &oc, b0, count, &push.base_c);
-        /* With k == 0 (A and B empty) and without bias, C stands in for the
-         * unused bindings; the shader does not read them. */
-        tmm_view va = vc, vb = vc, vbias = vc;
+        /* C's first float stands in for the unused bindings (A and B with
+         * k == 0, the bias, Z); the shader does not access them. */
+        const tmm_view unused = tmm_op_sub(vc, 0, 1);
+        tmm_view va = unused, vb = unused, vbias = unused, vz = unused;
         if (k) {
             va = bind_range(dev, &oa, b0, count, &push.base_a);
             vb = bind_range(dev, &ob, b0, count, &push.base_b);
         }
         if (has_bias)
             vbias = bind_range(dev, &obias, 0, 1, &push.base_bias);
+        if (has_z)
+            vz = bind_range(dev, &oz, b0, count, &push.base_z);
         if (count > 1) {
             push.stride_a = (uint32_t)oa.stride;
             push.stride_b = (uint32_t)ob.stride;
@@ -278,7 +285,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
                 flags |= VEC_A;
             if (k && vec4_ok(g.ldb, ob.stride, count, push.base_b) && (desc->trans_b || n % 4 == 0))
                 flags |= VEC_B;
-            if (vec4_ok(g.ldc, oc.stride, count, push.base_c))
+            if (vec4_ok(g.ldc, oc.stride, count, push.base_c) &&
+                (!has_z || vec4_ok(g.ldc, oz.stride, count, push.base_z)))
                 flags |= VEC_C;
             if (m >= REG_BIG_MIN_SIDE && n >= REG_BIG_MIN_SIDE &&
                 (double)(m * n) * (double)(k * count) >= (double)REG_BIG_MIN_WORK)
@@ -292,15 +300,16 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
             uint32_t spec[9] = { desc->trans_a, desc->trans_b, has_bias && !epi, desc->accumulate, flags, b.elem,
                                  desc->epilogue, tile.per, tile.bk };
             if (reg)
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 4, sizeof push, reg_local, spec, 7, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 5, sizeof push, reg_local, spec, 7, &p));
             else if (coop)
                 TMM_TRY(tmm_matmul_coopmat_pipeline(r, spec, sizeof push, &p, &tile_m, &tile_n));
             else
-                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 4, sizeof push, tiled_local, spec, 9, &p));
+                TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 5, sizeof push, tiled_local, spec, 9, &p));
             pipes[flags] = p;
         }
-        tmm_arg args[4] = { tmm_in(va), tmm_in(vb), tmm_in(vbias),
-                            desc->accumulate || desc->epilogue ? tmm_inout(vc) : tmm_out(vc) };
+        const bool reads_c = desc->accumulate || tmm_matmul_epilogue_is_grad(desc->epilogue);
+        tmm_arg args[5] = { tmm_in(va), tmm_in(vb), tmm_in(vbias), reads_c ? tmm_inout(vc) : tmm_out(vc),
+                            has_z ? tmm_out(vz) : tmm_in(vz) };
         uint32_t gx, gy;
         if (reg) {
             uint32_t block = flags & BIG_BLOCK ? REG_BIG : REG_SMALL;
@@ -310,7 +319,7 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
             gx = tmm_div_up(n, tile_n);
             gy = tmm_div_up(m, tile_m);
         }
-        TMM_TRY(tmm_record_dispatch(r, p, args, 4, &push, gx, gy, count));
+        TMM_TRY(tmm_record_dispatch(r, p, args, 5, &push, gx, gy, count));
         b0 += count;
     }
     return TMM_OK;
@@ -373,17 +382,48 @@ static tmm_status record_blocks(tmm_recorder *r, const tmm_matmul_desc *desc, tm
                 const geometry pg = geometry_of(&piece);
                 uint64_t a0 = desc->trans_a ? k0 * g.lda + i0 : i0 * g.lda + k0;
                 uint64_t b0 = desc->trans_b ? j0 * g.ldb + k0 : k0 * g.ldb + j0;
-                tmm_view no_bias = { 0 };
-                tmm_view pb = bias.size && k0 == 0 ? tmm_op_sub(bias, j0, piece.n) : no_bias;
+                const tmm_view none = { 0 };
+                tmm_view pb = bias.size && k0 == 0 ? tmm_op_sub(bias, j0, piece.n) : none;
                 TMM_TRY(record_batches(r, &piece, variant, tmm_op_sub(a, a0, pg.span_a),
                                        tmm_op_sub(b, b0, pg.span_b), pb,
-                                       tmm_op_sub(c, i0 * g.ldc + j0, pg.span_c)));
+                                       tmm_op_sub(c, i0 * g.ldc + j0, pg.span_c), none));
             }
     return TMM_OK;
 }
 
+bool tmm_matmul_epilogue_is_grad(tmm_matmul_epilogue e)
+{
+    return e == TMM_MATMUL_EPI_SILU_GRAD || e == TMM_MATMUL_EPI_GELU_GRAD;
+}
+
 tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
                          tmm_view bias, tmm_view c)
+{
+    return tmm_op_matmul_act(r, desc, a, b, bias, c, (tmm_view){ 0 });
+}
+
+/* The epilogue's own conditions: a bias, no accumulate, and z (laid out as C,
+ * apart from every operand) exactly for the forward epilogues. */
+static tmm_status check_epilogue(const tmm_matmul_desc *d, const operand *oa, const operand *ob,
+                                 const operand *obias, const operand *oc, const operand *oz)
+{
+    if ((unsigned)d->epilogue > TMM_MATMUL_EPI_GELU)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown epilogue %d", (int)d->epilogue);
+    const bool act = d->epilogue == TMM_MATMUL_EPI_SILU || d->epilogue == TMM_MATMUL_EPI_GELU;
+    if (d->epilogue && (!obias->total || d->accumulate))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: an activation's epilogue needs the bias and no "
+                        "accumulate");
+    if (act != (oz->view.size != 0))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, act ? "matmul: a forward activation epilogue needs its output z"
+                                                      : "matmul: z is only for a forward activation epilogue");
+    TMM_TRY(check_operand(oz));
+    if (overlaps(oz, oa) || overlaps(oz, ob) || overlaps(oz, obias) || overlaps(oz, oc))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: z overlaps another operand");
+    return TMM_OK;
+}
+
+tmm_status tmm_op_matmul_act(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
+                             tmm_view bias, tmm_view c, tmm_view z)
 {
     if (!r || !desc)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: NULL recorder or descriptor");
@@ -408,9 +448,12 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
     const bool has_bias = bias.size != 0;
     if (m == 0 || n == 0)
         return TMM_OK; /* C is empty: nothing is read or written */
-    if (a.elem != TMM_ELEM_F32 || bias.elem != TMM_ELEM_F32 || c.elem != TMM_ELEM_F32)
+    if (a.elem != TMM_ELEM_F32 || bias.elem != TMM_ELEM_F32 || c.elem != TMM_ELEM_F32 || z.elem != TMM_ELEM_F32)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: %s is a 16-bit view; only b may be one",
-                        a.elem != TMM_ELEM_F32 ? "a" : bias.elem != TMM_ELEM_F32 ? "bias" : "c");
+                        a.elem != TMM_ELEM_F32      ? "a"
+                        : bias.elem != TMM_ELEM_F32 ? "bias"
+                        : c.elem != TMM_ELEM_F32    ? "c"
+                                                    : "z");
     if ((unsigned)b.elem > TMM_ELEM_BF16)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: b's element format %d is unknown", (int)b.elem);
     const geometry g = geometry_of(desc);
@@ -425,6 +468,7 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
     operand ob = make_operand("b", b, g.span_b, desc->stride_b, batch);
     operand obias = make_operand("bias", bias, has_bias ? n : 0, 0, 1);
     operand oc = make_operand("c", c, g.span_c, desc->stride_c, batch);
+    operand oz = make_operand("z", z, z.size ? g.span_c : 0, desc->stride_c, batch);
     TMM_TRY(check_operand(&oa));
     TMM_TRY(check_operand(&ob));
     TMM_TRY(check_operand(&obias));
@@ -432,12 +476,7 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
     if (overlaps(&oa, &oc) || overlaps(&ob, &oc) || overlaps(&obias, &oc))
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: c overlaps %s; the output must not alias an input",
                         overlaps(&oa, &oc) ? "a" : overlaps(&ob, &oc) ? "b" : "bias");
-
-    if ((unsigned)desc->epilogue > TMM_MATMUL_EPI_GELU_GRAD)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown epilogue %d", (int)desc->epilogue);
-    if (desc->epilogue && (!has_bias || desc->accumulate))
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: an activation's gradient epilogue needs the bias and "
-                        "no accumulate");
+    TMM_TRY(check_epilogue(desc, &oa, &ob, &obias, &oc, &oz));
 
     const uint64_t f = tmm_op_binding_floats(dev);
     if (f == 0)
@@ -445,7 +484,7 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
                         "float", (unsigned long long)dev->info.max_storage_buffer_range);
     const uint32_t max_k = max_k_of(desc, variant);
     if (g.span_a <= f && g.span_b <= f && g.span_c <= f && (!has_bias || n <= f) && k <= max_k)
-        return record_batches(r, desc, variant, a, b, bias, c);
+        return record_batches(r, desc, variant, a, b, bias, c, z);
     if (desc->epilogue) /* blocks of k would apply it to partial sums */
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: an epilogue needs one pass, but a matrix is larger than a "
                         "binding or k = %llu is above %u", (unsigned long long)k, max_k);
@@ -477,17 +516,39 @@ tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t r
     return tmm_op_matmul(r, &d, dy, x, (tmm_view){ 0 }, dw);
 }
 
-bool tmm_op_linear_dx_act_fits(const tmm_device *dev, uint32_t rows, uint32_t in, uint32_t out)
+/* Whether a linear layer's [rows, k] · [k, n] (its forward or dx, not a weight
+ * gradient) takes one pass: k within one dispatch's sum, each of the three
+ * matrices within a binding. */
+static bool linear_one_pass(const tmm_device *dev, uint32_t rows, uint32_t k, uint32_t n)
 {
     const uint64_t f = tmm_op_binding_floats(dev);
-    return out <= MATMUL_MAX_K && (uint64_t)rows * out <= f && (uint64_t)out * in <= f && (uint64_t)rows * in <= f;
+    return k <= MATMUL_MAX_K && (uint64_t)rows * k <= f && (uint64_t)k * n <= f && (uint64_t)rows * n <= f;
+}
+
+bool tmm_op_linear_act_fits(const tmm_device *dev, uint32_t rows, uint32_t in, uint32_t out)
+{
+    return linear_one_pass(dev, rows, in, out);
+}
+
+tmm_status tmm_op_linear_act(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                             tmm_view b, tmm_matmul_epilogue act, tmm_view a, tmm_view z)
+{
+    if (act != TMM_MATMUL_EPI_SILU && act != TMM_MATMUL_EPI_GELU)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "linear_act: the activation is neither SiLU nor GELU");
+    tmm_matmul_desc d = { .m = rows, .n = out, .k = in, .trans_b = true, .batch = 1, .epilogue = act };
+    return tmm_op_matmul_act(r, &d, x, w, b, a, z);
+}
+
+bool tmm_op_linear_dx_act_fits(const tmm_device *dev, uint32_t rows, uint32_t in, uint32_t out)
+{
+    return linear_one_pass(dev, rows, out, in);
 }
 
 tmm_status tmm_op_linear_dx_act(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                                 tmm_view b, tmm_matmul_epilogue act, tmm_view a)
 {
-    if (act == TMM_MATMUL_EPI_NONE)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "linear_dx_act: no activation");
+    if (!tmm_matmul_epilogue_is_grad(act))
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "linear_dx_act: the epilogue is not an activation's gradient");
     tmm_matmul_desc d = { .m = rows, .n = in, .k = out, .batch = 1, .epilogue = act };
     return tmm_op_matmul(r, &d, dy, w, b, a);
 }

@@ -43,7 +43,7 @@ tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7]
                                 s[0], s[1], s[2], CM_WM, CM_WN };
     *tile_m = CM_WM * CM_R * s[0];
     *tile_n = CM_WN * CM_R * s[1];
-    return tmm_op_pipeline(r, &tmm_spv_matmul_coopmat, 4, push_size, local, spec, 12, out);
+    return tmm_op_pipeline(r, &tmm_spv_matmul_coopmat, 5, push_size, local, spec, 12, out);
 }
 
 /* fp16 bits of x, which is 0 or a normal fp16 value (the check's values are). */

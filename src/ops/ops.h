@@ -51,9 +51,13 @@ typedef enum tmm_matmul_variant {
 
 const char *tmm_matmul_variant_name(tmm_matmul_variant v);
 
-/* A gradient through a bias and an activation, applied as C is stored
- * (matmul_common.glsl): C = (the product) * act'(C + bias), in place, where
- * C holds the activation's input less its bias (the view `bias`, not added).
+/* A bias and an activation applied as C is stored (matmul_common.glsl),
+ * with the view `bias` (not added to C):
+ *   SILU_GRAD, GELU_GRAD: a gradient, C = (the product) * act'(C + bias), in
+ *     place, where C holds the activation's input less its bias;
+ *   SILU, GELU: a forward, C = the product and z = act(C + bias), z a second
+ *     output laid out as C (tmm_op_matmul_act), as tmm_op_bias_silu_forward
+ *     and tmm_op_gelu_forward compute it, to the bit.
  * Needs a bias, no accumulate, and a matmul of one pass (batches that fit a
  * binding each, k within one dispatch's sum: 16384, 2048 for the register
  * kernel's trans_a): otherwise TMM_ERR_UNSUPPORTED. */
@@ -61,7 +65,12 @@ typedef enum tmm_matmul_epilogue {
     TMM_MATMUL_EPI_NONE = 0,
     TMM_MATMUL_EPI_SILU_GRAD,
     TMM_MATMUL_EPI_GELU_GRAD,
+    TMM_MATMUL_EPI_SILU,
+    TMM_MATMUL_EPI_GELU,
 } tmm_matmul_epilogue;
+
+/* Whether e is one of the gradient epilogues (which read C). */
+bool tmm_matmul_epilogue_is_grad(tmm_matmul_epilogue e);
 
 /* For b in [0, batch):
  *   C_b[m, n] (+)= sum_k op(A_b)[m, k] * op(B_b)[k, n] + bias[n]
@@ -90,6 +99,10 @@ void tmm_matmul_leading(const tmm_matmul_desc *desc, uint32_t *lda, uint32_t *ld
 
 tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
                          tmm_view bias, tmm_view c);
+/* tmm_op_matmul with the forward epilogues' second output z (an empty view
+ * for every other epilogue). */
+tmm_status tmm_op_matmul_act(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view a, tmm_view b,
+                             tmm_view bias, tmm_view c, tmm_view z);
 
 /* A Linear layer of `rows` rows, W [out, in]:
  *   linear:    y [rows, out] (+)= x [rows, in] · Wᵀ (+ bias [out], optional: an empty view)
@@ -101,6 +114,15 @@ tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_
                             tmm_view dx, bool accumulate);
 tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
                             tmm_view dw, bool half);
+
+/* The MLP's first layer with its bias b [out] and activation in one matmul:
+ * a [rows, out] = x [rows, in] · Wᵀ (without b, for the backward) and
+ * z [rows, out] = act(a + b), act TMM_MATMUL_EPI_SILU or _GELU. `fits` is
+ * false when the matmul needs more than one pass; then the caller takes
+ * linear and the activation's forward (the same values). */
+bool tmm_op_linear_act_fits(const tmm_device *dev, uint32_t rows, uint32_t in, uint32_t out);
+tmm_status tmm_op_linear_act(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                             tmm_view b, tmm_matmul_epilogue act, tmm_view a, tmm_view z);
 
 /* The MLP's gradient through its first layer's bias b [in] and activation, in
  * one matmul: da [rows, in] = (dy [rows, out] · W) * act'(a + b), over a (the
