@@ -1,7 +1,9 @@
 /* Reference of tmm_op_matmul: a plain triple loop per batch with double
  * accumulation; bias and the previous C (when accumulating) are added in
- * double too, or the epilogue's factor applied, and the result is rounded to
- * float once. */
+ * double too, or the gradient epilogue's factor applied, and the result is
+ * rounded to float once. With a forward epilogue (SiLU, GELU) C is the
+ * product alone, as the device's; its second output z = act(C + bias) is the
+ * activation's reference applied to that C. */
 #include "ref/ref.h"
 #include "ref/ref_model_util.h"
 
@@ -23,10 +25,10 @@ void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, con
                     double y = desc->trans_b ? bb[j * ldb + p] : bb[p * ldb + j];
                     s += x * y;
                 }
-                if (desc->epilogue) {
+                if (desc->epilogue == TMM_MATMUL_EPI_SILU_GRAD || desc->epilogue == TMM_MATMUL_EPI_GELU_GRAD) {
                     double u = (double)cb[i * ldc + j] + bias[j];
                     s *= desc->epilogue == TMM_MATMUL_EPI_SILU_GRAD ? ref_silu_grad(u) : ref_gelu_grad(u);
-                } else if (bias) {
+                } else if (bias && desc->epilogue == TMM_MATMUL_EPI_NONE) {
                     s += bias[j];
                 }
                 if (desc->accumulate)
