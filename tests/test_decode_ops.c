@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "ops/decode_ops.h"
+#include "ops/llama_ops.h"
 #include "ops/ops.h"
 #include "ref/ref.h"
 #include "ref/ref_decode.h"
@@ -165,4 +166,144 @@ H_TEST(decode_ops, linear_rows)
     check_linear(9, 16, 10, true, false, 13);   /* more: the matmul op */
     check_linear(2, 4100, 3, false, false, 14); /* past one loop's reach without vec4: the matmul op */
     check_linear(2, 4104, 3, true, false, 15);  /* vec4 reach */
+}
+
+/* Several linear layers of the same rows (tmm_op_linear_rows_group) against
+ * ref_linear_rows_group: in one dispatch when the groups' weights, biases and
+ * outputs each share a buffer (here at odd float offsets, so the bases are
+ * not multiples of 4 and the scalar path runs where in is), and through the
+ * unfused path (each layer, then its activation's op) for more rows than
+ * the kernel takes or views in separate buffers. */
+typedef struct gspec {
+    uint32_t out;
+    tmm_row_act act;
+    bool bias;
+} gspec;
+
+static void check_group(uint32_t rows, uint32_t in, const gspec *gs, uint32_t n, bool shared, uint64_t seed)
+{
+    const uint32_t dh = 6, npos = 40;
+    size_t woff[TMM_ROW_GROUPS], boff[TMM_ROW_GROUPS], yoff[TMM_ROW_GROUPS], nw = 1, nb = 1, ny = 1, nt = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const size_t wr = gs[i].act == TMM_ROW_ACT_SWIGLU ? 2 * gs[i].out : gs[i].out;
+        woff[i] = nw, boff[i] = nb, yoff[i] = ny;
+        nw += wr * in + 1, nb += gs[i].out + 1, ny += (size_t)rows * gs[i].out + 1;
+        nt = rows * wr > nt ? rows * wr : nt;
+    }
+    const size_t nx = (size_t)rows * in, ntab = tmm_rope_table_floats(npos, dh);
+    float *x = h_floats(nx), *w = h_floats(nw), *b = h_floats(nb), *y = h_floats(ny), *ref = h_floats(ny);
+    float *table = h_floats(ntab);
+    uint32_t pos[16];
+    h_rand(x, nx, seed, -1, 1);
+    h_rand(w, nw, seed + 1, -1, 1);
+    h_rand(b, nb, seed + 2, -1, 1);
+    for (uint32_t r = 0; r < rows; r++)
+        pos[r] = (uint32_t)((r * 7 + seed) % npos);
+    H_OK(tmm_rope_table(npos, dh, TMM_ROPE_BASE, table));
+    tmm_buffer *bx = h_buffer(x, nx), *bw = h_buffer(w, nw), *bb = h_buffer(b, nb), *by = h_buffer(NULL, ny);
+    tmm_buffer *bt = h_buffer(table, ntab), *bp = uint_buffer(pos, rows), *tmp = h_buffer(NULL, nt);
+    tmm_buffer *own[3 * TMM_ROW_GROUPS] = { 0 };
+    tmm_row_group g[TMM_ROW_GROUPS];
+    ref_row_group rg[TMM_ROW_GROUPS];
+    for (uint32_t i = 0; i < n; i++) {
+        const size_t wr = gs[i].act == TMM_ROW_ACT_SWIGLU ? 2 * gs[i].out : gs[i].out, ni = (size_t)rows * gs[i].out;
+        g[i] = (tmm_row_group){ tmm_sub(bw, woff[i] * 4, wr * in * 4), { 0 }, tmm_sub(by, yoff[i] * 4, ni * 4),
+                                gs[i].out, gs[i].act };
+        if (gs[i].bias)
+            g[i].bias = tmm_sub(bb, boff[i] * 4, gs[i].out * 4);
+        if (!shared) { /* the same values in buffers of their own */
+            g[i].w = tmm_whole(own[3 * i] = h_buffer(w + woff[i], wr * in));
+            g[i].y = tmm_whole(own[3 * i + 1] = h_buffer(NULL, ni));
+            if (gs[i].bias)
+                g[i].bias = tmm_whole(own[3 * i + 2] = h_buffer(b + boff[i], gs[i].out));
+        }
+        rg[i] = (ref_row_group){ w + woff[i], gs[i].bias ? b + boff[i] : NULL, ref + yoff[i], gs[i].out, gs[i].act };
+    }
+    const tmm_row_rope rope = { tmm_whole(bt), tmm_whole(bp), dh, npos };
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_linear_rows_group(r, tmm_whole(bx), rows, in, g, n, &rope, tmm_whole(tmp)));
+    h_run(r);
+    ref_linear_rows_group(x, rows, in, rg, n, pos, dh, npos);
+    for (uint32_t i = 0; i < n; i++) {
+        const size_t ni = (size_t)rows * gs[i].out;
+        if (shared)
+            h_read(by, y, ny);
+        else
+            h_read(own[3 * i + 1], y + yoff[i], ni);
+        h_compare("linear_rows_group", y + yoff[i], ref + yoff[i], ni, 2e-5, 2e-5);
+    }
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        tmm_buffer_destroy(own[i]);
+    tmm_buffer *all[] = { bx, bw, bb, by, bt, bp, tmp };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(x), free(w), free(b), free(y), free(ref), free(table);
+}
+
+H_TEST(decode_ops, linear_rows_group)
+{
+    const gspec qkv[3] = { { 12, TMM_ROW_ACT_ROPE, false }, { 12, TMM_ROW_ACT_ROPE, false },
+                           { 12, TMM_ROW_ACT_NONE, true } };
+    const gspec mamba[3] = { { 5, TMM_ROW_ACT_NONE, false }, { 9, TMM_ROW_ACT_NONE, true },
+                             { 3, TMM_ROW_ACT_SOFTPLUS, true } };
+    const gspec all[4] = { { 7, TMM_ROW_ACT_SWIGLU, false }, { 18, TMM_ROW_ACT_ROPE, false },
+                           { 70, TMM_ROW_ACT_SOFTPLUS, false }, { 3, TMM_ROW_ACT_NONE, true } };
+    check_group(1, 12, qkv, 3, true, 30);    /* odd bases: scalar */
+    check_group(2, 5, mamba, 3, true, 31);   /* scalar */
+    check_group(8, 33, all, 4, true, 32);    /* the most rows the kernel takes */
+    check_group(9, 16, all, 4, true, 33);    /* more: the unfused path */
+    check_group(3, 20, all, 4, false, 34);   /* separate buffers: the unfused path */
+    check_group(1, 4100, mamba, 3, true, 35); /* past one loop's reach: the unfused path (matmul) */
+}
+
+/* The vec4 path: weights and outputs at aligned offsets of one buffer. */
+H_TEST(decode_ops, linear_rows_group_vec4)
+{
+    const uint32_t rows = 2, in = 16, out = 12, dh = 6, npos = 40;
+    float *x = h_floats(rows * in), *w = h_floats(3 * 64 * in), *table = h_floats(tmm_rope_table_floats(npos, dh));
+    float *y = h_floats(3 * 64), *ref = h_floats(3 * 64);
+    h_rand(x, rows * in, 40, -1, 1);
+    h_rand(w, 3 * 64 * in, 41, -1, 1);
+    H_OK(tmm_rope_table(npos, dh, TMM_ROPE_BASE, table));
+    const uint32_t pos[2] = { 0, 39 };
+    tmm_buffer *bx = h_buffer(x, rows * in), *bw = h_buffer(w, 3 * 64 * in), *by = h_buffer(NULL, 3 * 64);
+    tmm_buffer *bt = h_buffer(table, tmm_rope_table_floats(npos, dh)), *bp = uint_buffer(pos, rows);
+    tmm_row_group g[3];
+    ref_row_group rg[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        const tmm_row_act act = i < 2 ? TMM_ROW_ACT_ROPE : TMM_ROW_ACT_SWIGLU;
+        const uint32_t o = act == TMM_ROW_ACT_SWIGLU ? out / 2 : out;
+        g[i] = (tmm_row_group){ tmm_sub(bw, i * 64 * in * 4, 2 * o * in * 4), { 0 }, tmm_sub(by, i * 64 * 4,
+                                rows * o * 4), o, act };
+        rg[i] = (ref_row_group){ w + i * 64 * in, NULL, ref + i * 64, o, act };
+    }
+    const tmm_row_rope rope = { tmm_whole(bt), tmm_whole(bp), dh, npos };
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_linear_rows_group(r, tmm_whole(bx), rows, in, g, 3, &rope, (tmm_view){ 0 }));
+    h_run(r);
+    h_read(by, y, 3 * 64);
+    ref_linear_rows_group(x, rows, in, rg, 3, pos, dh, npos);
+    for (uint32_t i = 0; i < 3; i++)
+        h_compare("linear_rows_group vec4", y + i * 64, ref + i * 64, rows * g[i].out, 2e-5, 2e-5);
+    tmm_buffer *all[] = { bx, bw, by, bt, bp };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(x), free(w), free(table), free(y), free(ref);
+}
+
+H_TEST(decode_ops, linear_rows_group_refuses)
+{
+    tmm_buffer *b = h_buffer(NULL, 256);
+    const tmm_view v = tmm_sub(b, 0, 256), y = tmm_sub(b, 512, 256);
+    const tmm_row_group swiglu_bias = { v, v, y, 2, TMM_ROW_ACT_SWIGLU }, gelu = { v, { 0 }, y, 2, TMM_ROW_ACT_GELU };
+    const tmm_row_group rope = { v, { 0 }, y, 6, TMM_ROW_ACT_ROPE }, five[5] = { gelu, gelu, gelu, gelu, gelu };
+    const tmm_row_rope odd = { v, v, 3, 4 };
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_linear_rows_group(r, v, 1, 4, &swiglu_bias, 1, NULL, v), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_op_linear_rows_group(r, v, 1, 4, &gelu, 1, NULL, v), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_op_linear_rows_group(r, v, 1, 4, &rope, 1, NULL, v), TMM_ERR_INVALID_ARGUMENT, "no rope");
+    cr_assert_eq(tmm_op_linear_rows_group(r, v, 1, 4, &rope, 1, &odd, v), TMM_ERR_INVALID_ARGUMENT, "odd dh");
+    cr_assert_eq(tmm_op_linear_rows_group(r, v, 1, 4, five, 5, NULL, v), TMM_ERR_INVALID_ARGUMENT, "5 groups");
+    h_run(r);
+    tmm_buffer_destroy(b);
 }

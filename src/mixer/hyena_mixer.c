@@ -505,7 +505,7 @@ typedef struct hy_decoder {
     hy_mixer *m;
     tmm_buffer **window;              /* per layer: the short conv's windows [3, B, 2, d] */
     tmm_buffer **stage;               /* per layer: aligned copies of unaligned part views (or NULL) */
-    tmm_view *win, *bin, *cw, *cb;    /* per layer and part [l * 3 + p]: what the step binds */
+    tmm_view *cw, *cb;                /* per layer and part [l * 3 + p]: what the short conv's step binds */
     tmm_buffer *u, *y1, *g, *scratch; /* one position: [3, B, d], [B, d], [B, d], the step's */
 } hy_decoder;
 
@@ -518,7 +518,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     tmm_mixer_layer_buffers_free(dec->window, L), tmm_mixer_layer_buffers_free(dec->stage, L);
     tmm_buffer *const step[] = { dec->u, dec->y1, dec->g, dec->scratch };
     tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
-    free(dec->win), free(dec->bin), free(dec->cw), free(dec->cb);
+    free(dec->cw), free(dec->cb);
     free(dec);
 }
 
@@ -530,13 +530,12 @@ static tmm_status stage_layer(hy_decoder *dec, tmm_recorder *r, uint32_t l)
     hy_mixer *m = dec->m;
     tmm_device *dev = m->base.s.alloc->device;
     const uint32_t d = config_of(m)->d_model;
-    tmm_view *views[4] = { dec->win + l * PARTS, dec->bin + l * PARTS, dec->cw + l * PARTS, dec->cb + l * PARTS };
-    const uint64_t floats[4] = { (uint64_t)d * d, d, (uint64_t)KS * d, d };
+    tmm_view *views[2] = { dec->cw + l * PARTS, dec->cb + l * PARTS };
+    const uint64_t floats[2] = { (uint64_t)KS * d, d };
     uint64_t need = 0;
     for (int p = 0; p < PARTS; p++) {
-        views[0][p] = in_w(P(m, l, TMM_HY_IN_W), d, p), views[1][p] = per_d(P(m, l, TMM_HY_IN_B), d, p);
-        views[2][p] = taps(P(m, l, TMM_HY_CONV_W), d, p), views[3][p] = per_d(P(m, l, TMM_HY_CONV_B), d, p);
-        for (int k = 0; k < 4; k++)
+        views[0][p] = taps(P(m, l, TMM_HY_CONV_W), d, p), views[1][p] = per_d(P(m, l, TMM_HY_CONV_B), d, p);
+        for (int k = 0; k < 2; k++)
             need += aligned(dev, views[k][p]) ? 0 : align_floats(floats[k]);
     }
     if (!need)
@@ -544,7 +543,7 @@ static tmm_status stage_layer(hy_decoder *dec, tmm_recorder *r, uint32_t l)
     TMM_TRY(tmm_buffer_create(dev, need * 4, TMM_MEMORY_DEVICE, &dec->stage[l]));
     uint64_t at = 0;
     for (int p = 0; p < PARTS; p++)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 2; k++)
             if (!aligned(dev, views[k][p])) {
                 tmm_view to = tmm_sub(dec->stage[l], at * 4, floats[k] * 4);
                 TMM_TRY(tmm_record_copy(r, views[k][p], to));
@@ -593,9 +592,8 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     dec->m = m;
     dec->stage = calloc(L, sizeof *dec->stage);
-    dec->win = calloc(L * PARTS, sizeof *dec->win), dec->bin = calloc(L * PARTS, sizeof *dec->bin);
     dec->cw = calloc(L * PARTS, sizeof *dec->cw), dec->cb = calloc(L * PARTS, sizeof *dec->cb);
-    tmm_status s = dec->stage && dec->win && dec->bin && dec->cw && dec->cb
+    tmm_status s = dec->stage && dec->cw && dec->cb
                        ? TMM_OK
                        : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     if (s == TMM_OK)
@@ -649,10 +647,15 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     const tmm_toeplitz_desc td = step_desc(m);
     tmm_recorder *r = rec->r;
     tmm_view u[PARTS];
+    tmm_row_group g[PARTS];
+    for (int p = 0; p < PARTS; p++) {
+        u[p] = tmm_op_sub(A(dec->u), (uint64_t)p * B * d, (uint64_t)B * d);
+        g[p] = (tmm_row_group){ in_w(P(m, l, TMM_HY_IN_W), d, p), per_d(P(m, l, TMM_HY_IN_B), d, p), u[p], d,
+                                TMM_ROW_ACT_NONE };
+    }
+    TMM_TRY(tmm_op_linear_rows_group(r, x, B, d, g, PARTS, NULL, none)); /* the three projections: one dispatch */
     for (int p = 0; p < PARTS; p++) {
         const uint32_t i = l * PARTS + p;
-        u[p] = tmm_op_sub(A(dec->u), (uint64_t)p * B * d, (uint64_t)B * d);
-        TMM_TRY(tmm_op_linear_rows(r, x, B, d, d, dec->win[i], dec->bin[i], u[p], false));
         TMM_TRY(tmm_op_conv1d_step(r, u[p], dec->cw[i], dec->cb[i], pos, B, d, KS, false, window_of(dec, l, p), u[p]));
     }
     /* w = v ⊙ x1 into u[2], cached at pos; y1 = its long conv; g = y1 ⊙ x0 */

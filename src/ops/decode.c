@@ -1,6 +1,7 @@
 /* Cached decoding ops: the one-position Toeplitz step and the linear layers of a few rows. */
 #include "decode_ops.h"
 
+#include "llama_ops.h"
 #include "nn_util.h"
 #include "ssm_ops.h"
 
@@ -70,6 +71,150 @@ tmm_status tmm_op_linear_rows_act(tmm_recorder *r, tmm_view x, uint32_t rows, ui
                                   tmm_view bias, tmm_row_act act, tmm_view y)
 {
     return linear_rows(r, x, rows, in, out, w, bias, act, y, false);
+}
+
+/* ---- several linear layers of the same rows --------------------------- */
+
+static uint32_t w_rows(const tmm_row_group *g) { return g->act == TMM_ROW_ACT_SWIGLU ? 2 * g->out : g->out; }
+
+static tmm_status group_check(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, const tmm_row_group *groups,
+                              uint32_t n, const tmm_row_rope *rope)
+{
+    static const char *op = "linear_rows_group";
+    if (n == 0 || n > TMM_ROW_GROUPS || rows == 0 || in == 0)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: %u groups (1 to %u) of %u rows of %u", op, n, TMM_ROW_GROUPS,
+                        rows, in);
+    TMM_TRY(tmm_op_need_floats(op, "x", x, (uint64_t)rows * in));
+    for (uint32_t i = 0; i < n; i++) {
+        const tmm_row_group *g = &groups[i];
+        const tmm_row_act act = g->act;
+        if (act != TMM_ROW_ACT_NONE && act != TMM_ROW_ACT_SWIGLU && act != TMM_ROW_ACT_ROPE &&
+            act != TMM_ROW_ACT_SOFTPLUS)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: group %u: activation %d is not none, swiglu, rope or "
+                            "softplus", op, i, (int)act);
+        if (g->bias.size && (act == TMM_ROW_ACT_SWIGLU || act == TMM_ROW_ACT_ROPE))
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: group %u: swiglu and rope take no bias", op, i);
+        if (act == TMM_ROW_ACT_ROPE && (!rope || !rope->dh || rope->dh % 2 || g->out % rope->dh))
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: group %u: rope needs an even head width that divides "
+                            "its %u channels", op, i, g->out);
+        if (g->out == 0)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: group %u has no outputs", op, i);
+        TMM_TRY(tmm_op_need_floats(op, "w", g->w, (uint64_t)w_rows(g) * in));
+        TMM_TRY(tmm_op_need_floats(op, "y", g->y, (uint64_t)rows * g->out));
+        if (g->bias.size)
+            TMM_TRY(tmm_op_need_floats(op, "bias", g->bias, g->out));
+        if (act == TMM_ROW_ACT_ROPE) {
+            TMM_TRY(tmm_op_need_floats(op, "pos", rope->pos, rows));
+            TMM_TRY(tmm_op_need_bound(tmm_recorder_device(r), op, "table", rope->table,
+                                      tmm_rope_table_floats(rope->npos, rope->dh)));
+        }
+    }
+    return TMM_OK;
+}
+
+/* y = x · Wᵀ + bias by the row kernel where W and bias can be bound as
+ * given, else by the matmul op. */
+static tmm_status plain(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
+                        tmm_view bias, tmm_view y)
+{
+    const uint64_t align = tmm_op_offset_align(tmm_recorder_device(r));
+    if (w.offset % align == 0 && bias.offset % align == 0)
+        return tmm_op_linear_rows(r, x, rows, in, out, w, bias, y, false);
+    return tmm_op_linear(r, x, rows, in, out, w, bias, y, false);
+}
+
+/* The unfused path: each group's linear layer, then its activation's op. */
+static tmm_status each(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, const tmm_row_group *groups,
+                       uint32_t n, const tmm_row_rope *rope, tmm_view tmp)
+{
+    static const tmm_view none = { 0 };
+    for (uint32_t i = 0; i < n; i++) {
+        const tmm_row_group *g = &groups[i];
+        if (g->act == TMM_ROW_ACT_SWIGLU) {
+            TMM_TRY(tmm_op_need_floats("linear_rows_group", "tmp", tmp, (uint64_t)rows * 2 * g->out));
+            TMM_TRY(plain(r, x, rows, in, 2 * g->out, g->w, none, tmp));
+            TMM_TRY(tmm_op_swiglu_forward(r, tmp, rows, g->out, g->y));
+        } else if (g->act == TMM_ROW_ACT_ROPE) {
+            TMM_TRY(plain(r, x, rows, in, g->out, g->w, none, g->y));
+            TMM_TRY(tmm_op_rope(r, TMM_ROPE_POSITIONS, g->y, rope->table, rope->pos, rows, g->out,
+                                g->out / rope->dh, rope->npos, false, g->y));
+        } else if (g->act == TMM_ROW_ACT_SOFTPLUS) {
+            TMM_TRY(plain(r, x, rows, in, g->out, g->w, g->bias, g->y));
+            TMM_TRY(tmm_op_softplus_forward(r, g->y, none, rows, g->out, g->y));
+        } else {
+            TMM_TRY(plain(r, x, rows, in, g->out, g->w, g->bias, g->y));
+        }
+    }
+    return TMM_OK;
+}
+
+/* One binding over the non-empty views' span in their shared buffer, from an
+ * aligned offset, with base[i] the index of view i's first float in it
+ * (false: no view, several buffers, or a span past one binding). */
+static bool span(const tmm_device *dev, const tmm_view *v, uint32_t n, tmm_view *bind, uint32_t *base)
+{
+    tmm_buffer *buf = NULL;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!v[i].size)
+            continue;
+        if (buf && v[i].buffer != buf)
+            return false;
+        buf = v[i].buffer;
+        lo = v[i].offset < lo ? v[i].offset : lo;
+        hi = v[i].offset + v[i].size > hi ? v[i].offset + v[i].size : hi;
+    }
+    if (!buf || (hi - lo) / 4 > tmm_op_binding_floats(dev))
+        return false;
+    const uint64_t start = lo - lo % tmm_op_offset_align(dev);
+    *bind = tmm_sub(buf, start, hi - start);
+    for (uint32_t i = 0; i < n; i++)
+        base[i] = v[i].size ? (uint32_t)((v[i].offset - start) / 4) : 0;
+    return true;
+}
+
+tmm_status tmm_op_linear_rows_group(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in,
+                                    const tmm_row_group *groups, uint32_t n, const tmm_row_rope *rope, tmm_view tmp)
+{
+    TMM_TRY(group_check(r, x, rows, in, groups, n, rope));
+    tmm_device *dev = tmm_recorder_device(r);
+    struct {
+        uint32_t outs[4], base_w[4], base_b[4], base_y[4], mode[4];
+        uint32_t in, base_x, half_dh, npos, base_pos;
+    } push = { .in = in };
+    tmm_view ws[TMM_ROW_GROUPS], bs[TMM_ROW_GROUPS], ys[TMM_ROW_GROUPS], bw, bb = { 0 }, by;
+    bool two = false, has_bias = false;
+    uint32_t lanes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const tmm_row_group *g = &groups[i];
+        ws[i] = tmm_op_sub(g->w, 0, (uint64_t)w_rows(g) * in), bs[i] = g->bias, ys[i] = g->y;
+        two |= g->act == TMM_ROW_ACT_SWIGLU || g->act == TMM_ROW_ACT_ROPE;
+        has_bias |= g->bias.size > 0;
+        push.outs[i] = g->out, push.mode[i] = (uint32_t)g->act | (g->bias.size ? 16u : 0u);
+        const uint32_t l = g->act == TMM_ROW_ACT_ROPE ? g->out / 2 : g->out;
+        lanes = l > lanes ? l : lanes;
+    }
+    nn_bind bx = nn_rows(dev, x, 0, rows, in);
+    bool fused = rows <= TMM_DECODE_MAX_ROWS && span(dev, ws, n, &bw, push.base_w) &&
+                 span(dev, ys, n, &by, push.base_y) && (!has_bias || span(dev, bs, n, &bb, push.base_b));
+    bool vec = in % 4 == 0 && bx.base % 4 == 0;
+    for (uint32_t i = 0; i < n; i++)
+        vec = vec && push.base_w[i] % 4 == 0;
+    fused = fused && (uint64_t)(vec ? in / 4 : in) * (two ? 2 : 1) <= TMM_MAX_LOOP;
+    if (!fused)
+        return each(r, x, rows, in, groups, n, rope, tmp);
+    push.base_x = bx.base;
+    tmm_view table = bx.view, pos = bx.view;
+    if (rope) {
+        push.half_dh = rope->dh / 2, push.npos = rope->npos, table = rope->table;
+        pos = tmm_op_bind(dev, rope->pos, 0, rows, &push.base_pos);
+    }
+    const uint32_t spec[2] = { vec, rows };
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_linear_rows_group, 6, sizeof push, local_loop, spec, 2, &p));
+    tmm_arg args[6] = { tmm_in(bx.view), tmm_in(bw), tmm_in(has_bias ? bb : bw), tmm_out(by), tmm_in(table),
+                        tmm_in(pos) };
+    return tmm_record_dispatch(r, p, args, 6, &push, tmm_div_up(lanes, NN_WG_LOOP), n, 1);
 }
 
 /* Positions one invocation of the step kernel sums: n <= TMM_STEP_CHUNK in
