@@ -3,7 +3,10 @@
  * kernel-k shapes, positions at the start, inside and at the end of the
  * sequence, n past one chunk of the step kernel (TMM_STEP_CHUNK: the
  * second pass) and its vec4 path (groups of 4 channels, one tap). The step is also checked against row t of the full
- * forward op. */
+ * forward op, with and without its output gate. The decode step's linear
+ * layers: one (with its activation), several of the same rows in one
+ * dispatch (with SwiGLU, RoPE, softplus) and their unfused path; Hyena's
+ * short convolutions with its first gate. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +26,8 @@ static tmm_buffer *uint_buffer(const uint32_t *v, size_t n)
     return b;
 }
 
-static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint64_t seed)
+/* gated: tmm_op_toeplitz_step_gate, y times a random gate [B, d]. */
+static void run_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint64_t seed, bool gated)
 {
     tmm_toeplitz_desc desc = { .batch = B, .n = n, .d = d, .groups = G, .taps = K };
     const size_t nc = (size_t)B * n * d, nw = (size_t)G * K * n, nb = (size_t)G * n, nx = (size_t)B * d;
@@ -39,9 +43,16 @@ static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t 
     tmm_buffer *bc = h_buffer(cache, nc), *bw = h_buffer(w, nw), *bbeta = h_buffer(beta, nb), *bx = h_buffer(x, nx);
     tmm_buffer *bpos = uint_buffer(pos, B), *by = h_buffer(NULL, nx);
     tmm_buffer *scratch = h_buffer(NULL, tmm_op_toeplitz_step_scratch(&desc));
+    float *gate = h_floats(nx);
+    h_rand(gate, nx, seed + 4, -2, 2);
+    tmm_buffer *bg = h_buffer(gate, nx);
     tmm_recorder *r = h_begin();
-    H_OK(tmm_op_toeplitz_step(r, &desc, tmm_whole(bpos), tmm_whole(bx), tmm_whole(bc), tmm_whole(bw),
-                              tmm_whole(bbeta), tmm_whole(scratch), tmm_whole(by)));
+    if (gated)
+        H_OK(tmm_op_toeplitz_step_gate(r, &desc, tmm_whole(bpos), tmm_whole(bx), tmm_whole(bc), tmm_whole(bw),
+                                       tmm_whole(bbeta), tmm_whole(bg), tmm_whole(scratch), tmm_whole(by)));
+    else
+        H_OK(tmm_op_toeplitz_step(r, &desc, tmm_whole(bpos), tmm_whole(bx), tmm_whole(bc), tmm_whole(bw),
+                                  tmm_whole(bbeta), tmm_whole(scratch), tmm_whole(by)));
     h_run(r);
 
     ref_cache_write(&desc, pos, x, cache);
@@ -50,18 +61,28 @@ static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t 
     cr_assert(memcmp(got_cache, cache, nc * 4) == 0, "toeplitz_step B %u n %u d %u: the cache differs", B, n, d);
     h_read(by, y, nx);
     ref_toeplitz_step(&desc, pos, cache, w, beta, ref_y);
-    h_compare("toeplitz_step", y, ref_y, nx, 1e-5, 1e-5);
-
     /* the same numbers as row pos[b] of the full forward over the cache */
     float *full = h_floats(nc);
     ref_toeplitz_forward(&desc, cache, w, beta, full);
     for (uint32_t b = 0; b < B; b++)
-        h_compare("step vs forward row", y + (size_t)b * d, full + ((size_t)b * n + pos[b]) * d, d, 1e-5, 1e-5);
+        for (uint32_t c = 0; c < d; c++) {
+            const size_t i = (size_t)b * d + c;
+            full[i] = full[((size_t)b * n + pos[b]) * d + c] * (gated ? gate[i] : 1.0f);
+            ref_y[i] *= gated ? gate[i] : 1.0f;
+        }
+    h_compare(gated ? "toeplitz_step_gate" : "toeplitz_step", y, ref_y, nx, 1e-5, 1e-5);
+    h_compare("step vs forward row", y, full, nx, 2e-5, 1e-5);
 
-    tmm_buffer *all[] = { bc, bw, bbeta, bx, bpos, by, scratch };
+    tmm_buffer *all[] = { bc, bw, bbeta, bx, bpos, by, scratch, bg };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         tmm_buffer_destroy(all[i]);
     free(cache), free(w), free(beta), free(x), free(pos), free(got_cache), free(y), free(ref_y), free(full);
+    free(gate);
+}
+
+static void check_step(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint64_t seed)
+{
+    run_step(B, n, d, G, K, seed, false);
 }
 
 H_TEST(decode_ops, flat) { check_step(3, 13, 5, 1, 1, 1); }
@@ -75,6 +96,60 @@ H_TEST(decode_ops, kernel) { check_step(2, 20, 9, 1, 3, 4); }
 H_TEST(decode_ops, heads_and_kernel) { check_step(3, 17, 8, 2, 2, 5); }
 /* several chunks of the step kernel, a partial last one */
 H_TEST(decode_ops, long_sequence) { check_step(3, 2 * TMM_STEP_CHUNK + 37, 6, 2, 2, 6); }
+/* the output gate (Hyena's) in the step's one dispatch, its vec4 path and its second pass */
+H_TEST(decode_ops, gate)
+{
+    run_step(3, 13, 5, 1, 1, 60, true);
+    run_step(3, 45, 16, 2, 1, 61, true);
+    run_step(2, TMM_STEP_CHUNK + 41, 8, 1, 1, 62, true);
+    run_step(3, 2 * TMM_STEP_CHUNK + 37, 6, 2, 2, 63, true);
+}
+
+/* Hyena's three short convolutions and first gate in one dispatch, against
+ * ref_hyena_conv_step (ref_conv1d_step per part): three steps from zeroed
+ * windows at positions 0, 1, 2 (negative positions read as 0), then steps
+ * inside the sequence, per-sequence positions, K = 3 and K = 1 (no window). */
+static void check_hyena_conv(uint32_t B, uint32_t d, uint32_t K, uint64_t seed)
+{
+    const size_t nu = 3 * (size_t)B * d, nw = 3 * (size_t)d * K, nwin = 3 * (size_t)B * (K - 1) * d;
+    float *u = h_floats(nu), *w = h_floats(nw), *bias = h_floats(3 * d), *win = h_floats(nwin ? nwin : 1);
+    float *got = h_floats(nu), *got_win = h_floats(nwin ? nwin : 1);
+    h_rand(w, nw, seed, -1, 1);
+    h_rand(bias, 3 * d, seed + 1, -1, 1);
+    tmm_buffer *bw = h_buffer(w, nw), *bb = h_buffer(bias, 3 * d), *bu = h_buffer(NULL, nu);
+    tmm_buffer *bwin = h_buffer(NULL, nwin ? nwin : 1), *bpos = h_buffer(NULL, B);
+    uint32_t pos[8];
+    for (uint32_t step = 0; step < 6; step++) {
+        for (uint32_t b = 0; b < B; b++)
+            pos[b] = step < 3 ? step : step * 5 + b;
+        h_rand(u, nu, seed + 10 + step, -1, 1);
+        H_OK(tmm_buffer_write(bu, 0, u, nu * 4));
+        H_OK(tmm_buffer_write(bpos, 0, pos, B * 4));
+        tmm_recorder *r = h_begin();
+        H_OK(tmm_op_hyena_conv_step(r, tmm_whole(bu), tmm_whole(bw), tmm_whole(bb), tmm_whole(bpos), B, d, K,
+                                    nwin ? tmm_whole(bwin) : (tmm_view){ 0 }));
+        h_run(r);
+        ref_hyena_conv_step(u, w, bias, pos, B, d, K, win);
+        h_read(bu, got, nu);
+        h_compare("hyena_conv_step x0", got, u, (size_t)B * d, 1e-6, 1e-6);
+        h_compare("hyena_conv_step v x1", got + 2 * (size_t)B * d, u + 2 * (size_t)B * d, (size_t)B * d, 1e-6, 1e-6);
+        if (nwin) {
+            h_read(bwin, got_win, nwin);
+            h_compare("hyena_conv_step window", got_win, win, nwin, 0, 0);
+        }
+    }
+    tmm_buffer *all[] = { bw, bb, bu, bwin, bpos };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(u), free(w), free(bias), free(win), free(got), free(got_win);
+}
+
+H_TEST(decode_ops, hyena_conv_step)
+{
+    check_hyena_conv(3, 7, 3, 70);
+    check_hyena_conv(1, 130, 3, 71);
+    check_hyena_conv(2, 5, 1, 72);
+}
 
 H_TEST(decode_ops, bad_shapes_are_refused)
 {

@@ -217,6 +217,41 @@ tmm_status tmm_op_linear_rows_group(tmm_recorder *r, tmm_view x, uint32_t rows, 
     return tmm_record_dispatch(r, p, args, 6, &push, tmm_div_up(lanes, NN_WG_LOOP), n, 1);
 }
 
+/* ---- Hyena's short convolutions --------------------------------------- */
+
+tmm_status tmm_op_hyena_conv_step(tmm_recorder *r, tmm_view u, tmm_view w, tmm_view bias, tmm_view pos, uint32_t batch,
+                                  uint32_t d, uint32_t K, tmm_view window)
+{
+    static const char *op = "hyena_conv_step";
+    tmm_device *dev = tmm_recorder_device(r);
+    if (!batch || !d || !K || K > TMM_CONV1D_MAX_K)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: batch %u, d %u, K %u (1 to %u)", op, batch, d, K,
+                        TMM_CONV1D_MAX_K);
+    const char *names[5] = { "u", "w", "bias", "pos", "window" };
+    const tmm_view views[5] = { u, w, bias, pos, window };
+    const uint64_t floats[5] = { 3ull * batch * d, 3ull * d * K, 3ull * d, batch, 3ull * batch * (K - 1) * d };
+    nn_bind b[5];
+    for (int i = 0; i < 5; i++) {
+        if (!floats[i]) { /* K = 1: no window */
+            b[i] = b[0];
+            continue;
+        }
+        TMM_TRY(tmm_op_need_floats(op, names[i], views[i], floats[i]));
+        if (floats[i] > tmm_op_binding_floats(dev))
+            return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: %s does not fit one binding", op, names[i]);
+        b[i] = nn_rows(dev, views[i], 0, 1, floats[i]);
+    }
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_hyena_conv_step, 5, 32, local_1d, NULL, 0, &p));
+    struct { uint32_t batch, d, K, base_u, base_w, base_b, base_pos, base_win; } push = {
+        .batch = batch, .d = d, .K = K, .base_u = b[0].base, .base_w = b[1].base, .base_b = b[2].base,
+        .base_pos = b[3].base, .base_win = b[4].base
+    };
+    tmm_arg args[5] = { tmm_inout(b[0].view), tmm_in(b[1].view), tmm_in(b[2].view), tmm_in(b[3].view),
+                        K > 1 ? tmm_inout(b[4].view) : tmm_in(b[4].view) };
+    return tmm_record_dispatch(r, p, args, 5, &push, tmm_div_up((uint64_t)batch * d, TMM_WG_1D), 1, 1);
+}
+
 /* Positions one invocation of the step kernel sums: n <= TMM_STEP_CHUNK in
  * one dispatch; longer sums spread over more invocations (on llvmpipe one
  * invocation per channel over a long cache costs more than the second
@@ -233,8 +268,9 @@ uint64_t tmm_op_toeplitz_step_scratch(const tmm_toeplitz_desc *desc)
     return (uint64_t)n_chunks(desc) * desc->batch * desc->d;
 }
 
-tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
-                                tmm_view cache, tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y)
+/* The step; with a gate (not empty) y is multiplied by it. */
+static tmm_status tz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x, tmm_view cache,
+                          tmm_view w, tmm_view beta, tmm_view gate, tmm_view scratch, tmm_view y)
 {
     static const char *op = "toeplitz_step";
     uint64_t per;
@@ -254,7 +290,11 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
                         TMM_MAX_LOOP * step_chunk(desc));
     if ((uint64_t)B * d * nch > UINT32_MAX / 2)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: batch %u x d %u x n %u is too large for one step", op, B, d, n);
-    nn_bind bx = nn_rows(dev, x, 0, B, d), by = nn_rows(dev, y, 0, B, d);
+    nn_bind bx = nn_rows(dev, x, 0, B, d), by = nn_rows(dev, y, 0, B, d), bg = bx;
+    if (gate.size) {
+        TMM_TRY(tmm_op_need_floats(op, "gate", gate, (uint64_t)B * d));
+        bg = nn_rows(dev, gate, 0, B, d);
+    }
     /* 4 channels per invocation where they share a group and one tap, and
      * every sequence's rows start on a vec4 (nn_rows' bases: per binding) */
     bool vec = K == 1 && d % 4 == 0 && (d / G) % 4 == 0 && bx.base % 4 == 0;
@@ -262,28 +302,46 @@ tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, 
         vec = nn_rows(dev, cache, b0, B - b0 < per ? B - b0 : per, (uint64_t)n * d).base % 4 == 0;
     const uint32_t spec[1] = { vec }, lanes = vec ? d / 4 : d;
     tmm_pipeline *ps;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 7, 48, local_loop, spec, 1, &ps));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step, 8, 56, local_loop, spec, 1, &ps));
     for (uint64_t b0 = 0; b0 < B; b0 += per) {
         uint32_t nb = (uint32_t)(B - b0 < per ? B - b0 : per);
         nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d);
         struct {
             uint32_t nseq, batch, n, d, group_channels, taps, chunk, nchunks, seq0, base_x, base_cache, base_y;
+            uint32_t gated, base_gate;
         } push = { .nseq = nb, .batch = B, .n = n, .d = d, .group_channels = d / G, .taps = K,
                    .chunk = step_chunk(desc), .nchunks = nch, .seq0 = (uint32_t)b0, .base_x = bx.base,
-                   .base_cache = bc.base, .base_y = by.base };
+                   .base_cache = bc.base, .base_y = by.base, .gated = gate.size > 0, .base_gate = bg.base };
         /* the cache is read-write: the rows of other positions must survive */
-        tmm_arg args[7] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view), tmm_in(w), tmm_in(beta),
-                            tmm_out(nch > 1 ? scratch : by.view), tmm_out(by.view) };
-        TMM_TRY(tmm_record_dispatch(r, ps, args, 7, &push, tmm_div_up((uint64_t)nb * lanes * nch, NN_WG_LOOP), 1,
+        tmm_arg args[8] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view), tmm_in(w), tmm_in(beta),
+                            tmm_out(nch > 1 ? scratch : by.view), tmm_out(by.view), tmm_in(bg.view) };
+        TMM_TRY(tmm_record_dispatch(r, ps, args, 8, &push, tmm_div_up((uint64_t)nb * lanes * nch, NN_WG_LOOP), 1,
                                     1));
     }
     if (nch == 1)
         return TMM_OK;
     tmm_pipeline *pf;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step_sum, 4, 24, local_1d, NULL, 0, &pf));
-    struct { uint32_t batch, n, d, group_channels, nchunks, base_y; } push = { .batch = B, .n = n, .d = d,
-                                                                               .group_channels = d / G,
-                                                                               .nchunks = nch, .base_y = by.base };
-    tmm_arg args[4] = { tmm_in(pos), tmm_in(scratch), tmm_in(beta), tmm_out(by.view) };
-    return tmm_record_dispatch(r, pf, args, 4, &push, tmm_div_up((uint64_t)B * d, TMM_WG_1D), 1, 1);
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_toeplitz_step_sum, 5, 32, local_1d, NULL, 0, &pf));
+    struct { uint32_t batch, n, d, group_channels, nchunks, base_y, gated, base_gate; } push = {
+        .batch = B, .n = n, .d = d, .group_channels = d / G, .nchunks = nch, .base_y = by.base,
+        .gated = gate.size > 0, .base_gate = bg.base
+    };
+    tmm_arg args[5] = { tmm_in(pos), tmm_in(scratch), tmm_in(beta), tmm_out(by.view), tmm_in(bg.view) };
+    return tmm_record_dispatch(r, pf, args, 5, &push, tmm_div_up((uint64_t)B * d, TMM_WG_1D), 1, 1);
+}
+
+tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
+                                tmm_view cache, tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y)
+{
+    static const tmm_view none = { 0 };
+    return tz_step(r, desc, pos, x, cache, w, beta, none, scratch, y);
+}
+
+tmm_status tmm_op_toeplitz_step_gate(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
+                                     tmm_view cache, tmm_view w, tmm_view beta, tmm_view gate, tmm_view scratch,
+                                     tmm_view y)
+{
+    if (!gate.size)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "toeplitz_step: an empty gate");
+    return tz_step(r, desc, pos, x, cache, w, beta, gate, scratch, y);
 }

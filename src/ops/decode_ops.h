@@ -31,6 +31,12 @@ uint64_t tmm_op_toeplitz_step_scratch(const tmm_toeplitz_desc *desc);
 tmm_status tmm_op_toeplitz_step(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
                                 tmm_view cache, tmm_view w, tmm_view beta, tmm_view scratch, tmm_view y);
 
+/* tmm_op_toeplitz_step with y multiplied by gate [B, d] in the same
+ * dispatches (y = step ⊙ gate: Hyena's output gate); gate must not overlap y. */
+tmm_status tmm_op_toeplitz_step_gate(tmm_recorder *r, const tmm_toeplitz_desc *desc, tmm_view pos, tmm_view x,
+                                     tmm_view cache, tmm_view w, tmm_view beta, tmm_view gate, tmm_view scratch,
+                                     tmm_view y);
+
 /* Rows a decoding step's linear layers handle with their own kernel. */
 #define TMM_DECODE_MAX_ROWS 8u
 
@@ -96,5 +102,15 @@ typedef struct tmm_row_rope {
  * ref_linear_rows_group (src/ref/ref_decode.h). */
 tmm_status tmm_op_linear_rows_group(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in,
                                     const tmm_row_group *groups, uint32_t n, const tmm_row_rope *rope, tmm_view tmp);
+
+/* Hyena's three short convolutions of one decoding step and its first gate,
+ * in one dispatch: u [3, B, d] holds the step's projections (x0, x1, v),
+ * w [3d, K] and bias [3d] the three parts' taps (the parts' rows in order),
+ * window [3, B, K-1, d] their windows (each part's as tmm_op_conv1d_step
+ * keeps it; K = 1: none, may be empty). With y_q = tmm_op_conv1d_step of
+ * part q (no SiLU; its window shifted): u[0] = y_0 and u[2] = y_2 ⊙ y_1
+ * (written), u[1] unchanged. Meaning: ref_hyena_conv_step. */
+tmm_status tmm_op_hyena_conv_step(tmm_recorder *r, tmm_view u, tmm_view w, tmm_view bias, tmm_view pos, uint32_t batch,
+                                  uint32_t d, uint32_t K, tmm_view window);
 
 #endif

@@ -135,3 +135,17 @@ void ref_linear_rows_group(const float *x, size_t rows, size_t in, const ref_row
         free(a), free(y);
     }
 }
+
+void ref_hyena_conv_step(float *u, const float *w, const float *bias, const uint32_t *pos, size_t B, size_t d,
+                         size_t K, float *window)
+{
+    float *y = malloc(3 * B * d * sizeof *y);
+    if (!y)
+        abort();
+    for (size_t q = 0; q < 3; q++)
+        ref_conv1d_step(u + q * B * d, w + q * d * K, bias + q * d, pos, B, d, K, false, window + q * B * (K - 1) * d,
+                        y + q * B * d);
+    for (size_t i = 0; i < B * d; i++)
+        u[i] = y[i], u[2 * B * d + i] = y[2 * B * d + i] * y[B * d + i];
+    free(y);
+}

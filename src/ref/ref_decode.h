@@ -40,4 +40,10 @@ typedef struct ref_row_group {
 void ref_linear_rows_group(const float *x, size_t rows, size_t in, const ref_row_group *groups, size_t n,
                            const uint32_t *pos, size_t dh, size_t npos);
 
+/* tmm_op_hyena_conv_step: ref_conv1d_step of each part q < 3 (u [3, B, d],
+ * w [3d, K], bias [3d], window [3, B, K-1, d]), then u[0] = y_0 and
+ * u[2] = y_2 ⊙ y_1 in float. */
+void ref_hyena_conv_step(float *u, const float *w, const float *bias, const uint32_t *pos, size_t B, size_t d,
+                         size_t K, float *window);
+
 #endif
