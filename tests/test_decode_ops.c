@@ -6,17 +6,20 @@
  * forward op, with and without its output gate. The decode step's linear
  * layers: one (with its activation), several of the same rows in one
  * dispatch (with SwiGLU, RoPE, softplus) and their unfused path; Hyena's
- * short convolutions with its first gate. */
+ * short convolutions with its first gate; Mamba 2's gate and norm. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "ops/decode_ops.h"
 #include "ops/llama_ops.h"
+#include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "ref/ref.h"
 #include "ref/ref_decode.h"
+#include "ref/ref_llama.h"
 #include "ref/ref_model_util.h"
+#include "ref/ref_ssm_ops.h"
 #include "ref/ref_toeplitz.h"
 
 static tmm_buffer *uint_buffer(const uint32_t *v, size_t n)
@@ -381,4 +384,52 @@ H_TEST(decode_ops, linear_rows_group_refuses)
     cr_assert_eq(tmm_op_linear_rows_group(r, v, 1, 4, five, 5, NULL, v), TMM_ERR_INVALID_ARGUMENT, "5 groups");
     h_run(r);
     tmm_buffer_destroy(b);
+}
+
+/* Mamba 2's gate and norm in one dispatch against ref_gate_silu_fwd then
+ * ref_rmsnorm_fwd_d: in place (y = x) and not, and the unfused path for more
+ * rows than the norm's row kernel takes. */
+static void check_gate_norm(uint32_t rows, uint32_t d, bool in_place, uint64_t seed)
+{
+    const size_t n = (size_t)rows * d;
+    float *x = h_floats(n), *z = h_floats(n), *g = h_floats(d), *y = h_floats(n), *rstd = h_floats(rows);
+    float *a = h_floats(n), *ref = h_floats(n), *ref_rstd = h_floats(rows);
+    h_rand(x, n, seed, -2, 2);
+    h_rand(z, n, seed + 1, -3, 3);
+    h_rand(g, d, seed + 2, 0.5f, 1.5f);
+    tmm_buffer *bx = h_buffer(x, n), *bz = h_buffer(z, n), *bg = h_buffer(g, d), *by = h_buffer(NULL, n);
+    tmm_buffer *br = h_buffer(NULL, rows), *bs = h_buffer(NULL, tmm_op_rmsnorm_forward_scratch(rows, d) + 1);
+    tmm_buffer *out = in_place ? bx : by;
+    tmm_recorder *r = h_begin();
+    H_OK(tmm_op_rmsnorm_gate_step(r, tmm_whole(bx), tmm_whole(bz), tmm_whole(bg), rows, d, 1e-5f, tmm_whole(bs),
+                                  tmm_whole(br), tmm_whole(out)));
+    h_run(r);
+    ref_gate_silu_fwd(x, z, n, a);
+    double *ad = malloc(n * sizeof *ad), *gd = malloc(d * sizeof *gd), *yd = malloc(n * sizeof *yd);
+    double *rd = malloc(rows * sizeof *rd);
+    for (size_t i = 0; i < n; i++)
+        ad[i] = a[i];
+    for (size_t i = 0; i < d; i++)
+        gd[i] = g[i];
+    ref_rmsnorm_fwd_d(ad, gd, rows, d, 1e-5, yd, rd);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = (float)yd[i];
+    for (size_t i = 0; i < rows; i++)
+        ref_rstd[i] = (float)rd[i];
+    h_read(out, y, n);
+    h_read(br, rstd, rows);
+    h_compare("rmsnorm_gate_step", y, ref, n, 1e-5, 1e-5);
+    h_compare("rmsnorm_gate_step rstd", rstd, ref_rstd, rows, 1e-5, 1e-5);
+    tmm_buffer *all[] = { bx, bz, bg, by, br, bs };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        tmm_buffer_destroy(all[i]);
+    free(x), free(z), free(g), free(y), free(rstd), free(a), free(ref), free(ref_rstd);
+    free(ad), free(gd), free(yd), free(rd);
+}
+
+H_TEST(decode_ops, rmsnorm_gate_step)
+{
+    check_gate_norm(1, 256, true, 80);
+    check_gate_norm(3, 7, false, 81);
+    check_gate_norm(70, 5, true, 82); /* more rows than the row kernel takes: the unfused path */
 }

@@ -386,9 +386,8 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
                                true, A(dec->win[l]), dec->xbc));
     TMM_TRY(tmm_op_ssd_step(r, &sd, dec->xbc, dec->dt, P(m, l, TMM_M2_A_LOG), P(m, l, TMM_M2_D),
                             A(dec->S[l]), A(dec->y)));
-    TMM_TRY(tmm_op_gate_silu_forward(r, A(dec->y), dec->z, B, dm.di, A(dec->y)));
-    TMM_TRY(tmm_op_rmsnorm_forward(r, A(dec->y), P(m, l, TMM_M2_NORM_W), B, dm.di, (float)TMM_MAMBA2_NORM_EPS,
-                                   A(dec->scratch), A(dec->y), A(dec->rstd)));
+    TMM_TRY(tmm_op_rmsnorm_gate_step(r, A(dec->y), dec->z, P(m, l, TMM_M2_NORM_W), B, dm.di,
+                                     (float)TMM_MAMBA2_NORM_EPS, A(dec->scratch), A(dec->rstd), A(dec->y)));
     return tmm_op_linear_rows(r, A(dec->y), B, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), none, h, true);
 }
 

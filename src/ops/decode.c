@@ -252,6 +252,39 @@ tmm_status tmm_op_hyena_conv_step(tmm_recorder *r, tmm_view u, tmm_view w, tmm_v
     return tmm_record_dispatch(r, p, args, 5, &push, tmm_div_up((uint64_t)batch * d, TMM_WG_1D), 1, 1);
 }
 
+/* ---- Mamba 2's gate and norm ------------------------------------------- */
+
+tmm_status tmm_op_rmsnorm_gate_step(tmm_recorder *r, tmm_view x, tmm_view z, tmm_view g, uint32_t rows, uint32_t d,
+                                   float eps, tmm_view scratch, tmm_view rstd, tmm_view y)
+{
+    static const char *op = "rmsnorm_gate_step";
+    tmm_device *dev = tmm_recorder_device(r);
+    const uint64_t n = (uint64_t)rows * d;
+    uint64_t per = rows;
+    bool fused = rows && d && rows <= NN_ROW_NORM_ROWS && 2ull * d <= TMM_MAX_LOOP &&
+                 !tmm_op_rows_use_subgroups(dev) && nn_fit_rows(dev, op, "x", d, &per) == TMM_OK && per == rows;
+    if (!fused) { /* the unfused path: the gate's op, then the norm's */
+        TMM_TRY(tmm_op_gate_silu_forward(r, x, z, rows, d, y));
+        return tmm_op_rmsnorm_forward(r, y, g, rows, d, eps, scratch, y, rstd);
+    }
+    TMM_TRY(tmm_op_need_floats(op, "x", x, n));
+    TMM_TRY(tmm_op_need_floats(op, "z", z, n));
+    TMM_TRY(tmm_op_need_floats(op, "g", g, d));
+    TMM_TRY(tmm_op_need_floats(op, "rstd", rstd, rows));
+    TMM_TRY(tmm_op_need_floats(op, "y", y, n));
+    nn_bind bx = nn_rows(dev, x, 0, rows, d), bz = nn_rows(dev, z, 0, rows, d), bg = nn_rows(dev, g, 0, 1, d);
+    nn_bind br = nn_rows(dev, rstd, 0, rows, 1), by = nn_rows(dev, y, 0, rows, d);
+    tmm_pipeline *p;
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_rmsnorm_gate_step, 5, 32, local_loop, NULL, 0, &p));
+    struct {
+        uint32_t rows, d, base_x, base_z, base_g, base_r, base_y;
+        float eps;
+    } push = { .rows = rows, .d = d, .base_x = bx.base, .base_z = bz.base, .base_g = bg.base, .base_r = br.base,
+               .base_y = by.base, .eps = eps };
+    tmm_arg args[5] = { tmm_in(bx.view), tmm_in(bz.view), tmm_in(bg.view), tmm_out(br.view), tmm_inout(by.view) };
+    return tmm_record_dispatch(r, p, args, 5, &push, tmm_div_up(rows, NN_WG_LOOP), 1, 1);
+}
+
 /* Positions one invocation of the step kernel sums: n <= TMM_STEP_CHUNK in
  * one dispatch; longer sums spread over more invocations (on llvmpipe one
  * invocation per channel over a long cache costs more than the second

@@ -113,4 +113,14 @@ tmm_status tmm_op_linear_rows_group(tmm_recorder *r, tmm_view x, uint32_t rows, 
 tmm_status tmm_op_hyena_conv_step(tmm_recorder *r, tmm_view u, tmm_view w, tmm_view bias, tmm_view pos, uint32_t batch,
                                   uint32_t d, uint32_t K, tmm_view window);
 
+/* Mamba 2's gate and norm of one decoding step in one dispatch:
+ * y = RMSNorm(x ⊙ silu(z)) · g (rows [rows, d], g [d]; rstd [rows] saved):
+ * tmm_op_gate_silu_forward then tmm_op_rmsnorm_forward, the same arithmetic
+ * as their one-dispatch row kernels. Where the norm would not use its row
+ * kernel (more rows, longer rows, subgroups) it is those two ops: the
+ * unfused path (scratch: tmm_op_rmsnorm_forward's). y may alias x.
+ * Meaning: ref_gate_silu_fwd then ref_rmsnorm_fwd_d. */
+tmm_status tmm_op_rmsnorm_gate_step(tmm_recorder *r, tmm_view x, tmm_view z, tmm_view g, uint32_t rows, uint32_t d,
+                                   float eps, tmm_view scratch, tmm_view rstd, tmm_view y);
+
 #endif
