@@ -88,8 +88,11 @@ void main()
         return;
     }
     const float b = (p.mode[g] & 16u) != 0u ? bias[p.base_b[g] + k] : 0.0;
-    [[unroll]] for (uint r = 0u; r < ROWS; r++) {
-        const float v = a[r] + b;
-        y[yb + r * out_ + k] = act == 5u ? softplus(v) : v;
+    if (act == 5u) { // a branch, not a select: softplus only where it is asked for
+        [[unroll]] for (uint r = 0u; r < ROWS; r++)
+            y[yb + r * out_ + k] = softplus(a[r] + b);
+        return;
     }
+    [[unroll]] for (uint r = 0u; r < ROWS; r++)
+        y[yb + r * out_ + k] = a[r] + b;
 }
