@@ -7,50 +7,23 @@
 //                                  + sum_j Re(res_j * z_j) )
 // with u[t] = x[b, ci] and u[s < t] = cache[b, s, ci], where z_j holds
 // sum_{s<=t-m} pole_j^(t-m-s) * u[s, ci]; then z_j <- pole_j * z_j + u[t+1-m, ci]
-// (when t+1 >= m) prepares position t+1, and cache[b, t, c] = u[t, c].
+// (when t+1 >= m) prepares position t+1, and cache[b, t, c] = x[b, c].
 // Modes are vec4 (pole re, pole im, res re, res im) [G, K, M]; states vec2
-// [B, d, K, M]. PROJ 1 (scalar) or 2 (vec4: d and the bases multiples of 4):
-// x is the row before the layer's input projection, and the input of channel
-// ci is x[b] . Win[ci] + bin[ci], computed where it is read with
-// decode_linear.comp's arithmetic (the projection in the step's dispatch).
-// Per invocation K * (m - 1 + M) (+ K * d or K * d/4 with PROJ) <=
-// TMM_MAX_LOOP iterations (the host checks). The cache binding covers
-// sequences seq0 .. seq0+nseq-1.
+// [B, d, K, M]. Per invocation K * (m - 1 + M) <= TMM_MAX_LOOP iterations
+// (the host checks). The cache binding covers sequences seq0 .. seq0+nseq-1.
 #include "loop_limit.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
-layout(constant_id = 3) const uint PROJ = 0u;
 layout(std430, binding = 0) readonly buffer Pos { uint pos[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 2) buffer Cache { float cache[]; };
 layout(std430, binding = 3) readonly buffer W { float w[]; };
 layout(std430, binding = 4) readonly buffer Beta { float beta[]; };
 layout(std430, binding = 5) readonly buffer Modes { vec4 modes[]; };
 layout(std430, binding = 6) buffer State { vec2 state[]; };
 layout(std430, binding = 7) writeonly buffer Y { float y[]; };
-layout(std430, binding = 8) readonly buffer Win { float win[]; };
-layout(std430, binding = 8) readonly buffer Win4 { vec4 win4[]; };
-layout(std430, binding = 9) readonly buffer Bin { float bin[]; };
 layout(push_constant) uniform Push {
-    uint nseq, n, d, group_channels, taps, head, nmodes, seq0, base_x, base_cache, base_y, base_w, base_b;
+    uint nseq, n, d, group_channels, taps, head, nmodes, seq0, base_x, base_cache, base_y;
 } p;
-
-// The layer's input at channel ci of sequence sb.
-float input_at(uint sb, uint ci)
-{
-    if (PROJ == 0u)
-        return x[p.base_x + sb * p.d + ci];
-    float acc = 0.0;
-    if (PROJ == 2u) {
-        const uint n4 = p.d / 4u, x0 = (p.base_x + sb * p.d) / 4u, w0 = (p.base_w + ci * p.d) / 4u;
-        for (uint i = 0u; i < n4; i++)
-            acc += dot(x4[x0 + i], win4[w0 + i]);
-    } else {
-        for (uint i = 0u; i < p.d; i++)
-            acc += x[p.base_x + sb * p.d + i] * win[p.base_w + ci * p.d + i];
-    }
-    return 0.0 + acc + bin[p.base_b + ci];
-}
 
 void main()
 {
@@ -60,17 +33,15 @@ void main()
     uint b = i / p.d, c = i % p.d, sb = p.seq0 + b;
     uint t = pos[sb];
     uint g = c / p.group_channels;
-    uint crow = p.base_cache + b * p.n * p.d;
+    uint crow = p.base_cache + b * p.n * p.d, xrow = p.base_x + sb * p.d;
     bool feed = t + 1u >= p.head;
-    float acc = beta[g * p.n + t], own = 0.0;
+    float acc = beta[g * p.n + t];
     for (uint a = 0u; a < p.taps; a++) {
         int ci = int(c) - int(p.taps - 1u) + int(a);
         if (ci < int(g * p.group_channels))
             continue;
         uint wrow = (g * p.taps + a) * p.n;
-        float u = input_at(sb, uint(ci));
-        if (a == p.taps - 1u)
-            own = u;
+        float u = x[xrow + uint(ci)];
         acc += w[wrow] * u;
         uint kmax = min(p.head - 1u, t);
         for (uint k = 1u; k <= kmax; k++)
@@ -85,6 +56,6 @@ void main()
                 state[zrow + j] = vec2(md.x * z.x - md.y * z.y + next, md.x * z.y + md.y * z.x);
         }
     }
-    cache[crow + t * p.d + c] = own;
+    cache[crow + t * p.d + c] = x[xrow + c];
     y[p.base_y + sb * p.d + c] = acc;
 }

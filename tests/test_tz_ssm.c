@@ -2,8 +2,7 @@
  * state-space step (exact head, modes, state update, cache write) and the
  * states after a prefill, on flat, heads and kernel-k shapes, heads longer
  * than the position, positions at both ends, and prefills longer than one
- * pass (TMM_MAX_LOOP positions); the step with the input projection in its
- * dispatch (and its unfused path). Then the whole path: a prefill of P
+ * pass (TMM_MAX_LOOP positions). Then the whole path: a prefill of P
  * positions followed by steps equals, row by row, the Toeplitz forward with
  * the realized vector ŵ (head exact, tail Σ Re(res·pole^j)). */
 #include <math.h>
@@ -86,56 +85,6 @@ H_TEST(tz_ssm, step_heads_long_head) { check_step(4, 33, 12, 4, 1, 6, 5, 2); }
 H_TEST(tz_ssm, step_kernel) { check_step(3, 20, 9, 1, 3, 2, 4, 3); }
 H_TEST(tz_ssm, step_heads_and_kernel) { check_step(5, 17, 8, 2, 2, 5, 1, 4); }
 H_TEST(tz_ssm, step_one_position) { check_step(3, 1, 7, 1, 1, 1, 2, 5); }
-
-/* The input projection in the step's dispatch (tmm_op_tz_ssm_step_proj):
- * against ref_matmul then ref_tz_ssm_step; the scalar and vec4 projections,
- * and the unfused path past the step's loop budget. */
-static void check_step_proj(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint32_t head, uint32_t M,
-                            uint64_t seed)
-{
-    const tmm_tz_ssm_desc desc = { { .batch = B, .n = n, .d = d, .groups = G, .taps = K }, head, M };
-    const size_t nc = (size_t)B * n * d, nw = (size_t)G * K * n, nb = (size_t)G * n, nx = (size_t)B * d;
-    const size_t nm = (size_t)G * K * M * 4, ns = tmm_tz_ssm_state_floats(&desc), np = (size_t)d * d;
-    float *cache = h_floats(nc), *w = h_floats(nw), *beta = h_floats(nb), *x = h_floats(nx), *u = h_floats(nx);
-    float *modes = make_modes(G, K, M, seed + 4), *state = h_floats(ns), *pw = h_floats(np), *pb = h_floats(d);
-    h_rand(cache, nc, seed, -1, 1);
-    h_rand(w, nw, seed + 1, -1, 1);
-    h_rand(beta, nb, seed + 2, -1, 1);
-    h_rand(x, nx, seed + 3, -1, 1);
-    h_rand(state, ns, seed + 5, -1, 1);
-    h_rand(pw, np, seed + 6, -0.3f, 0.3f);
-    h_rand(pb, d, seed + 7, -1, 1);
-    uint32_t *pos = malloc(B * sizeof *pos);
-    for (uint32_t b = 0; b < B; b++)
-        pos[b] = b == 0 ? 0 : b == 1 ? n - 1 : (uint32_t)((seed * 7919 + b * 104729) % n);
-    tmm_buffer *bc = h_buffer(cache, nc), *bw = h_buffer(w, nw), *bbeta = h_buffer(beta, nb), *bx = h_buffer(x, nx);
-    tmm_buffer *bm = h_buffer(modes, nm), *bs = h_buffer(state, ns), *bpos = uint_buffer(pos, B);
-    tmm_buffer *by = h_buffer(NULL, nx), *bu = h_buffer(NULL, nx), *bpw = h_buffer(pw, np), *bpb = h_buffer(pb, d);
-    const tmm_tz_ssm_proj proj = { tmm_whole(bpw), tmm_whole(bpb), tmm_whole(bu) };
-    tmm_recorder *r = h_begin();
-    H_OK(tmm_op_tz_ssm_step_proj(r, &desc, tmm_whole(bpos), tmm_whole(bx), &proj, tmm_whole(bc), tmm_whole(bw),
-                                 tmm_whole(bbeta), tmm_whole(bm), tmm_whole(bs), tmm_whole(by)));
-    h_run(r);
-    float *y = h_floats(nx), *ref_y = h_floats(nx), *got_state = h_floats(ns), *got_cache = h_floats(nc);
-    const tmm_matmul_desc md = { .m = B, .n = d, .k = d, .trans_b = true, .batch = 1 };
-    ref_matmul(&md, x, pw, pb, u);
-    ref_tz_ssm_step(&desc, pos, u, cache, w, beta, modes, state, ref_y);
-    h_read(by, y, nx);
-    h_compare("tz_ssm_step_proj y", y, ref_y, nx, 2e-5, 2e-5);
-    h_read(bs, got_state, ns);
-    h_compare("tz_ssm_step_proj state", got_state, state, ns, 2e-5, 2e-5);
-    h_read(bc, got_cache, nc);
-    h_compare("tz_ssm_step_proj cache", got_cache, cache, nc, 1e-6, 1e-6);
-    tmm_buffer *all[] = { bc, bw, bbeta, bx, bm, bs, bpos, by, bu, bpw, bpb };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        tmm_buffer_destroy(all[i]);
-    free(cache), free(w), free(beta), free(x), free(u), free(modes), free(state), free(pw), free(pb), free(pos);
-    free(y), free(ref_y), free(got_state), free(got_cache);
-}
-
-H_TEST(tz_ssm, step_proj_vec4) { check_step_proj(3, 21, 16, 4, 1, 3, 5, 21); }
-H_TEST(tz_ssm, step_proj_scalar_kernel) { check_step_proj(2, 19, 9, 1, 3, 2, 4, 22); }
-H_TEST(tz_ssm, step_proj_unfused) { check_step_proj(2, 4000, 8, 1, 1, 4000, 90, 23); }
 
 static void check_prefill(uint32_t B, uint32_t n, uint32_t d, uint32_t G, uint32_t K, uint32_t head, uint32_t M,
                           uint64_t seed)

@@ -357,30 +357,21 @@ static tmm_status record_ssm_prefill(tz_decoder *dec, tmm_recorder *r, tmm_view 
     return TMM_OK;
 }
 
-/* y = Toeplitz layer k of layer l at the new positions, u their inputs
- * (proj: u = the input projection of x, into proj->u): the cached dot
- * product, or the state-space step when distilled, which computes the
- * projection in its own dispatch. */
-static tmm_status toeplitz_step(tz_decoder *dec, tmm_recorder *r, uint32_t l, uint32_t k, tmm_view pos, tmm_view x,
-                                const tmm_tz_ssm_proj *proj, tmm_view y)
+/* y = Toeplitz layer k of layer l at the new positions, u their inputs:
+ * the cached dot product, or the state-space step when distilled. */
+static tmm_status toeplitz_step(tz_decoder *dec, tmm_recorder *r, uint32_t l, uint32_t k, tmm_view pos, tmm_view u,
+                                tmm_view y)
 {
     tz_mixer *m = dec->m;
     const tmm_view cache = k ? dec->cache2[l] : dec->cache1[l];
     const tmm_view w = P(m, l, k ? TMM_TZ_W2 : TMM_TZ_W), beta = P(m, l, k ? TMM_TZ_BETA2 : TMM_TZ_BETA);
     if (dec->modes) {
         const tmm_tz_ssm_desc sd = ssm_desc(dec, l, k);
-        const tmm_view modes = A(dec->modes[2 * l + k]), state = A(dec->state[2 * l + k]);
-        if (proj)
-            return tmm_op_tz_ssm_step_proj(r, &sd, pos, x, proj, cache, w, beta, modes, state, y);
-        return tmm_op_tz_ssm_step(r, &sd, pos, x, cache, w, beta, modes, state, y);
-    }
-    const uint32_t B = m->base.s.batch, d = config_of(m)->d_model;
-    if (proj) {
-        TMM_TRY(tmm_op_linear_rows(r, x, B, d, d, proj->w, proj->bias, proj->u, false));
-        x = proj->u;
+        return tmm_op_tz_ssm_step(r, &sd, pos, u, cache, w, beta, A(dec->modes[2 * l + k]),
+                                  A(dec->state[2 * l + k]), y);
     }
     const tmm_toeplitz_desc td = step_desc(m);
-    return tmm_op_toeplitz_step(r, &td, pos, x, cache, w, beta, A(dec->scratch), y);
+    return tmm_op_toeplitz_step(r, &td, pos, u, cache, w, beta, A(dec->scratch), y);
 }
 
 /* Uploads the modes of every Toeplitz layer (at least one mode each: a
@@ -435,12 +426,16 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     const tmm_model_config *c = config_of(m);
     const uint32_t B = m->base.s.batch, d = c->d_model;
     tmm_recorder *r = rec->r;
-    const tmm_tz_ssm_proj proj = { P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(dec->u) };
-    TMM_TRY(toeplitz_step(dec, r, l, 0, pos, x, c->heads ? &proj : NULL, A(dec->y1)));
+    tmm_view u = x;
+    if (c->heads) {
+        TMM_TRY(tmm_op_linear_rows(r, u, B, d, d, P(m, l, TMM_TZ_IN_W), P(m, l, TMM_TZ_IN_B), A(dec->u), false));
+        u = A(dec->u);
+    }
+    TMM_TRY(toeplitz_step(dec, r, l, 0, pos, u, A(dec->y1)));
     tmm_view mix = A(dec->y1);
     if (c->expanded) {
         TMM_TRY(tmm_op_bias_silu_forward(r, A(dec->y1), A(m->zeros_d), B, d, A(dec->q)));
-        TMM_TRY(toeplitz_step(dec, r, l, 1, pos, A(dec->q), NULL, A(dec->y2)));
+        TMM_TRY(toeplitz_step(dec, r, l, 1, pos, A(dec->q), A(dec->y2)));
         mix = A(dec->y2);
     }
     if (c->heads)

@@ -2,7 +2,6 @@
  * states after a prefill (tz_ssm_ops.h). */
 #include "tz_ssm_ops.h"
 
-#include "decode_ops.h"
 #include "nn_util.h"
 
 static const uint32_t local_loop[3] = { NN_WG_LOOP, 1, 1 };
@@ -47,9 +46,8 @@ static tmm_status check(const char *op, tmm_recorder *r, const tmm_tz_ssm_desc *
     return nn_fit_rows(dev, op, "cache (one sequence)", seq, per);
 }
 
-static tmm_status ssm_step(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view pos, tmm_view x,
-                           const tmm_tz_ssm_proj *proj, tmm_view cache, tmm_view w, tmm_view beta, tmm_view modes,
-                           tmm_view state, tmm_view y)
+tmm_status tmm_op_tz_ssm_step(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view pos, tmm_view x,
+                              tmm_view cache, tmm_view w, tmm_view beta, tmm_view modes, tmm_view state, tmm_view y)
 {
     static const char *op = "tz_ssm_step";
     uint64_t per;
@@ -62,51 +60,22 @@ static tmm_status ssm_step(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_vie
     TMM_TRY(tmm_op_need_floats(op, "y", y, (uint64_t)B * d));
     TMM_TRY(tmm_op_need_bound(dev, op, "w", w, (uint64_t)G * K * n));
     TMM_TRY(tmm_op_need_bound(dev, op, "beta", beta, (uint64_t)G * n));
-    nn_bind bx = nn_rows(dev, x, 0, B, d), by = nn_rows(dev, y, 0, B, d), bw = bx, bb = bx;
-    uint32_t mode = 0;
-    if (proj) {
-        TMM_TRY(tmm_op_need_floats(op, "the projection's w", proj->w, (uint64_t)d * d));
-        TMM_TRY(tmm_op_need_floats(op, "the projection's bias", proj->bias, d));
-        bw.view = tmm_op_bind(dev, proj->w, 0, (uint64_t)d * d, &bw.base);
-        bb.view = tmm_op_bind(dev, proj->bias, 0, d, &bb.base);
-        mode = d % 4 == 0 && bx.base % 4 == 0 && bw.base % 4 == 0 ? 2 : 1;
-    }
-    const uint32_t spec[1] = { mode };
     tmm_pipeline *p;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_tz_ssm_step, 10, 52, local_loop, spec, 1, &p));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_tz_ssm_step, 8, 44, local_loop, NULL, 0, &p));
+    nn_bind bx = nn_rows(dev, x, 0, B, d), by = nn_rows(dev, y, 0, B, d);
     for (uint64_t b0 = 0; b0 < B; b0 += per) {
         uint32_t nb = (uint32_t)(B - b0 < per ? B - b0 : per);
         nn_bind bc = nn_rows(dev, cache, b0, nb, (uint64_t)n * d);
         struct {
-            uint32_t nseq, n, d, group_channels, taps, head, nmodes, seq0, base_x, base_cache, base_y, base_w, base_b;
+            uint32_t nseq, n, d, group_channels, taps, head, nmodes, seq0, base_x, base_cache, base_y;
         } push = { .nseq = nb, .n = n, .d = d, .group_channels = d / G, .taps = K, .head = desc->head,
                    .nmodes = desc->modes, .seq0 = (uint32_t)b0, .base_x = bx.base, .base_cache = bc.base,
-                   .base_y = by.base, .base_w = bw.base, .base_b = bb.base };
-        tmm_arg args[10] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view), tmm_in(w), tmm_in(beta),
-                             tmm_in(modes), tmm_inout(state), tmm_out(by.view), tmm_in(bw.view), tmm_in(bb.view) };
-        TMM_TRY(tmm_record_dispatch(r, p, args, 10, &push, tmm_div_up((uint64_t)nb * d, NN_WG_LOOP), 1, 1));
+                   .base_y = by.base };
+        tmm_arg args[8] = { tmm_in(pos), tmm_in(bx.view), tmm_inout(bc.view), tmm_in(w), tmm_in(beta),
+                            tmm_in(modes), tmm_inout(state), tmm_out(by.view) };
+        TMM_TRY(tmm_record_dispatch(r, p, args, 8, &push, tmm_div_up((uint64_t)nb * d, NN_WG_LOOP), 1, 1));
     }
     return TMM_OK;
-}
-
-tmm_status tmm_op_tz_ssm_step(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view pos, tmm_view x,
-                              tmm_view cache, tmm_view w, tmm_view beta, tmm_view modes, tmm_view state, tmm_view y)
-{
-    return ssm_step(r, desc, pos, x, NULL, cache, w, beta, modes, state, y);
-}
-
-tmm_status tmm_op_tz_ssm_step_proj(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view pos, tmm_view x,
-                                   const tmm_tz_ssm_proj *proj, tmm_view cache, tmm_view w, tmm_view beta,
-                                   tmm_view modes, tmm_view state, tmm_view y)
-{
-    TMM_TRY(tmm_tz_ssm_check(desc));
-    const tmm_toeplitz_desc *td = &desc->tz;
-    const uint64_t K = td->taps ? td->taps : 1;
-    /* K projections (the scalar path's d iterations each) besides the step's loops */
-    if (K * (desc->head - 1 + (uint64_t)desc->modes + td->d) <= TMM_MAX_LOOP)
-        return ssm_step(r, desc, pos, x, proj, cache, w, beta, modes, state, y);
-    TMM_TRY(tmm_op_linear_rows(r, x, td->batch, td->d, td->d, proj->w, proj->bias, proj->u, false));
-    return ssm_step(r, desc, pos, proj->u, NULL, cache, w, beta, modes, state, y);
 }
 
 tmm_status tmm_op_tz_ssm_prefill(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view len, tmm_view cache,

@@ -36,19 +36,6 @@ uint64_t tmm_tz_ssm_state_floats(const tmm_tz_ssm_desc *desc);
 tmm_status tmm_op_tz_ssm_step(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view pos, tmm_view x,
                               tmm_view cache, tmm_view w, tmm_view beta, tmm_view modes, tmm_view state, tmm_view y);
 
-/* The layer's input projection in the step's dispatch: the step's x is the
- * row before it, and the layer's input is x · wᵀ + bias (w [d, d], bias [d]:
- * tmm_op_linear_rows' arithmetic, each channel computed by the invocations
- * that read it). Where K (d + m - 1 + M) passes the step's loop budget the
- * projection goes to u [B, d] by tmm_op_linear_rows first: the unfused path
- * (w and bias at aligned offsets). */
-typedef struct tmm_tz_ssm_proj {
-    tmm_view w, bias, u;
-} tmm_tz_ssm_proj;
-tmm_status tmm_op_tz_ssm_step_proj(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view pos, tmm_view x,
-                                   const tmm_tz_ssm_proj *proj, tmm_view cache, tmm_view w, tmm_view beta,
-                                   tmm_view modes, tmm_view state, tmm_view y);
-
 /* The state of position len[b] from the cached inputs of positions < len[b]
  * (a prefill), in passes of TMM_MAX_LOOP positions. */
 tmm_status tmm_op_tz_ssm_prefill(tmm_recorder *r, const tmm_tz_ssm_desc *desc, tmm_view len, tmm_view cache,
