@@ -67,6 +67,10 @@ struct tmm_device {
     tmm_device_tuning tuning;
     int coopmat_check;  /* the cooperative-matrix matmul's self-check (src/ops/matmul_coopmat.c): 0 not run
                            yet, 1 passed, -1 failed (the path is off on this device) */
+    /* the benches' roofline ceilings (src/bench/bench_peaks.c): measured at
+       their first use on this device (seconds) and kept */
+    bool peaks_measured;
+    double peak_copy_gbs, peak_matmul_gflops;
     bool validate;
     bool lost;
     uint32_t validation_messages;

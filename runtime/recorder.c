@@ -438,6 +438,17 @@ tmm_status tmm_recorder_run(tmm_recorder *r)
     return tmm_recorder_wait(r);
 }
 
+tmm_status tmm_record_once(tmm_device *device, tmm_status (*record)(tmm_recorder *, void *), void *arg)
+{
+    tmm_recorder *r;
+    TMM_TRY(tmm_recorder_create(device, &r));
+    tmm_status s;
+    if ((s = tmm_recorder_begin(r)) == TMM_OK && (s = record(r, arg)) == TMM_OK && (s = tmm_recorder_end(r)) == TMM_OK)
+        s = tmm_recorder_run(r);
+    tmm_recorder_destroy(r);
+    return s;
+}
+
 uint32_t tmm_recorder_dispatches(const tmm_recorder *r) { return r->dispatches; }
 uint32_t tmm_recorder_commands(const tmm_recorder *r) { return r->commands; }
 uint32_t tmm_recorder_barriers(const tmm_recorder *r) { return r->barriers; }

@@ -60,6 +60,9 @@ tmm_status tmm_recorder_submit(tmm_recorder *recorder);
 tmm_status tmm_recorder_wait(tmm_recorder *recorder);
 /* submit + wait */
 tmm_status tmm_recorder_run(tmm_recorder *recorder);
+/* Work run once: a fresh recorder, begun, filled by record(recorder, arg),
+ * ended, run to completion and destroyed; the first failure is returned. */
+tmm_status tmm_record_once(tmm_device *device, tmm_status (*record)(tmm_recorder *recorder, void *arg), void *arg);
 
 uint32_t tmm_recorder_dispatches(const tmm_recorder *recorder);
 /* Dispatches (each vkCmdDispatch of a split one), copies and fills recorded. */

@@ -16,9 +16,7 @@ layout(std430, binding = 1) readonly buffer Hyper {
     float beta1, beta2, one_minus_beta1, one_minus_beta2;
     float eps;
     float max_norm;
-    float step_size;
     float bc2_rsqrt;
-    float decay_factor;
     uint skip_nonfinite;
     uint scale_window;
 } h;

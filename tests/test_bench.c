@@ -208,6 +208,9 @@ H_TEST(bench, train)
         cr_assert(flops > 0, "the matmuls declare no FLOPs");
         cr_assert(commands <= res->commands_per_step);
         cr_assert(r.peaks.copy_gbs > 0 && r.peaks.matmul_gflops > 0);
+        tmm_bench_peaks_result again; /* kept by the device: the same figures, not measured again */
+        H_OK(tmm_bench_peaks(h_dev, &again));
+        cr_assert(again.copy_gbs == r.peaks.copy_gbs && again.matmul_gflops == r.peaks.matmul_gflops);
     }
     cJSON *root = parse_json(tmm_bench_train_json(h_dev, &c, &r));
     static const char *const keys[] = { "device", "model", "batch", "steps", "tokens_per_s", "ms_per_step",

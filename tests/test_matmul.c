@@ -44,6 +44,7 @@ typedef struct mm_opts {
     uint32_t a_offset, b_offset, c_offset; /* elements before each operand in its buffer */
     tmm_elem b_elem;                       /* B stored in 16 bits (fp16, bf16) */
     bool a_fp16;                           /* A rounded to fp16 first (the cooperative-matrix kernel does) */
+    bool b_fp16;                           /* B (fp32) rounded to fp16 first (the kernel with half_inputs) */
 } mm_opts;
 
 /* x rounded to a 16-bit format and the 16-bit words of all n values of x
@@ -92,6 +93,8 @@ static void check(const tmm_matmul_desc *d, const mm_opts *o, uint64_t seed)
     uint32_t *b16 = o->b_elem ? round_to_16(b, tb, o->b_elem) : NULL;
     if (o->a_fp16)
         free(round_to_16(a, ta, TMM_ELEM_F16));
+    if (o->b_fp16)
+        free(round_to_16(b, tb, TMM_ELEM_F16));
     memcpy(want, c, tc * sizeof *c);
     ref_matmul(d, a + o->a_offset, b + o->b_offset, o->bias ? bias : NULL, want + o->c_offset);
 
@@ -152,13 +155,16 @@ static void check_simple(tmm_matmul_variant v, bool ta, bool tb, uint32_t m, uin
     check(&d, &o, seed);
 }
 
-/* Every shape from sizes^3 for one transpose combination. */
+/* Every shape from sizes^3 for one transpose combination. The sanitizer
+ * build takes every other size (1, 17, 65): the host's path is the same for
+ * every shape of the sweep, and the suite runs them all on the same kernels. */
 static void sweep(tmm_matmul_variant v, bool ta, bool tb)
 {
     uint64_t seed = 1000 * (ta * 2 + tb + 1);
-    for (size_t i = 0; i < N_SIZES; i++)
-        for (size_t j = 0; j < N_SIZES; j++)
-            for (size_t l = 0; l < N_SIZES; l++)
+    const size_t step = H_SANITIZED ? 2 : 1;
+    for (size_t i = 0; i < N_SIZES; i += step)
+        for (size_t j = 0; j < N_SIZES; j += step)
+            for (size_t l = 0; l < N_SIZES; l += step)
                 check_simple(v, ta, tb, sizes[i], sizes[j], sizes[l], false, false, seed++);
 }
 
@@ -353,7 +359,7 @@ Test(matmul_tile, from_device_limits)
  * values are exact in fp32, so the tolerance is the fp32 one. */
 static void need_coopmat(void)
 {
-    if (!tmm_matmul_coopmat_use(h_dev, TMM_ELEM_F16))
+    if (!tmm_matmul_coopmat_use(h_dev))
         cr_skip_test("skipped: %s", h_dev->info.coopmat_note[0] ? h_dev->info.coopmat_note
                                                                  : "the kernel failed its self-check here");
 }
@@ -393,6 +399,55 @@ H_TEST(matmul_coopmat, bias_accumulate_batched)
     /* AUTO takes it for fp16 B */
     d.variant = TMM_MATMUL_AUTO;
     check(&d, &(mm_opts){ .b_elem = TMM_ELEM_F16, .a_fp16 = true }, 4);
+}
+
+/* With half_inputs it takes an fp32 B (fp16 training's weight gradients,
+ * dyᵀ · x): every layout, rounded as the kernel rounds; AUTO takes it too. */
+H_TEST(matmul_coopmat, fp32_b_with_half_inputs)
+{
+    need_coopmat();
+    static const uint32_t s[] = { 1, 33, 100 };
+    uint64_t seed = 9500;
+    for (int l = 0; l < 4; l++)
+        for (size_t i = 0; i < 3; i++)
+            for (size_t q = 0; q < 3; q++) {
+                tmm_matmul_desc d = { .m = s[i], .n = s[2 - i], .k = s[q], .trans_a = l & 1, .trans_b = l >> 1,
+                                      .half_inputs = true, .variant = l == 3 ? TMM_MATMUL_AUTO : TMM_MATMUL_COOPMAT };
+                check(&d, &(mm_opts){ .a_fp16 = true, .b_fp16 = true, .b_offset = (uint32_t)q }, seed++);
+            }
+}
+
+/* Elsewhere half_inputs changes nothing: AUTO keeps the fp32 kernel, whose
+ * product is the same to the bit; asking for the cooperative-matrix kernel
+ * with an fp32 B but no half_inputs fails on every device. */
+H_TEST(matmul_coopmat, half_inputs_without_it)
+{
+    tmm_matmul_desc d = { .m = 37, .n = 21, .k = 50, .trans_a = true };
+    float *a = h_floats(37 * 50), *b = h_floats(50 * 21), *c1 = h_floats(37 * 21), *c2 = h_floats(37 * 21);
+    h_rand(a, 37 * 50, 1, -1, 1);
+    h_rand(b, 50 * 21, 2, -1, 1);
+    tmm_buffer *ba = h_buffer(a, 37 * 50), *bb = h_buffer(b, 50 * 21), *bc = h_buffer(NULL, 37 * 21);
+    d.variant = TMM_MATMUL_COOPMAT;
+    tmm_recorder *r = h_begin();
+    cr_assert_eq(tmm_op_matmul(r, &d, tmm_whole(ba), tmm_whole(bb), (tmm_view){ 0 }, tmm_whole(bc)),
+                 TMM_ERR_UNSUPPORTED);
+    cr_assert(strstr(tmm_last_error(), "half_inputs"), "%s", tmm_last_error());
+    tmm_recorder_destroy(r);
+    if (!tmm_matmul_coopmat_use(h_dev)) {
+        for (int half = 0; half < 2; half++) {
+            d.variant = TMM_MATMUL_AUTO;
+            d.half_inputs = half;
+            r = h_begin();
+            H_OK(tmm_op_matmul(r, &d, tmm_whole(ba), tmm_whole(bb), (tmm_view){ 0 }, tmm_whole(bc)));
+            h_run(r);
+            h_read(bc, half ? c2 : c1, 37 * 21);
+        }
+        cr_assert(memcmp(c1, c2, 37 * 21 * sizeof *c1) == 0, "half_inputs changed the fp32 kernel's product");
+    }
+    tmm_buffer_destroy(ba);
+    tmm_buffer_destroy(bb);
+    tmm_buffer_destroy(bc);
+    free(a), free(b), free(c1), free(c2);
 }
 
 /* Where the device lacks it, asking for it fails and AUTO does not take it;

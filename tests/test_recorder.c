@@ -1,5 +1,5 @@
-/* Recorder: automatic barriers, replay, dispatch splitting, binding limits,
- * timestamp regions. */
+/* Recorder: automatic barriers, replay, work run once, dispatch splitting,
+ * binding limits, timestamp regions. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +75,25 @@ H_TEST(recorder, replays_a_recording)
     h_compare("5 replays of axpy", got, ref, 333, 1e-6, 1e-6);
     tmm_buffer_destroy(bx);
     tmm_buffer_destroy(by);
+}
+
+/* Fills arg's buffer (32 floats), then fails: the second fill overruns it. */
+static tmm_status fill_then_fail(tmm_recorder *r, void *arg)
+{
+    TMM_TRY(tmm_op_fill(r, tmm_whole(arg), 32, 7.0f));
+    return tmm_op_fill(r, tmm_whole(arg), 64, 7.0f);
+}
+
+/* Its success is every caller's (optimizer reset, generator restart, tmm check). */
+H_TEST(recorder, record_once_returns_the_failure_and_runs_nothing)
+{
+    const float zeros[32] = { 0 };
+    tmm_buffer *b = h_buffer(zeros, 32);
+    cr_assert_eq(tmm_record_once(h_dev, fill_then_fail, b), TMM_ERR_INVALID_ARGUMENT);
+    float out[32];
+    h_read(b, out, 32);
+    cr_assert_eq(out[0], 0.0f, "a failed recording ran");
+    tmm_buffer_destroy(b);
 }
 
 H_TEST(recorder, splits_dispatches_above_the_workgroup_limit)

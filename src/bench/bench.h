@@ -163,8 +163,9 @@ typedef struct tmm_bench_op_time {
     double bytes, flops;
 } tmm_bench_op_time;
 
-/* The roofline's ceilings, measured (bench_peaks.c): a copy kernel's
- * bandwidth (reads + writes) and the matmul rate at 1024^3. */
+/* The roofline's ceilings, measured (bench_peaks.c) at the first call on a
+ * device and kept: a copy kernel's bandwidth (reads + writes) and the matmul
+ * rate at 1024^3. */
 typedef struct tmm_bench_peaks_result {
     double copy_gbs, matmul_gflops;
 } tmm_bench_peaks_result;

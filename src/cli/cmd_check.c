@@ -10,20 +10,23 @@
 
 #define N 4099 /* not a multiple of the workgroup size */
 
+/* y += 0.5 x, with arg the views { x, y }. */
+static tmm_status record_axpy(tmm_recorder *r, void *arg)
+{
+    const tmm_view *v = arg;
+    return tmm_op_axpy(r, 0.5f, v[0], v[1], N);
+}
+
 static tmm_status run_axpy(tmm_device *dev, const float *x, float *y)
 {
     tmm_buffer *bx = NULL, *by = NULL;
-    tmm_recorder *r = NULL;
     tmm_status s;
     if ((s = tmm_buffer_create(dev, N * sizeof(float), TMM_MEMORY_DEVICE, &bx)) == TMM_OK &&
         (s = tmm_buffer_create(dev, N * sizeof(float), TMM_MEMORY_DEVICE, &by)) == TMM_OK &&
         (s = tmm_buffer_write(bx, 0, x, N * sizeof(float))) == TMM_OK &&
         (s = tmm_buffer_write(by, 0, y, N * sizeof(float))) == TMM_OK &&
-        (s = tmm_recorder_create(dev, &r)) == TMM_OK && (s = tmm_recorder_begin(r)) == TMM_OK &&
-        (s = tmm_op_axpy(r, 0.5f, tmm_whole(bx), tmm_whole(by), N)) == TMM_OK &&
-        (s = tmm_recorder_end(r)) == TMM_OK && (s = tmm_recorder_run(r)) == TMM_OK)
+        (s = tmm_record_once(dev, record_axpy, (tmm_view[2]){ tmm_whole(bx), tmm_whole(by) })) == TMM_OK)
         s = tmm_buffer_read(by, 0, y, N * sizeof(float));
-    tmm_recorder_destroy(r);
     tmm_buffer_destroy(bx);
     tmm_buffer_destroy(by);
     return s;

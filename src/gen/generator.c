@@ -471,30 +471,18 @@ static tmm_view part_of(const tmm_decoder_part *p, uint32_t b)
     return tmm_sub(p->view.buffer, p->view.offset + (uint64_t)b * p->per, p->per);
 }
 
-/* Records and runs what `record` records, once. */
-static tmm_status run_once(tmm_generator *g, tmm_status (*record)(tmm_generator *, tmm_recorder *, const void *),
-                           const void *arg)
-{
-    tmm_recorder *r = NULL;
-    tmm_status s = tmm_recorder_create(g->device, &r);
-    if (s == TMM_OK)
-        s = tmm_recorder_begin(r);
-    if (s == TMM_OK)
-        s = record(g, r, arg);
-    if (s == TMM_OK)
-        s = tmm_recorder_end(r);
-    if (s == TMM_OK)
-        s = tmm_recorder_run(r);
-    tmm_recorder_destroy(r);
-    return s;
-}
+/* Zeroes the running state of g's sequences flagged in restart (bool [B]). */
+typedef struct restart_set {
+    const tmm_generator *g;
+    const bool *restart;
+} restart_set;
 
-/* Zeroes the running state of the sequences flagged in arg (bool [B]). */
-static tmm_status record_zero(tmm_generator *g, tmm_recorder *r, const void *arg)
+static tmm_status record_zero(tmm_recorder *r, void *arg)
 {
-    const bool *restart = arg;
+    const restart_set *set = arg;
+    const tmm_generator *g = set->g;
     for (uint32_t b = 0; b < g->info.batch; b++)
-        for (uint32_t i = 0; i < g->n_parts && restart[b]; i++)
+        for (uint32_t i = 0; i < g->n_parts && set->restart[b]; i++)
             if (g->parts[i].running)
                 TMM_TRY(tmm_record_fill_u32(r, part_of(&g->parts[i], b), 0));
     return TMM_OK;
@@ -523,19 +511,22 @@ tmm_status tmm_gen_restart(tmm_generator *g, const bool *restart)
     for (uint32_t b = 0; b < g->info.batch; b++)
         if (restart[b])
             g->pos[b] = 0, any = true;
-    return any && tmm_gen_running_state(g) ? run_once(g, record_zero, restart) : TMM_OK;
+    restart_set set = { g, restart };
+    return any && tmm_gen_running_state(g) ? tmm_record_once(g->device, record_zero, &set) : TMM_OK;
 }
 
 /* The prefill of a one-sequence model into its own decoder, whose parts then
  * go to sequence b's of the generator's decoder. */
 typedef struct slot_copy {
+    const tmm_generator *g;
     prefiller *one;
     uint32_t b;
 } slot_copy;
 
-static tmm_status record_slot(tmm_generator *g, tmm_recorder *r, const void *arg)
+static tmm_status record_slot(tmm_recorder *r, void *arg)
 {
     const slot_copy *c = arg;
+    const tmm_generator *g = c->g;
     tmm_model *m = c->one->model;
     const tmm_mixer_class *mc = tmm_model_mixer(m)->cls;
     tmm_view *x;
@@ -582,8 +573,8 @@ tmm_status tmm_gen_prefill_slot(tmm_generator *g, uint32_t b, const uint32_t *pr
     if (logits)
         TMM_TRY(tmm_model_logits_rows(one->model, from, len - from, logits));
     TMM_TRY(tmm_buffer_write(g->one_length, 0, &len, 4));
-    const slot_copy c = { one, b };
-    TMM_TRY(run_once(g, record_slot, &c));
+    slot_copy c = { g, one, b };
+    TMM_TRY(tmm_record_once(g->device, record_slot, &c));
     start(g);
     g->pos[b] = len;
     return TMM_OK;

@@ -415,7 +415,7 @@ static tmm_status filter_backward(hy_mixer *m, const tmm_rec *rec, uint32_t l)
     const hy_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
     tmm_view dhf = A(m->dhf);
     const tmm_matmul_desc dD = { .m = d, .n = 1, .k = n };            /* dhfT · e0 */
-    const tmm_matmul_desc dA4 = { .m = d, .n = O, .k = n };           /* dhrawT · a3 */
+    const tmm_matmul_desc dA4 = { .m = d, .n = O, .k = n, .half_inputs = rec->half_dw }; /* dhrawT · a3 */
     const tmm_matmul_desc da3 = { .m = n, .n = O, .k = d, .trans_a = true }; /* dhrawTᵀ · A4 */
     TMM_REC_OP(rec, "matmul bwd", tmm_op_matmul(r, &dD, dhf, A(m->e0), none, G(m, l, TMM_HY_D)));
     TMM_REC_OP(rec, "gate bwd", tmm_op_gate_mul_backward(r, A(a->hf), A(m->decay), dhf, d, n, dhf, none));
@@ -428,7 +428,7 @@ static tmm_status filter_backward(hy_mixer *m, const tmm_rec *rec, uint32_t l)
                                                          da, n, O, false, rec->scratch, da, G(m, l, filter_omega[k]),
                                                          G(m, l, filter_b[k])));
         tmm_view in = k ? A(a->a[k - 1]) : A(m->z);
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, in, n, k ? O : F, O, G(m, l, filter_w[k])));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, in, n, k ? O : F, O, G(m, l, filter_w[k]), rec->half_dw));
         if (k) {
             TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, n, O, O, W(m, l, filter_w[k]), other, false));
             tmm_view t = da;
@@ -463,7 +463,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 
     /* h += g Woutᵀ + bout, g = y1 ⊙ x0 (recomputed) */
     TMM_REC_OP(rec, "gate", tmm_op_gate_mul_forward(r, A(a->y1), A(a->c[0]), N, d, g));
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, g, N, d, d, G(m, l, TMM_HY_OUT_W)));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, g, N, d, d, G(m, l, TMM_HY_OUT_W), rec->half_dw));
     TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, l, TMM_HY_OUT_B)));
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, W(m, l, TMM_HY_OUT_W), dg, false));
     TMM_REC_OP(rec, "gate bwd", tmm_op_gate_mul_backward(r, A(a->y1), A(a->c[0]), dg, N, d, dy1, dx0));
@@ -491,7 +491,8 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
             TMM_TRY(tmm_record_copy(r, sw, gw));
         if (sb.offset != gb.offset || sb.buffer != gb.buffer)
             TMM_TRY(tmm_record_copy(r, sb, gb));
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, du, x, N, d, d, in_w(G(m, l, TMM_HY_IN_W), d, p)));
+        TMM_REC_OP(rec, "matmul bwd",
+                   tmm_op_linear_dw(r, du, x, N, d, d, in_w(G(m, l, TMM_HY_IN_W), d, p), rec->half_dw));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, du, N, d, rec->scratch,
                                                          per_d(G(m, l, TMM_HY_IN_B), d, p)));
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, in_w(W(m, l, TMM_HY_IN_W), d, p), *dx, p > 0));
@@ -521,50 +522,17 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
 
 static tmm_toeplitz_desc step_desc(const hy_mixer *m) { return desc_of(m, TMM_TOEPLITZ_DIRECT); }
 
-/* What the decoder derives from the weights alone, once: every layer's
- * filter for the model's n (into the model's filter activations). */
-static tmm_status derive(hy_decoder *dec)
+/* What the decoder derives from the weights alone, once (arg: the
+ * hy_decoder): every layer's filter for the model's n (into the model's
+ * filter activations). */
+static tmm_status record_derive(tmm_recorder *r, void *arg)
 {
+    hy_decoder *dec = arg;
     hy_mixer *m = dec->m;
-    tmm_recorder *r = NULL;
-    tmm_status s = tmm_recorder_create(m->base.s.alloc->device, &r);
-    if (s == TMM_OK)
-        s = tmm_recorder_begin(r);
-    const tmm_rec rec = { r, false, none };
-    for (uint32_t l = 0; l < config_of(m)->n_layers && s == TMM_OK; l++)
-        s = record_filter(m, &rec, l, A(m->layers[l].hf));
-    if (s == TMM_OK)
-        s = tmm_recorder_end(r);
-    if (s == TMM_OK)
-        s = tmm_recorder_run(r);
-    tmm_recorder_destroy(r);
-    return s;
-}
-
-static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_decoder **out)
-{
-    (void)x;
-    *out = NULL;
-    hy_mixer *m = (hy_mixer *)base;
-    const tmm_model_config *c = config_of(m);
-    const uint32_t L = c->n_layers;
-    tmm_device *dev = base->s.alloc->device;
-    const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
-    const tmm_toeplitz_desc td = step_desc(m);
-    hy_decoder *dec = calloc(1, sizeof *dec);
-    if (!dec)
-        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    dec->m = m;
-    tmm_status s = tmm_mixer_layer_buffers(dev, L, PARTS * Bd * (KS - 1), &dec->window);
-    const tmm_buffer_spec step[] = {
-        { &dec->u, PARTS * Bd }, { &dec->g, Bd },
-        { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
-    };
-    if (s == TMM_OK)
-        s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
-    if (s == TMM_OK)
-        s = derive(dec);
-    return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
+    const tmm_rec rec = { r, false, none, false };
+    for (uint32_t l = 0; l < config_of(m)->n_layers; l++)
+        TMM_TRY(record_filter(m, &rec, l, A(m->layers[l].hf)));
+    return TMM_OK;
 }
 
 static tmm_view window_of(const hy_decoder *dec, uint32_t l, int p)

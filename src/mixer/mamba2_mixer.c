@@ -263,7 +263,8 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     const tmm_view wdi = tmm_sub(m->wa, 0, rdi * 4), wa = A(m->wa), wz = A(m->wz), wx = A(m->wx), wt = A(m->wt);
 
     /* h += yn Woutᵀ */
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->yn), rows, dm.di, dm.d, G(m, l, TMM_M2_OUT_W)));
+    TMM_REC_OP(rec, "matmul bwd",
+               tmm_op_linear_dw(r, dh, A(a->yn), rows, dm.di, dm.d, G(m, l, TMM_M2_OUT_W), rec->half_dw));
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, rows, dm.di, dm.d, W(m, l, TMM_M2_OUT_W), wdi, false));
     /* yn = RMSNorm(g) ⊙ gn, g = y ⊙ silu(z) */
     TMM_REC_OP(rec, "rmsnorm bwd", tmm_op_rmsnorm_backward(r, A(a->g), P(m, l, TMM_M2_NORM_W), A(a->rstd), wdi, rows,
@@ -288,7 +289,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     const uint32_t outs[3] = { dm.di, dm.conv, dm.heads };
     *dx = tmp[0];
     for (int i = 0; i < 3; i++) {
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, grads[i], x, rows, dm.d, outs[i], dws[i]));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, grads[i], x, rows, dm.d, outs[i], dws[i], rec->half_dw));
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, grads[i], rows, dm.d, outs[i], ws[i], *dx, i > 0));
     }
     return TMM_OK;

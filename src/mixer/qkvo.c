@@ -75,7 +75,8 @@ tmm_status tmm_qkvo_in_backward(const tmm_mixer *m, const tmm_rec *rec, uint32_t
     for (int i = 0; i < 3; i++) {
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, grads[i], N, d, d, tmm_mixer_weight(m, l, which[i]), dx,
                                                        i > 0));
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(rec->r, grads[i], x, N, d, d, tmm_mixer_grad(m, l, which[i])));
+        TMM_REC_OP(rec, "matmul bwd",
+                   tmm_op_linear_dw(rec->r, grads[i], x, N, d, d, tmm_mixer_grad(m, l, which[i]), rec->half_dw));
     }
     return TMM_OK;
 }
@@ -85,6 +86,6 @@ tmm_status tmm_qkvo_out_backward(const tmm_mixer *m, const tmm_rec *rec, uint32_
 {
     const uint32_t N = m->rows, d = m->s.table->config.d_model;
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(rec->r, dh, N, d, d, tmm_mixer_weight(m, l, QKVO_O), dout, false));
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(rec->r, dh, o, N, d, d, tmm_mixer_grad(m, l, QKVO_O)));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(rec->r, dh, o, N, d, d, tmm_mixer_grad(m, l, QKVO_O), rec->half_dw));
     return TMM_OK;
 }

@@ -210,7 +210,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     tmm_view dmix = dh;
     if (c->heads) {
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, d, d, W(m, l, TMM_TZ_OUT_W), tmp[0], false));
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, mix, N, d, d, G(m, l, TMM_TZ_OUT_W)));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, mix, N, d, d, G(m, l, TMM_TZ_OUT_W), rec->half_dw));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, l, TMM_TZ_OUT_B)));
         dmix = tmp[0];
     }
@@ -232,7 +232,7 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
     if (c->heads) {
         *dx = du.buffer == tmp[0].buffer ? tmp[1] : tmp[0];
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, du, N, d, d, W(m, l, TMM_TZ_IN_W), *dx, false));
-        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, du, x, N, d, d, G(m, l, TMM_TZ_IN_W)));
+        TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, du, x, N, d, d, G(m, l, TMM_TZ_IN_W), rec->half_dw));
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, du, N, d, rec->scratch, G(m, l, TMM_TZ_IN_B)));
     }
     return TMM_OK;

@@ -542,7 +542,7 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     } else {
         TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, dh, N, e, d, W(m, bp->mlp_out_w), ge, false));
     }
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->mlp_z), N, e, d, G(m, bp->mlp_out_w)));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, dh, A(a->mlp_z), N, e, d, G(m, bp->mlp_out_w), rec->half_dw));
     if (bp->mlp_out_b >= 0)
         TMM_REC_OP(rec, "bias grad bwd", tmm_op_sum_cols(r, dh, N, d, rec->scratch, G(m, bp->mlp_out_b)));
     /* da: the gradient of the pre-activation (SwiGLU's over its own input, which is not needed again) */
@@ -562,7 +562,7 @@ static tmm_status mlp_backward(const tmm_model *m, const tmm_rec *rec, uint32_t 
     }
     *dx = A(m->g1);
     TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dx(r, da, N, d, ea, W(m, bp->mlp_in_w), *dx, false));
-    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, x, N, d, ea, G(m, bp->mlp_in_w)));
+    TMM_REC_OP(rec, "matmul bwd", tmm_op_linear_dw(r, da, x, N, d, ea, G(m, bp->mlp_in_w), rec->half_dw));
     return TMM_OK;
 }
 
@@ -635,7 +635,7 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
 {
     const tmm_model_config *c = &m->table.config;
     const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
-    const tmm_rec rec = { r, m->profile, A(m->scratch) };
+    const tmm_rec rec = { r, m->profile, A(m->scratch), false };
 
     if (m->weights16)
         TMM_REC_OP(&rec, "weights16", tmm_op_pack16(r, A(m->params), m->table.arena_floats, m->opts.precision,
@@ -674,7 +674,7 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 {
     const tmm_model_config *c = &m->table.config;
     const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
-    const tmm_rec rec = { r, m->profile, A(m->scratch) };
+    const tmm_rec rec = { r, m->profile, A(m->scratch), m->opts.precision == TMM_PRECISION_FP16 };
     tmm_view dh = A(m->dh);
     const tmm_view tmp[2] = { A(m->g1), A(m->g2) };
 
@@ -688,12 +688,13 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
     } else if (m->arch->final_norm) {
         /* the logits now hold dL/dlogits */
         const norm_io fn = { m->table.final_norm_w, -1, m->fmean, m->frstd };
-        TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head)));
+        TMM_REC_OP(&rec, "matmul bwd",
+                   tmm_op_linear_dw(r, A(m->logits), A(m->hf), N, d, V, G(m, m->table.head), rec.half_dw));
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, W(m, m->table.head), dh, false));
         TMM_TRY(norm_backward(m, &rec, &fn, A(hb(m, c->n_layers)), dh, (tmm_view){ 0 }));
     } else {
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dw(r, A(m->logits), A(hb(m, c->n_layers)), N, d, V,
-                                                        G(m, m->table.head)));
+                                                        G(m, m->table.head), rec.half_dw));
         TMM_REC_OP(&rec, "matmul bwd", tmm_op_linear_dx(r, A(m->logits), N, d, V, W(m, m->table.head), dh, false));
     }
     for (uint32_t l = c->n_layers; l-- > 0;) {

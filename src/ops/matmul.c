@@ -391,13 +391,15 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
     tmm_matmul_variant variant = desc->variant;
     if ((unsigned)variant > TMM_MATMUL_COOPMAT)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown variant %d", (int)desc->variant);
-    if (variant == TMM_MATMUL_COOPMAT && !tmm_matmul_coopmat_use(dev, b.elem))
+    /* the kernel rounds both operands to fp16: exact for an fp16 B, allowed by the caller for an fp32 one */
+    const bool halves = b.elem == TMM_ELEM_F16 || (desc->half_inputs && b.elem == TMM_ELEM_F32);
+    if (variant == TMM_MATMUL_COOPMAT && !(halves && tmm_matmul_coopmat_use(dev)))
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: no cooperative-matrix kernel for this product: %s",
-                        b.elem != TMM_ELEM_F16 ? "b is not an fp16 view"
+                        !halves ? "b is neither an fp16 view nor an fp32 one with half_inputs"
                         : dev->info.coopmat_note[0] ? dev->info.coopmat_note
                                                     : "it failed its self-check on this device");
     if (variant == TMM_MATMUL_AUTO)
-        variant = !dev->tuning.no_coopmat && tmm_matmul_coopmat_use(dev, b.elem) ? TMM_MATMUL_COOPMAT
+        variant = !dev->tuning.no_coopmat && halves && tmm_matmul_coopmat_use(dev) ? TMM_MATMUL_COOPMAT
                   : dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER
                                                      : TMM_MATMUL_TILED;
 
@@ -469,9 +471,9 @@ tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_
 }
 
 tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
-                            tmm_view dw)
+                            tmm_view dw, bool half)
 {
-    tmm_matmul_desc d = { .m = out, .n = in, .k = rows, .trans_a = true, .batch = 1 };
+    tmm_matmul_desc d = { .m = out, .n = in, .k = rows, .trans_a = true, .batch = 1, .half_inputs = half };
     return tmm_op_matmul(r, &d, dy, x, (tmm_view){ 0 }, dw);
 }
 

@@ -56,16 +56,28 @@ static uint16_t half_of(float x)
     return (uint16_t)(((b >> 16) & 0x8000u) | ((((b >> 23) & 0xffu) - 127u + 15u) << 10) | ((b >> 13) & 0x3ffu));
 }
 
-/* One product of the check, in one layout: values that are multiples of 1/8
- * in [-1, 1] (exact in fp16), so every product and partial sum is exact in
- * fp32 and the device must match the host to the bit. *bad: it did not. */
-static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, uint32_t m, uint32_t n, uint32_t k, bool *bad)
+typedef struct check_product {
+    tmm_matmul_desc d;
+    tmm_view a, b, bias, c;
+} check_product;
+
+static tmm_status record_product(tmm_recorder *r, void *arg)
+{
+    const check_product *p = arg;
+    return tmm_op_matmul(r, &p->d, p->a, p->b, p->bias, p->c);
+}
+
+/* One product of the check, in one layout, B stored in fp16 or (b32) in fp32
+ * with half_inputs: values that are multiples of 1/8 in [-1, 1] (exact in
+ * fp16), so every product and partial sum is exact in fp32 and the device
+ * must match the host to the bit. *bad: it did not. */
+static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, bool b32, uint32_t m, uint32_t n, uint32_t k,
+                               bool *bad)
 {
     const uint64_t na = (uint64_t)m * k, nb = (uint64_t)k * n, nc = (uint64_t)m * n;
     float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc(n * 4), *c = malloc(nc * 4);
     uint16_t *b16 = calloc(nb + 1, 2);
     tmm_buffer *ba = NULL, *bb = NULL, *bbias = NULL, *bc = NULL;
-    tmm_recorder *r = NULL;
     tmm_status s = a && b && bias && c && b16 ? TMM_OK
                                               : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "matmul: the coopmat check");
     if (s == TMM_OK) {
@@ -81,20 +93,21 @@ static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, uint32_t m, ui
             c[i] = -1.0f;
     }
     if (s == TMM_OK && (s = tmm_buffer_create(dev, na * 4, TMM_MEMORY_DEVICE, &ba)) == TMM_OK &&
-        (s = tmm_buffer_create(dev, (nb + 1) * 2, TMM_MEMORY_DEVICE, &bb)) == TMM_OK &&
+        (s = tmm_buffer_create(dev, b32 ? nb * 4 : (nb + 1) * 2, TMM_MEMORY_DEVICE, &bb)) == TMM_OK &&
         (s = tmm_buffer_create(dev, n * 4ull, TMM_MEMORY_DEVICE, &bbias)) == TMM_OK &&
         (s = tmm_buffer_create(dev, nc * 4, TMM_MEMORY_DEVICE, &bc)) == TMM_OK &&
-        (s = tmm_buffer_write(ba, 0, a, na * 4)) == TMM_OK && (s = tmm_buffer_write(bb, 0, b16, (nb + 1) * 2)) == TMM_OK &&
-        (s = tmm_buffer_write(bbias, 0, bias, n * 4ull)) == TMM_OK && (s = tmm_buffer_write(bc, 0, c, nc * 4)) == TMM_OK &&
-        (s = tmm_recorder_create(dev, &r)) == TMM_OK && (s = tmm_recorder_begin(r)) == TMM_OK) {
+        (s = tmm_buffer_write(ba, 0, a, na * 4)) == TMM_OK &&
+        (s = b32 ? tmm_buffer_write(bb, 0, b, nb * 4) : tmm_buffer_write(bb, 0, b16, (nb + 1) * 2)) == TMM_OK &&
+        (s = tmm_buffer_write(bbias, 0, bias, n * 4ull)) == TMM_OK && (s = tmm_buffer_write(bc, 0, c, nc * 4)) == TMM_OK) {
         /* bias and accumulation in the layouts with B transposed (the forward's) */
-        tmm_matmul_desc d = { .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .accumulate = tb,
-                              .variant = TMM_MATMUL_COOPMAT };
-        tmm_view vb = { .buffer = bb, .offset = 0, .size = nb * 2, .elem = TMM_ELEM_F16 };
-        s = tmm_op_matmul(r, &d, tmm_whole(ba), vb, tb ? tmm_whole(bbias) : (tmm_view){ 0 }, tmm_whole(bc));
+        check_product p = { .d = { .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .accumulate = tb,
+                                   .variant = TMM_MATMUL_COOPMAT, .half_inputs = b32 },
+                            .a = tmm_whole(ba),
+                            .b = b32 ? tmm_whole(bb) : (tmm_view){ .buffer = bb, .size = nb * 2, .elem = TMM_ELEM_F16 },
+                            .bias = tb ? tmm_whole(bbias) : (tmm_view){ 0 }, .c = tmm_whole(bc) };
+        if ((s = tmm_record_once(dev, record_product, &p)) == TMM_OK)
+            s = tmm_buffer_read(bc, 0, c, nc * 4);
     }
-    if (s == TMM_OK && (s = tmm_recorder_end(r)) == TMM_OK && (s = tmm_recorder_run(r)) == TMM_OK)
-        s = tmm_buffer_read(bc, 0, c, nc * 4);
     for (uint32_t i = 0; s == TMM_OK && i < m && !*bad; i++)
         for (uint32_t j = 0; j < n && !*bad; j++) {
             double want = tb ? -1.0 + bias[j] : 0.0;
@@ -103,7 +116,6 @@ static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, uint32_t m, ui
                         b[tb ? (uint64_t)j * k + l : (uint64_t)l * n + j];
             *bad = c[(uint64_t)i * n + j] != (float)want;
         }
-    tmm_recorder_destroy(r);
     tmm_buffer_destroy(ba);
     tmm_buffer_destroy(bb);
     tmm_buffer_destroy(bbias);
@@ -116,20 +128,20 @@ static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, uint32_t m, ui
     return s;
 }
 
-/* Runs the kernel once on every layout, on sizes that leave edge tiles and
- * take two steps of k, against the host. */
+/* Runs the kernel once on every layout and both formats of B, on sizes that
+ * leave edge tiles and take two steps of k, against the host. */
 static tmm_status self_check(tmm_device *dev, bool *bad)
 {
     *bad = false;
-    for (int l = 0; l < 4 && !*bad; l++)
-        TMM_TRY(check_layout(dev, l & 1, l >> 1, 70, 45, 41, bad));
+    for (int l = 0; l < 8 && !*bad; l++)
+        TMM_TRY(check_layout(dev, l & 1, (l >> 1) & 1, l >> 2, 70, 45, 41, bad));
 
     return TMM_OK;
 }
 
-bool tmm_matmul_coopmat_use(tmm_device *dev, tmm_elem b_elem)
+bool tmm_matmul_coopmat_use(tmm_device *dev)
 {
-    if (b_elem != TMM_ELEM_F16 || !coopmat_offered(dev) || dev->coopmat_check < 0)
+    if (!coopmat_offered(dev) || dev->coopmat_check < 0)
         return false;
     if (dev->coopmat_check != 0)
         return true; /* passed, or being checked now */

@@ -46,7 +46,7 @@ typedef enum tmm_matmul_variant {
     TMM_MATMUL_REGISTER,   /* register-blocked, no shared memory (CPU devices) */
     TMM_MATMUL_TILED,      /* shared-memory tiles (GPUs) */
     TMM_MATMUL_COOPMAT,    /* cooperative matrices, A rounded to fp16, B fp16 (docs/gpu.md); AUTO takes it
-                              for fp16 B where the device has it */
+                              for fp16 B, or with half_inputs, where the device has it */
 } tmm_matmul_variant;
 
 const char *tmm_matmul_variant_name(tmm_matmul_variant v);
@@ -81,6 +81,8 @@ typedef struct tmm_matmul_desc {
     tmm_matmul_variant variant;
     uint32_t lda, ldb, ldc;         /* 0: packed */
     tmm_matmul_epilogue epilogue;
+    bool half_inputs;               /* A and B may be rounded to fp16 (fp16 training's weight gradients, as
+                                       PyTorch's autocast does): COOPMAT takes an fp32 B, and AUTO picks it */
 } tmm_matmul_desc;
 
 /* The leading dimensions of desc with 0 resolved to the packed ones. */
@@ -92,13 +94,13 @@ tmm_status tmm_op_matmul(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_view 
 /* A Linear layer of `rows` rows, W [out, in]:
  *   linear:    y [rows, out] (+)= x [rows, in] · Wᵀ (+ bias [out], optional: an empty view)
  *   linear_dx: dx [rows, in] (+)= dy [rows, out] · W
- *   linear_dw: dW [out, in] = dyᵀ · x */
+ *   linear_dw: dW [out, in] = dyᵀ · x (half: dy and x may be rounded to fp16, the desc's half_inputs) */
 tmm_status tmm_op_linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                          tmm_view bias, tmm_view y, bool accumulate);
 tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                             tmm_view dx, bool accumulate);
 tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
-                            tmm_view dw);
+                            tmm_view dw, bool half);
 
 /* The MLP's gradient through its first layer's bias b [in] and activation, in
  * one matmul: da [rows, in] = (dy [rows, out] · W) * act'(a + b), over a (the

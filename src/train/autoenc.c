@@ -214,7 +214,7 @@ static tmm_status record(tmm_autoenc *a, int mode)
     TMM_TRY(tmm_model_record(a->dec, r, backward));
     if (backward) {
         TMM_TRY(tmm_op_linear_dw(r, tmm_whole(a->dx), tmm_whole(a->u), N, a->half, a->dd,
-                                 lin_w(a->lin_grads, &a->lin)));
+                                 lin_w(a->lin_grads, &a->lin), false));
         TMM_TRY(tmm_op_sum_cols(r, tmm_whole(a->dx), N, a->dd, tmm_whole(a->scratch), lin_b(a->lin_grads, &a->lin)));
         if (a->train_encoder) {
             TMM_TRY(tmm_op_linear_dx(r, tmm_whole(a->dx), N, a->half, a->dd, lin_w(a->lin_params, &a->lin),

@@ -300,33 +300,24 @@ static void set_window(tmm_optim *o, uint32_t window)
     memcpy((char *)tmm_buffer_mapped(o->host) + offsetof(tmm_optim_hyper, scale_window), &window, sizeof window);
 }
 
+/* Zeroes the moments and the small block, then sets the loss scale S = 1 (fixed). */
+static tmm_status record_reset(tmm_recorder *r, void *arg)
+{
+    const tmm_optim *o = arg;
+    if (o->arena_floats) {
+        TMM_TRY(tmm_record_fill_u32(r, tmm_optim_m(o), 0));
+        TMM_TRY(tmm_record_fill_u32(r, tmm_optim_v(o), 0));
+    }
+    TMM_TRY(tmm_record_fill_u32(r, tmm_whole(o->dev_small), 0));
+    return tmm_record_fill_u32(r, tmm_optim_loss_scale_view(o), 0x3f800000u); /* 1.0f */
+}
+
 tmm_status tmm_optim_reset(tmm_optim *o)
 {
-    tmm_recorder *r;
-    TMM_TRY(tmm_recorder_create(o->device, &r));
-    tmm_status s = tmm_recorder_begin(r);
-    if (s == TMM_OK && o->arena_floats) {
-        s = tmm_record_fill_u32(r, tmm_optim_m(o), 0);
-        if (s == TMM_OK)
-            s = tmm_record_fill_u32(r, tmm_optim_v(o), 0);
-    }
-    if (s == TMM_OK)
-        s = tmm_record_fill_u32(r, tmm_whole(o->dev_small), 0);
-    const float one = 1.0f;
-    uint32_t one_bits;
-    memcpy(&one_bits, &one, 4);
-    if (s == TMM_OK) /* S = 1, fixed */
-        s = tmm_record_fill_u32(r, tmm_optim_loss_scale_view(o), one_bits);
-    if (s == TMM_OK)
-        s = tmm_recorder_end(r);
-    if (s == TMM_OK)
-        s = tmm_recorder_run(r);
-    tmm_recorder_destroy(r);
-    if (s == TMM_OK) {
-        memset((char *)tmm_buffer_mapped(o->host) + o->small_stride, 0, sizeof(tmm_optim_stats));
-        set_window(o, 0);
-    }
-    return s;
+    TMM_TRY(tmm_record_once(o->device, record_reset, o));
+    memset((char *)tmm_buffer_mapped(o->host) + o->small_stride, 0, sizeof(tmm_optim_stats));
+    set_window(o, 0);
+    return TMM_OK;
 }
 
 tmm_status tmm_optim_set_loss_scale(tmm_optim *o, uint32_t window, const tmm_loss_scale *state)
@@ -367,10 +358,7 @@ tmm_status tmm_optim_set_step(tmm_optim *o, uint32_t step, double lr)
         .one_minus_beta2 = (float)(1.0 - c->beta2),
         .eps = (float)c->eps,
         .max_norm = c->max_grad_norm > 0 ? (float)c->max_grad_norm : 0.0f,
-        /* beta1 = 0: bc1 = 1; beta^t underflowing to 0 gives 1 too */
-        .step_size = (float)(lr / bc1),
         .bc2_rsqrt = (float)(1.0 / sqrt(bc2)),
-        .decay_factor = (float)(1.0 - lr * c->weight_decay),
         .skip_nonfinite = c->skip_nonfinite ? 1u : 0u,
         .scale_window = o->scale_window,
     };
@@ -379,7 +367,7 @@ tmm_status tmm_optim_set_step(tmm_optim *o, uint32_t step, double lr)
     float slots[2 * TMM_OPTIM_MAX_SLOTS];
     for (uint32_t k = 0; k < o->n_slots; k++) {
         const double lr_k = lr * o->slot[k].lr_scale;
-        slots[2 * k] = (float)(lr_k / bc1);
+        slots[2 * k] = (float)(lr_k / bc1); /* beta1 = 0: bc1 = 1; beta^t underflowing to 0 gives 1 too */
         slots[2 * k + 1] = (float)(1.0 - lr_k * o->slot[k].weight_decay);
     }
     memcpy((char *)tmm_buffer_mapped(o->host) + 2 * o->small_stride, slots, o->n_slots * 2 * sizeof(float));

@@ -109,12 +109,10 @@ typedef struct tmm_optim_hyper {
     float one_minus_beta1, one_minus_beta2;
     float eps;
     float max_norm;           /* <= 0: no clipping */
-    float step_size;          /* lr / (1 - beta1^t): the run's rate (each slot has its own, see above) */
-    float bc2_rsqrt;          /* 1 / sqrt(1 - beta2^t) */
-    float decay_factor;       /* 1 - lr * weight_decay, for tensors that decay at the run's rate */
+    float bc2_rsqrt;          /* 1 / sqrt(1 - beta2^t); each slot's step size and decay factor: see above */
     uint32_t skip_nonfinite;
     uint32_t scale_window;    /* loss scaling: good steps before S doubles; 0: S is fixed (off) */
-    uint32_t reserved[3];
+    uint32_t reserved[5];
 } tmm_optim_hyper;
 
 /* What the device reports after a step (std430, host-visible). */

@@ -524,6 +524,7 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
         const uint32_t slot = (uint32_t)(s % TMM_MODEL_SLOTS), other = (slot + 1) % TMM_MODEL_SLOTS;
         const uint64_t done = s + 1;
         double loss;
+        tmm_optim_stats st;
         if (overlap) {
             if (!in_flight) {
                 TMM_TRY(prepare(R, s, slot, 0));
@@ -533,11 +534,14 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
             if (chain)
                 TMM_TRY(prepare(R, done, other, 0));
             TMM_TRY(finish(R, slot, &loss));
+            /* before the next step is submitted: its optimizer overwrites the stats */
+            st = tmm_optim_get_stats(R->optim);
             in_flight = chain;
             if (chain)
                 TMM_TRY(submit(R, done, other));
         } else {
             TMM_TRY(accumulated_step(R, s, &loss));
+            st = tmm_optim_get_stats(R->optim);
         }
         /* several ranks: the step's loss is the sum of the ranks' parts, and
          * one rank's stop request (a signal) stops them all after this step */
@@ -548,7 +552,9 @@ static tmm_status train_loop(run *R, uint64_t start, const tmm_train_hooks *hook
         if (c->check_every && (done % c->check_every == 0 || done == c->steps))
             TMM_TRY(check_same_weights(R, done));
         tokens_since += (uint64_t)c->batch * R->n;
-        tmm_optim_stats st = tmm_optim_get_stats(R->optim);
+        if (st.step != done) /* the stats block is shared by the slots: read it before the next step runs */
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "internal error: the optimizer's stats are of step %u, not "
+                            "of step %llu", st.step, (unsigned long long)done);
         res->step = done;
         res->loss = loss;
         if (!isfinite(loss)) {
