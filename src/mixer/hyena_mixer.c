@@ -535,6 +535,32 @@ static tmm_status record_derive(tmm_recorder *r, void *arg)
     return TMM_OK;
 }
 
+static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_decoder **out)
+{
+    (void)x;
+    *out = NULL;
+    hy_mixer *m = (hy_mixer *)base;
+    const tmm_model_config *c = config_of(m);
+    const uint32_t L = c->n_layers;
+    tmm_device *dev = base->s.alloc->device;
+    const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
+    const tmm_toeplitz_desc td = step_desc(m);
+    hy_decoder *dec = calloc(1, sizeof *dec);
+    if (!dec)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    dec->m = m;
+    tmm_status s = tmm_mixer_layer_buffers(dev, L, PARTS * Bd * (KS - 1), &dec->window);
+    const tmm_buffer_spec step[] = {
+        { &dec->u, PARTS * Bd }, { &dec->g, Bd },
+        { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
+    };
+    if (s == TMM_OK)
+        s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
+    if (s == TMM_OK)
+        s = tmm_record_once(dev, record_derive, dec);
+    return tmm_mixer_decoder_done(base, (tmm_mixer_decoder *)dec, s, out);
+}
+
 static tmm_view window_of(const hy_decoder *dec, uint32_t l, int p)
 {
     const uint64_t bytes = (uint64_t)dec->m->base.s.batch * (KS - 1) * config_of(dec->m)->d_model * 4;
