@@ -9,7 +9,11 @@
 // stored as the record (m, l, a[0..dh)) at part[((j B + b) H + h) (dh+2)]; an
 // empty chunk stores (-3e38, 0, 0). With one chunk (direct != 0) the
 // normalized output a / l goes to o[b, h dh + c] instead.
-// attention_step_combine.comp merges the chunks in order.
+// attention_step_combine.comp merges the chunks in order. With write != 0
+// the invocation whose chunk holds t first stores its head's channels of
+// the new key and value rows k[b], v[b] in slot t mod C of the caches (the
+// cache write of attention_step_write.comp; no other invocation reads that
+// slot, and this one reads it after its own writes).
 // One invocation per (j, b, h): x = ((j nseq) + b - seq0) H + h, for the
 // sequences seq0 .. seq0 + nseq - 1 whose caches are bound. chunk <=
 // TMM_MAX_LOOP (loop_limit.glsl) loop iterations; fixed order: deterministic.
@@ -18,9 +22,11 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(constant_id = 3) const uint DH = 1u; // channels per head (dh = d/H)
 layout(std430, binding = 0) readonly buffer Pos { uint pos[]; };
 layout(std430, binding = 1) readonly buffer Qb { float q[]; };
-layout(std430, binding = 2) readonly buffer KCb { float kc[]; };
-layout(std430, binding = 3) readonly buffer VCb { float vc[]; };
+layout(std430, binding = 2) buffer KCb { float kc[]; };
+layout(std430, binding = 3) buffer VCb { float vc[]; };
 layout(std430, binding = 4) writeonly buffer Outb { float outp[]; };
+layout(std430, binding = 5) readonly buffer Kb { float k[]; };
+layout(std430, binding = 6) readonly buffer Vb { float v[]; };
 layout(push_constant) uniform Push {
     uint nseq, seq0, batch;      // sequences of this dispatch, the first, B
     uint cap, d, H, window;      // C, channels, heads, W (0: all positions up to t)
@@ -29,6 +35,7 @@ layout(push_constant) uniform Push {
     uint base_kc, base_vc;       // first element of the caches' bindings (sequence seq0)
     uint base_out;               // first element of part (or o) in its binding
     float scale;                 // 1/sqrt(dh)
+    uint write, base_k, base_v;  // 1: store k[b], v[b] at slot t mod C first; their first elements
 } p;
 
 void main()
@@ -45,6 +52,13 @@ void main()
     float acc[DH];
     [[unroll]] for (uint c = 0; c < DH; c++)
         acc[c] = 0.0;
+    if (p.write != 0u && s0 <= t && t < s1) {
+        const uint at = (bl * p.cap + t % p.cap) * p.d + h * DH, from = b * p.d + h * DH;
+        [[unroll]] for (uint c = 0; c < DH; c++) {
+            kc[p.base_kc + at + c] = k[p.base_k + from + c];
+            vc[p.base_vc + at + c] = v[p.base_v + from + c];
+        }
+    }
     if (s0 < s1) {
         float qv[DH];
         const uint qrow = p.base_q + b * p.d + h * DH;

@@ -14,7 +14,9 @@
 // order and beta. Channels below group g's first count as zero. The cache
 // binding covers sequences seq0 .. seq0 + nseq - 1. VEC (K = 1; d, the group
 // width and the bases multiples of 4): an invocation takes 4 neighbouring
-// channels as a vec4, one weight read for four products.
+// channels as a vec4, one weight read for four products. gated: y[b, c] is
+// multiplied by gate[b, c] (Hyena's output gate; toeplitz_step_sum.comp
+// applies it past one chunk).
 #include "loop_limit.glsl"
 layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(constant_id = 3) const uint VEC = 0u;
@@ -27,9 +29,17 @@ layout(std430, binding = 3) readonly buffer W { float w[]; };
 layout(std430, binding = 4) readonly buffer Beta { float beta[]; };
 layout(std430, binding = 5) writeonly buffer Part { float part[]; };
 layout(std430, binding = 6) writeonly buffer Y { float y[]; };
+layout(std430, binding = 7) readonly buffer Gate { float gate[]; };
 layout(push_constant) uniform Push {
-    uint nseq, batch, n, d, group_channels, taps, chunk, nchunks, seq0, base_x, base_cache, base_y;
+    uint nseq, batch, n, d, group_channels, taps, chunk, nchunks, seq0, base_x, base_cache, base_y, gated, base_gate;
 } p;
+
+// The step's output at (sb, c) from its sum: + beta, times the gate.
+void put(uint sb, uint c, float v)
+{
+    const uint at = sb * p.d + c;
+    y[p.base_y + at] = p.gated != 0u ? v * gate[p.base_gate + at] : v;
+}
 
 // VEC: channels c .. c+3 of one group, K = 1.
 void main_vec4()
@@ -54,7 +64,7 @@ void main_vec4()
         cache4[crow + t * d4] = xv;
     for (uint k = 0u; k < 4u; k++) {
         if (p.nchunks == 1u)
-            y[p.base_y + sb * p.d + c + k] = acc[k] + beta[g * p.n + t];
+            put(sb, c + k, acc[k] + beta[g * p.n + t]);
         else
             part[(j * p.batch + sb) * p.d + c + k] = acc[k];
     }
@@ -89,7 +99,7 @@ void main()
     if (j == 0u)
         cache[crow + t * p.d + c] = x[xrow + c];
     if (p.nchunks == 1u)
-        y[p.base_y + sb * p.d + c] = acc + beta[g * p.n + t];
+        put(sb, c, acc + beta[g * p.n + t]);
     else
         part[(j * p.batch + sb) * p.d + c] = acc;
 }

@@ -13,7 +13,9 @@
  * Chunks: the loop budget lowered to 1, 2 and 3 positions gives many chunks
  * and several combine passes; a cache of 70000 positions (past lavapipe's
  * 65535-iteration loop cap) with the default budget is checked against
- * ref_attention_step, and reruns give the same bits. Errors.
+ * ref_attention_step, and reruns give the same bits. The cache write inside
+ * the step (tmm_op_attention_step_write) over the same kinds of sessions.
+ * Errors.
  *
  * Tolerance: |got - ref| <= 2e-5 + 1e-4 |ref| per element, as
  * test_attention.c (inputs in [-1, 1), sums of at most n terms; a chunk's
@@ -41,6 +43,9 @@ static tmm_buffer *uint_buffer(const uint32_t *v, size_t n)
 static tmm_view part(tmm_buffer *b, size_t first, size_t count) { return tmm_sub(b, first * 4, count * 4); }
 
 static double worst_seen;
+/* Sessions through tmm_op_attention_step_write (the cache write in the
+ * step's part kernel) instead of cache_write, then step. */
+static bool write_in_step;
 
 static void close_enough(const char *what, const float *got, const float *ref, size_t n, const char *ctx)
 {
@@ -133,9 +138,13 @@ static void run_session(const session *s, uint64_t seed)
 
     tmm_recorder *r = h_begin();
     for (uint32_t i = 0; i < steps; i++) {
-        tmm_view p = part(bpos, (size_t)i * B, B);
-        H_OK(tmm_op_attention_cache_write(r, &sd, p, part(bk, i * row, row), part(bv, i * row, row), tmm_whole(bkc),
-                                          tmm_whole(bvc)));
+        tmm_view p = part(bpos, (size_t)i * B, B), ki = part(bk, i * row, row), vi = part(bv, i * row, row);
+        if (write_in_step) {
+            H_OK(tmm_op_attention_step_write(r, &sd, p, part(bq, i * row, row), ki, vi, tmm_whole(bkc),
+                                             tmm_whole(bvc), tmm_whole(bscratch), part(bo, i * row, row)));
+            continue;
+        }
+        H_OK(tmm_op_attention_cache_write(r, &sd, p, ki, vi, tmm_whole(bkc), tmm_whole(bvc)));
         H_OK(tmm_op_attention_step(r, &sd, p, part(bq, i * row, row), tmm_whole(bkc), tmm_whole(bvc),
                                    tmm_whole(bscratch), part(bo, i * row, row)));
     }
@@ -224,6 +233,28 @@ H_TEST(attention_step, many_chunks)
     }
     h_dev->tuning.loop_budget = 0;
     printf("attention step, many chunks: largest |step - forward| %.3g\n", worst_seen);
+}
+
+/* The same sessions with the cache write in the step's dispatch: full,
+ * windows (rings and a window in a larger cache), a prefill, many chunks
+ * and bindings split per sequence. */
+H_TEST(attention_step, write_in_step)
+{
+    static const uint32_t len3[3] = { 2, 17, 40 };
+    const uint64_t saved = h_dev->info.max_storage_buffer_range;
+    worst_seen = 0;
+    write_in_step = true;
+    full_sessions();
+    window_sessions();
+    run_session(&(session){ 3, 47, 6, 2, 9, 9, len3, NULL }, 400);
+    h_dev->tuning.loop_budget = 3;
+    run_session(&(session){ 3, 50, 12, 4, 50, 0, NULL, off3 }, 410);
+    h_dev->info.max_storage_buffer_range = 1024;
+    run_session(&(session){ 3, 33, 4, 2, 9, 9, NULL, off3 }, 420);
+    h_dev->info.max_storage_buffer_range = saved;
+    h_dev->tuning.loop_budget = 0;
+    write_in_step = false;
+    printf("attention step with its cache write: largest |step - forward| %.3g\n", worst_seen);
 }
 
 /* 70000 cached positions (random contents), the default budget: 274 chunks

@@ -134,7 +134,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     const tmm_attention_desc ad = desc_of(m);
     tmm_recorder *r = rec->r;
     att_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
-    TMM_TRY(tmm_qkvo_in(base, rec, l, x, false, A(a->q), A(a->k), A(a->v)));
+    TMM_TRY(tmm_qkvo_in(base, rec, l, x, A(a->q), A(a->k), A(a->v)));
     TMM_REC_OP(rec, "rope", rope(m, r, A(a->q), false));
     TMM_REC_OP(rec, "rope", rope(m, r, A(a->k), false));
     TMM_REC_OP(rec, "attention", tmm_op_attention_forward(r, &ad, A(a->q), A(a->k), A(a->v), A(a->o), A(a->lse)));
@@ -165,7 +165,8 @@ typedef struct att_decoder {
     tmm_attention_step_desc sd;
     bool ring;                 /* a window shorter than n: ring buffers of W positions */
     tmm_buffer **kc, **vc;     /* per layer, ring only: [B, W, d] */
-    tmm_buffer *q, *k, *v, *o, *scratch;  /* one position: [B, d] */
+    tmm_buffer *qkv, *o, *scratch; /* one position: q, k and v [B, d] (views qkv3), o [B, d] */
+    tmm_view qkv3[3];
 } att_decoder;
 
 static void decoder_destroy(tmm_mixer_decoder *dd)
@@ -175,7 +176,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
         return;
     const uint32_t L = config_of(dec->m)->n_layers;
     tmm_mixer_layer_buffers_free(dec->kc, L), tmm_mixer_layer_buffers_free(dec->vc, L);
-    tmm_buffer *const step[] = { dec->q, dec->k, dec->v, dec->o, dec->scratch };
+    tmm_buffer *const step[] = { dec->qkv, dec->o, dec->scratch };
     tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     free(dec);
 }
@@ -203,12 +204,14 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
                                          .capacity = dec->ring ? c->window : c->n_ctx, .window = c->window };
     const uint64_t Bd = (uint64_t)base->s.batch * c->d_model;
     const tmm_buffer_spec step[] = {
-        { &dec->q, Bd }, { &dec->k, Bd }, { &dec->v, Bd }, { &dec->o, Bd },
+        { &dec->qkv, tmm_qkvo_step_floats(dev, base->s.batch, c->d_model) }, { &dec->o, Bd },
         { &dec->scratch, tmm_op_attention_step_scratch(dev, &dec->sd) },
     };
     tmm_status s = tmm_attention_step_check(NULL, &dec->sd);
     if (s == TMM_OK)
         s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
+    if (s == TMM_OK)
+        tmm_qkvo_step_views(dev, dec->qkv, base->s.batch, c->d_model, dec->qkv3);
     if (s == TMM_OK && dec->ring)
         s = tmm_mixer_layer_buffers(dev, c->n_layers, Bd * c->window, &dec->kc);
     if (s == TMM_OK && dec->ring)
@@ -250,17 +253,15 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     att_decoder *dec = (att_decoder *)dd;
     att_mixer *m = dec->m;
     const tmm_model_config *c = config_of(m);
-    const uint32_t B = dec->sd.batch, d = c->d_model;
+    const uint32_t d = c->d_model;
     tmm_recorder *r = rec->r;
+    const tmm_view q = dec->qkv3[0], k = dec->qkv3[1], v = dec->qkv3[2];
     tmm_view kc, vc;
     caches(dec, l, &kc, &vc);
-    TMM_TRY(tmm_qkvo_in(&m->base, rec, l, x, true, A(dec->q), A(dec->k), A(dec->v)));
-    TMM_TRY(tmm_op_rope(r, TMM_ROPE_POSITIONS, A(dec->q), A(m->rope), pos, B, d, c->heads, c->n_ctx, false,
-                        A(dec->q)));
-    TMM_TRY(tmm_op_rope(r, TMM_ROPE_POSITIONS, A(dec->k), A(m->rope), pos, B, d, c->heads, c->n_ctx, false,
-                        A(dec->k)));
-    TMM_TRY(tmm_op_attention_cache_write(r, &dec->sd, pos, A(dec->k), A(dec->v), kc, vc));
-    TMM_TRY(tmm_op_attention_step(r, &dec->sd, pos, A(dec->q), kc, vc, A(dec->scratch), A(dec->o)));
+    /* q and k rotated in their projections' dispatch */
+    const tmm_row_rope rope = { A(m->rope), pos, d / c->heads, c->n_ctx };
+    TMM_TRY(tmm_qkvo_in_step(&m->base, rec, l, x, &rope, q, k, v));
+    TMM_TRY(tmm_op_attention_step_write(r, &dec->sd, pos, q, k, v, kc, vc, A(dec->scratch), A(dec->o)));
     return tmm_qkvo_out(&m->base, rec, l, A(dec->o), true, h);
 }
 

@@ -504,10 +504,8 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 
 typedef struct hy_decoder {
     hy_mixer *m;
-    tmm_buffer **window;              /* per layer: the short conv's windows [3, B, 2, d] */
-    tmm_buffer **stage;               /* per layer: aligned copies of unaligned part views (or NULL) */
-    tmm_view *win, *bin, *cw, *cb;    /* per layer and part [l * 3 + p]: what the step binds */
-    tmm_buffer *u, *y1, *g, *scratch; /* one position: [3, B, d], [B, d], [B, d], the step's */
+    tmm_buffer **window;          /* per layer: the short conv's windows [3, B, 2, d] */
+    tmm_buffer *u, *g, *scratch;  /* one position: [3, B, d], [B, d], the step's */
 } hy_decoder;
 
 static void decoder_destroy(tmm_mixer_decoder *dd)
@@ -516,57 +514,24 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
     if (!dec)
         return;
     const uint32_t L = config_of(dec->m)->n_layers;
-    tmm_mixer_layer_buffers_free(dec->window, L), tmm_mixer_layer_buffers_free(dec->stage, L);
-    tmm_buffer *const step[] = { dec->u, dec->y1, dec->g, dec->scratch };
+    tmm_mixer_layer_buffers_free(dec->window, L);
+    tmm_buffer *const step[] = { dec->u, dec->g, dec->scratch };
     tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
-    free(dec->win), free(dec->bin), free(dec->cw), free(dec->cb);
     free(dec);
 }
 
 static tmm_toeplitz_desc step_desc(const hy_mixer *m) { return desc_of(m, TMM_TOEPLITZ_DIRECT); }
 
-/* Layer l's part views for the step, staging the unaligned ones into a buffer of the decoder: recorded into r. */
-static tmm_status stage_layer(hy_decoder *dec, tmm_recorder *r, uint32_t l)
-{
-    hy_mixer *m = dec->m;
-    tmm_device *dev = m->base.s.alloc->device;
-    const uint32_t d = config_of(m)->d_model;
-    tmm_view *views[4] = { dec->win + l * PARTS, dec->bin + l * PARTS, dec->cw + l * PARTS, dec->cb + l * PARTS };
-    const uint64_t floats[4] = { (uint64_t)d * d, d, (uint64_t)KS * d, d };
-    uint64_t need = 0;
-    for (int p = 0; p < PARTS; p++) {
-        views[0][p] = in_w(P(m, l, TMM_HY_IN_W), d, p), views[1][p] = per_d(P(m, l, TMM_HY_IN_B), d, p);
-        views[2][p] = taps(P(m, l, TMM_HY_CONV_W), d, p), views[3][p] = per_d(P(m, l, TMM_HY_CONV_B), d, p);
-        for (int k = 0; k < 4; k++)
-            need += aligned(dev, views[k][p]) ? 0 : align_floats(floats[k]);
-    }
-    if (!need)
-        return TMM_OK;
-    TMM_TRY(tmm_buffer_create(dev, need * 4, TMM_MEMORY_DEVICE, &dec->stage[l]));
-    uint64_t at = 0;
-    for (int p = 0; p < PARTS; p++)
-        for (int k = 0; k < 4; k++)
-            if (!aligned(dev, views[k][p])) {
-                tmm_view to = tmm_sub(dec->stage[l], at * 4, floats[k] * 4);
-                TMM_TRY(tmm_record_copy(r, views[k][p], to));
-                views[k][p] = to;
-                at += align_floats(floats[k]);
-            }
-    return TMM_OK;
-}
-
 /* What the decoder derives from the weights alone, once (arg: the
  * hy_decoder): every layer's filter for the model's n (into the model's
- * filter activations) and the staged part views. */
+ * filter activations). */
 static tmm_status record_derive(tmm_recorder *r, void *arg)
 {
     hy_decoder *dec = arg;
     hy_mixer *m = dec->m;
     const tmm_rec rec = { r, false, none, false };
-    for (uint32_t l = 0; l < config_of(m)->n_layers; l++) {
+    for (uint32_t l = 0; l < config_of(m)->n_layers; l++)
         TMM_TRY(record_filter(m, &rec, l, A(m->layers[l].hf)));
-        TMM_TRY(stage_layer(dec, r, l));
-    }
     return TMM_OK;
 }
 
@@ -584,16 +549,9 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     if (!dec)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     dec->m = m;
-    dec->stage = calloc(L, sizeof *dec->stage);
-    dec->win = calloc(L * PARTS, sizeof *dec->win), dec->bin = calloc(L * PARTS, sizeof *dec->bin);
-    dec->cw = calloc(L * PARTS, sizeof *dec->cw), dec->cb = calloc(L * PARTS, sizeof *dec->cb);
-    tmm_status s = dec->stage && dec->win && dec->bin && dec->cw && dec->cb
-                       ? TMM_OK
-                       : tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (s == TMM_OK)
-        s = tmm_mixer_layer_buffers(dev, L, PARTS * Bd * (KS - 1), &dec->window);
+    tmm_status s = tmm_mixer_layer_buffers(dev, L, PARTS * Bd * (KS - 1), &dec->window);
     const tmm_buffer_spec step[] = {
-        { &dec->u, PARTS * Bd }, { &dec->y1, Bd }, { &dec->g, Bd },
+        { &dec->u, PARTS * Bd }, { &dec->g, Bd },
         { &dec->scratch, tmm_op_toeplitz_step_scratch(&td) },
     };
     if (s == TMM_OK)
@@ -641,18 +599,19 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     const tmm_toeplitz_desc td = step_desc(m);
     tmm_recorder *r = rec->r;
     tmm_view u[PARTS];
+    tmm_row_group g[PARTS];
     for (int p = 0; p < PARTS; p++) {
-        const uint32_t i = l * PARTS + p;
         u[p] = tmm_op_sub(A(dec->u), (uint64_t)p * B * d, (uint64_t)B * d);
-        TMM_TRY(tmm_op_linear_rows(r, x, B, d, d, dec->win[i], dec->bin[i], u[p], false));
-        TMM_TRY(tmm_op_conv1d_step(r, u[p], dec->cw[i], dec->cb[i], pos, B, d, KS, false, window_of(dec, l, p), u[p]));
+        g[p] = (tmm_row_group){ in_w(P(m, l, TMM_HY_IN_W), d, p), per_d(P(m, l, TMM_HY_IN_B), d, p), u[p], d,
+                                TMM_ROW_ACT_NONE };
     }
-    /* w = v ⊙ x1 into u[2], cached at pos; y1 = its long conv; g = y1 ⊙ x0 */
-    tmm_view cache = A(m->layers[l].w);
-    TMM_TRY(tmm_op_gate_mul_forward(r, u[2], u[1], B, d, u[2]));
-    TMM_TRY(tmm_op_toeplitz_step(r, &td, pos, u[2], cache, A(m->layers[l].hf), A(m->zeros), A(dec->scratch),
-                                 A(dec->y1)));
-    TMM_TRY(tmm_op_gate_mul_forward(r, A(dec->y1), u[0], B, d, A(dec->g)));
+    TMM_TRY(tmm_op_linear_rows_group(r, x, B, d, g, PARTS, NULL, none)); /* the three projections: one dispatch */
+    /* the short convs, x0 into u[0] and w = v ⊙ x1 into u[2] (one dispatch);
+     * g = (w's long conv, w cached at pos) ⊙ x0 */
+    TMM_TRY(tmm_op_hyena_conv_step(r, A(dec->u), P(m, l, TMM_HY_CONV_W), P(m, l, TMM_HY_CONV_B), pos, B, d, KS,
+                                   A(dec->window[l])));
+    TMM_TRY(tmm_op_toeplitz_step_gate(r, &td, pos, u[2], A(m->layers[l].w), A(m->layers[l].hf), A(m->zeros), u[0],
+                                      A(dec->scratch), A(dec->g)));
     return tmm_op_linear_rows(r, A(dec->g), B, d, d, P(m, l, TMM_HY_OUT_W), P(m, l, TMM_HY_OUT_B), h, true);
 }
 

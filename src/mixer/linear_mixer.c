@@ -102,7 +102,7 @@ static tmm_status forward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_v
     lin_mixer *m = (lin_mixer *)base;
     const tmm_linear_attention_desc ld = desc_of(m, config_of(m)->n_ctx);
     lin_layer *a = &m->layers[tmm_mixer_set(&m->base, l)];
-    TMM_TRY(tmm_qkvo_in(base, rec, l, x, false, A(a->q), A(a->k), A(a->v)));
+    TMM_TRY(tmm_qkvo_in(base, rec, l, x, A(a->q), A(a->k), A(a->v)));
     TMM_REC_OP(rec, "linear attention", tmm_op_linear_attention_forward(rec->r, &ld, A(a->q), A(a->k), A(a->v),
                                                                         A(a->y), A(a->saved)));
     return tmm_qkvo_out(base, rec, l, A(a->y), false, h);
@@ -128,7 +128,8 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 typedef struct lin_decoder {
     lin_mixer *m;
     tmm_buffer **S, **z;                 /* per layer: [B, H, dh, dh], [B, H, dh] */
-    tmm_buffer *q, *k, *v, *y;           /* one position: [B, d] */
+    tmm_buffer *qkv, *y;                 /* one position: q, k and v [B, d] (views qkv3), y [B, d] */
+    tmm_view qkv3[3];
 } lin_decoder;
 
 static void decoder_destroy(tmm_mixer_decoder *dd)
@@ -138,7 +139,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
         return;
     const uint32_t L = config_of(dec->m)->n_layers;
     tmm_mixer_layer_buffers_free(dec->S, L), tmm_mixer_layer_buffers_free(dec->z, L);
-    tmm_buffer *const step[] = { dec->q, dec->k, dec->v, dec->y };
+    tmm_buffer *const step[] = { dec->qkv, dec->y };
     tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     free(dec);
 }
@@ -155,8 +156,11 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     if (!dec)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     dec->m = m;
-    const tmm_buffer_spec step[] = { { &dec->q, B * d }, { &dec->k, B * d }, { &dec->v, B * d }, { &dec->y, B * d } };
+    const tmm_buffer_spec step[] = { { &dec->qkv, tmm_qkvo_step_floats(dev, (uint32_t)B, (uint32_t)d) },
+                                     { &dec->y, B * d } };
     tmm_status s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
+    if (s == TMM_OK)
+        tmm_qkvo_step_views(dev, dec->qkv, (uint32_t)B, (uint32_t)d, dec->qkv3);
     if (s == TMM_OK)
         s = tmm_mixer_layer_buffers(dev, c->n_layers, B * d * dh, &dec->S);
     if (s == TMM_OK)
@@ -185,8 +189,9 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     lin_decoder *dec = (lin_decoder *)dd;
     lin_mixer *m = dec->m;
     const tmm_linear_attention_desc ld = desc_of(m, 1);
-    TMM_TRY(tmm_qkvo_in(&m->base, rec, l, x, true, A(dec->q), A(dec->k), A(dec->v)));
-    TMM_TRY(tmm_op_linear_attention_step(rec->r, &ld, A(dec->q), A(dec->k), A(dec->v), A(dec->S[l]), A(dec->z[l]),
+    const tmm_view q = dec->qkv3[0], k = dec->qkv3[1], v = dec->qkv3[2];
+    TMM_TRY(tmm_qkvo_in_step(&m->base, rec, l, x, NULL, q, k, v));
+    TMM_TRY(tmm_op_linear_attention_step(rec->r, &ld, q, k, v, A(dec->S[l]), A(dec->z[l]),
                                          A(dec->y)));
     return tmm_qkvo_out(&m->base, rec, l, A(dec->y), true, h);
 }

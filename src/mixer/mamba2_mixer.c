@@ -300,7 +300,8 @@ static tmm_status backward(tmm_mixer *base, const tmm_rec *rec, uint32_t l, tmm_
 typedef struct m2_decoder {
     m2_mixer *m;
     tmm_buffer **S, **win;                 /* per layer: [B, nh, P, N], [B, 3, conv] */
-    tmm_buffer *z, *xbc, *dt, *y, *rstd;   /* one position: [B, di], [B, conv], [B, nh], [B, di], [B] */
+    tmm_buffer *in, *y, *rstd;             /* one position: z, xbc, dt; [B, di], [B] */
+    tmm_view z, xbc, dt;                   /* in's [B, di], [B, conv], [B, nh], each at an aligned offset */
     tmm_buffer *scratch;                   /* the norm's (di > TMM_RMSNORM_CHUNK) */
 } m2_decoder;
 
@@ -311,7 +312,7 @@ static void decoder_destroy(tmm_mixer_decoder *dd)
         return;
     const uint32_t L = config_of(dec->m)->n_layers;
     tmm_mixer_layer_buffers_free(dec->S, L), tmm_mixer_layer_buffers_free(dec->win, L);
-    tmm_buffer *const step[] = { dec->z, dec->xbc, dec->dt, dec->y, dec->rstd, dec->scratch };
+    tmm_buffer *const step[] = { dec->in, dec->y, dec->rstd, dec->scratch };
     tmm_mixer_buffers_destroy(step, sizeof step / sizeof step[0]);
     free(dec);
 }
@@ -329,11 +330,19 @@ static tmm_status decoder_create(tmm_mixer *base, const tmm_view *x, tmm_mixer_d
     if (!dec)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     dec->m = m;
+    /* z, xbc and dt in one buffer: the in-projection's outputs, one dispatch */
+    const uint64_t align = tmm_op_offset_align(dev) / 4, sizes[3] = { B * dm.di, B * dm.conv, B * dm.heads };
+    uint64_t at[4] = { 0 };
+    for (int i = 0; i < 3; i++)
+        at[i + 1] = at[i] + (sizes[i] + align - 1) / align * align;
     const tmm_buffer_spec step[] = {
-        { &dec->z, B * dm.di }, { &dec->xbc, B * dm.conv }, { &dec->dt, B * dm.heads }, { &dec->y, B * dm.di },
-        { &dec->rstd, B },      { &dec->scratch, tmm_op_rmsnorm_forward_scratch((uint32_t)B, dm.di) },
+        { &dec->in, at[3] }, { &dec->y, B * dm.di }, { &dec->rstd, B },
+        { &dec->scratch, tmm_op_rmsnorm_forward_scratch((uint32_t)B, dm.di) },
     };
     tmm_status s = tmm_mixer_buffers_create(dev, step, sizeof step / sizeof step[0]);
+    tmm_view *views[3] = { &dec->z, &dec->xbc, &dec->dt };
+    for (int i = 0; s == TMM_OK && i < 3; i++)
+        *views[i] = tmm_sub(dec->in, at[i] * 4, sizes[i] * 4);
     if (s == TMM_OK)
         s = tmm_mixer_layer_buffers(dev, c->n_layers, B * dm.heads * dm.P * dm.N, &dec->S);
     if (s == TMM_OK)
@@ -359,19 +368,6 @@ static tmm_status record_prefill(tmm_mixer_decoder *dd, tmm_recorder *r, tmm_mix
     return TMM_OK;
 }
 
-/* y [rows, out] (+)= x [rows, in] Wᵀ for a step: the decode row kernel when
- * W starts at an aligned offset (it binds W as given), else a matmul. */
-static tmm_status step_linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
-                              tmm_view y, bool accumulate)
-{
-    const tmm_device *dev = tmm_recorder_device(r);
-    uint64_t align = dev->info.min_storage_buffer_offset_alignment;
-    align = align < 16 ? 16 : align;
-    if (w.offset % align == 0)
-        return tmm_op_linear_rows(r, x, rows, in, out, w, none, y, accumulate);
-    return tmm_op_linear(r, x, rows, in, out, w, none, y, accumulate);
-}
-
 static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_t l, tmm_view pos, tmm_view x,
                               tmm_view h)
 {
@@ -382,17 +378,17 @@ static tmm_status record_step(tmm_mixer_decoder *dd, const tmm_rec *rec, uint32_
     const tmm_ssd_desc sd = desc_of(m, B, 1);
     tmm_recorder *r = rec->r;
     const in_blocks w = blocks_of(m, P(m, l, TMM_M2_IN_W));
-    TMM_TRY(step_linear(r, x, B, dm.d, dm.di, w.z, A(dec->z), false));
-    TMM_TRY(step_linear(r, x, B, dm.d, dm.conv, w.xbc, A(dec->xbc), false));
-    TMM_TRY(step_linear(r, x, B, dm.d, dm.heads, w.dtr, A(dec->dt), false));
-    TMM_TRY(tmm_op_conv1d_step(r, A(dec->xbc), P(m, l, TMM_M2_CONV_W), P(m, l, TMM_M2_CONV_B), pos, B, dm.conv, KC,
-                               true, A(dec->win[l]), A(dec->xbc)));
-    TMM_TRY(tmm_op_softplus_forward(r, A(dec->dt), P(m, l, TMM_M2_DT_BIAS), B, dm.heads, A(dec->dt)));
-    TMM_TRY(tmm_op_ssd_step(r, &sd, A(dec->xbc), A(dec->dt), P(m, l, TMM_M2_A_LOG), P(m, l, TMM_M2_D),
+    /* z, xbc and dt = softplus(x Wdtᵀ + dt_bias) in one dispatch */
+    const tmm_row_group g[3] = { { w.z, none, dec->z, dm.di, TMM_ROW_ACT_NONE },
+                                 { w.xbc, none, dec->xbc, dm.conv, TMM_ROW_ACT_NONE },
+                                 { w.dtr, P(m, l, TMM_M2_DT_BIAS), dec->dt, dm.heads, TMM_ROW_ACT_SOFTPLUS } };
+    TMM_TRY(tmm_op_linear_rows_group(r, x, B, dm.d, g, 3, NULL, none));
+    TMM_TRY(tmm_op_conv1d_step(r, dec->xbc, P(m, l, TMM_M2_CONV_W), P(m, l, TMM_M2_CONV_B), pos, B, dm.conv, KC,
+                               true, A(dec->win[l]), dec->xbc));
+    TMM_TRY(tmm_op_ssd_step(r, &sd, dec->xbc, dec->dt, P(m, l, TMM_M2_A_LOG), P(m, l, TMM_M2_D),
                             A(dec->S[l]), A(dec->y)));
-    TMM_TRY(tmm_op_gate_silu_forward(r, A(dec->y), A(dec->z), B, dm.di, A(dec->y)));
-    TMM_TRY(tmm_op_rmsnorm_forward(r, A(dec->y), P(m, l, TMM_M2_NORM_W), B, dm.di, (float)TMM_MAMBA2_NORM_EPS,
-                                   A(dec->scratch), A(dec->y), A(dec->rstd)));
+    TMM_TRY(tmm_op_rmsnorm_gate_step(r, A(dec->y), dec->z, P(m, l, TMM_M2_NORM_W), B, dm.di,
+                                     (float)TMM_MAMBA2_NORM_EPS, A(dec->scratch), A(dec->rstd), A(dec->y)));
     return tmm_op_linear_rows(r, A(dec->y), B, dm.di, dm.d, P(m, l, TMM_M2_OUT_W), none, h, true);
 }
 

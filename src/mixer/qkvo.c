@@ -1,7 +1,7 @@
 /* The attention-family mixers' projections (qkvo.h). */
 #include "mixer/qkvo.h"
 
-#include "ops/decode_ops.h"
+#include "ops/op_util.h"
 #include "ops/ops.h"
 
 static const tmm_view none = { 0 };
@@ -28,12 +28,37 @@ static tmm_status project(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, in
     return TMM_OK;
 }
 
-tmm_status tmm_qkvo_in(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view x, bool step, tmm_view q,
-                       tmm_view k, tmm_view v)
+tmm_status tmm_qkvo_in(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view x, tmm_view q, tmm_view k,
+                       tmm_view v)
 {
-    TMM_TRY(project(m, rec, l, QKVO_Q, x, step, q, false));
-    TMM_TRY(project(m, rec, l, QKVO_K, x, step, k, false));
-    return project(m, rec, l, QKVO_V, x, step, v, false);
+    TMM_TRY(project(m, rec, l, QKVO_Q, x, false, q, false));
+    TMM_TRY(project(m, rec, l, QKVO_K, x, false, k, false));
+    return project(m, rec, l, QKVO_V, x, false, v, false);
+}
+
+tmm_status tmm_qkvo_in_step(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view x,
+                            const tmm_row_rope *rope, tmm_view q, tmm_view k, tmm_view v)
+{
+    const uint32_t d = m->s.table->config.d_model;
+    const tmm_row_act qk = rope ? TMM_ROW_ACT_ROPE : TMM_ROW_ACT_NONE;
+    const tmm_row_group g[3] = { { tmm_mixer_param(m, l, QKVO_Q), none, q, d, qk },
+                                 { tmm_mixer_param(m, l, QKVO_K), none, k, d, qk },
+                                 { tmm_mixer_param(m, l, QKVO_V), none, v, d, TMM_ROW_ACT_NONE } };
+    return tmm_op_linear_rows_group(rec->r, x, m->s.batch, d, g, 3, rope, none);
+}
+
+static uint64_t step_stride(const tmm_device *dev, uint32_t B, uint32_t d)
+{
+    const uint64_t align = tmm_op_offset_align(dev) / 4;
+    return ((uint64_t)B * d + align - 1) / align * align;
+}
+
+uint64_t tmm_qkvo_step_floats(const tmm_device *dev, uint32_t B, uint32_t d) { return 3 * step_stride(dev, B, d); }
+
+void tmm_qkvo_step_views(const tmm_device *dev, tmm_buffer *qkv, uint32_t B, uint32_t d, tmm_view out[3])
+{
+    for (uint64_t i = 0; i < 3; i++)
+        out[i] = tmm_sub(qkv, i * step_stride(dev, B, d) * 4, (uint64_t)B * d * 4);
 }
 
 tmm_status tmm_qkvo_out(const tmm_mixer *m, const tmm_rec *rec, uint32_t l, tmm_view o, bool step, tmm_view h)

@@ -34,7 +34,10 @@ tmm_status tmm_frame_mlp_forward(const tmm_rec *rec, const tmm_arch_desc *a, uin
                          bool) = few_rows ? tmm_op_linear_rows : tmm_op_linear;
     tmm_recorder *r = rec->r;
     const tmm_device *dev = tmm_recorder_device(r);
-    if (a->mlp == TMM_MLP_SWIGLU) {
+    if (a->mlp == TMM_MLP_SWIGLU && few_rows) { /* a decode step: the gate, up and SwiGLU in one dispatch */
+        const tmm_row_group g = { mlp->w_in, none, mlp->z, e, TMM_ROW_ACT_SWIGLU };
+        TMM_REC_OP(rec, "matmul", tmm_op_linear_rows_group(r, x, rows, d, &g, 1, NULL, mlp->act));
+    } else if (a->mlp == TMM_MLP_SWIGLU) {
         TMM_REC_OP(rec, "matmul", linear(r, x, rows, d, 2 * e, mlp->w_in, none, mlp->act, false));
         TMM_REC_OP(rec, "swiglu", tmm_op_swiglu_forward(r, mlp->act, rows, e, mlp->z));
     } else if (few_rows) { /* a decode step: the activation in the linear layer's dispatch */

@@ -174,8 +174,9 @@ tmm_status tmm_op_attention_cache_fill(tmm_recorder *r, const tmm_attention_step
     return TMM_OK;
 }
 
-tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc *desc, tmm_view pos, tmm_view q,
-                                 tmm_view kcache, tmm_view vcache, tmm_view scratch, tmm_view o)
+/* The step; with k (not empty) and v, the part kernel writes them to the caches first. */
+static tmm_status step(tmm_recorder *r, const tmm_attention_step_desc *desc, tmm_view pos, tmm_view q, tmm_view k,
+                       tmm_view v, tmm_view kcache, tmm_view vcache, tmm_view scratch, tmm_view o)
 {
     static const char op[] = "attention step";
     if (!r)
@@ -187,6 +188,12 @@ tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc 
     nn_bind bp, bq, bo, bs = { { 0 }, 0 };
     TMM_TRY(bind_whole(dev, op, "pos", pos, g.B, &bp));
     TMM_TRY(bind_whole(dev, op, "q", q, (uint64_t)g.B * g.d, &bq));
+    const bool write = k.size > 0;
+    nn_bind bk = bq, bv = bq;
+    if (write) {
+        TMM_TRY(bind_whole(dev, op, "k", k, (uint64_t)g.B * g.d, &bk));
+        TMM_TRY(bind_whole(dev, op, "v", v, (uint64_t)g.B * g.d, &bv));
+    }
     TMM_TRY(bind_whole(dev, op, "o", o, (uint64_t)g.B * g.d, &bo));
     if (nscratch)
         TMM_TRY(bind_whole(dev, op, "scratch", scratch, nscratch, &bs));
@@ -196,7 +203,7 @@ tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc 
     TMM_TRY(nn_fit_rows(dev, op, "the cache (one sequence)", seq, &per));
     const uint32_t spec[1] = { g.dh };
     tmm_pipeline *ppart;
-    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_attention_step_part, 5, 64, local_x, spec, 1, &ppart));
+    TMM_TRY(tmm_op_pipeline(r, &tmm_spv_attention_step_part, 7, 76, local_x, spec, 1, &ppart));
     /* the chunk records: region A at the start of scratch, region B after it */
     const bool direct = g.nch == 1;
     nn_bind ra = direct ? bo : bs, rb = ra;
@@ -212,13 +219,17 @@ tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc 
             uint32_t nseq, seq0, batch, cap, d, H, window, chunk, nchunks, direct;
             uint32_t base_pos, base_q, base_kc, base_vc, base_out;
             float scale;
+            uint32_t write, base_k, base_v;
         } push = { .nseq = nb, .seq0 = (uint32_t)b0, .batch = g.B, .cap = g.C, .d = g.d, .H = g.H, .window = g.W,
                    .chunk = g.chunk, .nchunks = g.nch, .direct = direct, .base_pos = bp.base, .base_q = bq.base,
                    .base_kc = bkc.base, .base_vc = bvc.base, .base_out = ra.base,
-                   .scale = (float)(1.0 / sqrt((double)g.dh)) };
-        tmm_arg args[5] = { tmm_in(bp.view), tmm_in(bq.view), tmm_in(bkc.view), tmm_in(bvc.view),
-                            tmm_out(ra.view) };
-        TMM_TRY(tmm_record_dispatch(r, ppart, args, 5, &push, tmm_div_up((uint64_t)g.nch * nb * g.H, WG), 1, 1));
+                   .scale = (float)(1.0 / sqrt((double)g.dh)), .write = write, .base_k = bk.base,
+                   .base_v = bv.base };
+        /* with the write the caches are read-write: the other slots must survive */
+        tmm_arg args[7] = { tmm_in(bp.view), tmm_in(bq.view), write ? tmm_inout(bkc.view) : tmm_in(bkc.view),
+                            write ? tmm_inout(bvc.view) : tmm_in(bvc.view), tmm_out(ra.view), tmm_in(bk.view),
+                            tmm_in(bv.view) };
+        TMM_TRY(tmm_record_dispatch(r, ppart, args, 7, &push, tmm_div_up((uint64_t)g.nch * nb * g.H, WG), 1, 1));
     }
     if (direct)
         return TMM_OK;
@@ -241,4 +252,20 @@ tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc 
         cnt = nout;
     }
     return TMM_OK;
+}
+
+tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc *desc, tmm_view pos, tmm_view q,
+                                 tmm_view kcache, tmm_view vcache, tmm_view scratch, tmm_view o)
+{
+    static const tmm_view none = { 0 };
+    return step(r, desc, pos, q, none, none, kcache, vcache, scratch, o);
+}
+
+tmm_status tmm_op_attention_step_write(tmm_recorder *r, const tmm_attention_step_desc *desc, tmm_view pos,
+                                       tmm_view q, tmm_view k, tmm_view v, tmm_view kcache, tmm_view vcache,
+                                       tmm_view scratch, tmm_view o)
+{
+    if (!k.size || !v.size)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "attention step: no k or v to write");
+    return step(r, desc, pos, q, k, v, kcache, vcache, scratch, o);
 }

@@ -76,4 +76,11 @@ uint64_t tmm_op_attention_step_scratch(const tmm_device *dev, const tmm_attentio
 tmm_status tmm_op_attention_step(tmm_recorder *r, const tmm_attention_step_desc *desc, tmm_view pos, tmm_view q,
                                  tmm_view kcache, tmm_view vcache, tmm_view scratch, tmm_view o);
 
+/* tmm_op_attention_cache_write of k, v [B, d], then tmm_op_attention_step,
+ * in the step's dispatches (the part kernel writes each head's new rows in
+ * the invocation that reads that slot): the same caches and o. */
+tmm_status tmm_op_attention_step_write(tmm_recorder *r, const tmm_attention_step_desc *desc, tmm_view pos,
+                                       tmm_view q, tmm_view k, tmm_view v, tmm_view kcache, tmm_view vcache,
+                                       tmm_view scratch, tmm_view o);
+
 #endif

@@ -1,6 +1,11 @@
 #include "ref/ref_decode.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "ops/llama_ops.h"
+#include "ref/ref_llama.h"
+#include "ref/ref_ssm_ops.h"
 
 void ref_cache_write(const tmm_toeplitz_desc *desc, const uint32_t *pos, const float *x, float *cache)
 {
@@ -99,4 +104,48 @@ void ref_tz_ssm_prefill(const tmm_tz_ssm_desc *desc, const uint32_t *len, const 
                     float *z = state + (((b * d + c) * K + a) * M + j) * 2;
                     z[0] = (float)re, z[1] = (float)im;
                 }
+}
+
+void ref_linear_rows_group(const float *x, size_t rows, size_t in, const ref_row_group *groups, size_t n,
+                           const uint32_t *pos, size_t dh, size_t npos)
+{
+    for (size_t i = 0; i < n; i++) {
+        const ref_row_group *g = &groups[i];
+        const size_t wr = g->act == TMM_ROW_ACT_SWIGLU ? 2 * g->out : g->out;
+        double *a = malloc(rows * wr * sizeof *a), *y = malloc(rows * g->out * sizeof *y);
+        if (!a || !y)
+            abort();
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < wr; o++) {
+                double acc = g->bias ? g->bias[o] : 0;
+                for (size_t k = 0; k < in; k++)
+                    acc += (double)x[r * in + k] * g->w[o * in + k];
+                a[r * wr + o] = acc;
+            }
+        if (g->act == TMM_ROW_ACT_SWIGLU)
+            ref_swiglu_fwd_d(a, rows, g->out, y);
+        else if (g->act == TMM_ROW_ACT_ROPE)
+            ref_rope_d(a, rows, g->out, g->out / dh, npos, pos, TMM_ROPE_BASE, false, y);
+        else if (g->act == TMM_ROW_ACT_SOFTPLUS)
+            ref_softplus_fwd_d(a, NULL, rows, g->out, y);
+        else
+            memcpy(y, a, rows * g->out * sizeof *y);
+        for (size_t k = 0; k < rows * g->out; k++)
+            g->y[k] = (float)y[k];
+        free(a), free(y);
+    }
+}
+
+void ref_hyena_conv_step(float *u, const float *w, const float *bias, const uint32_t *pos, size_t B, size_t d,
+                         size_t K, float *window)
+{
+    float *y = malloc(3 * B * d * sizeof *y);
+    if (!y)
+        abort();
+    for (size_t q = 0; q < 3; q++)
+        ref_conv1d_step(u + q * B * d, w + q * d * K, bias + q * d, pos, B, d, K, false, window + q * B * (K - 1) * d,
+                        y + q * B * d);
+    for (size_t i = 0; i < B * d; i++)
+        u[i] = y[i], u[2 * B * d + i] = y[2 * B * d + i] * y[B * d + i];
+    free(y);
 }
