@@ -134,6 +134,12 @@ tmm_status tmm_read_file(const char *path, const char *kind, uint64_t max_bytes,
 
 tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size)
 {
+    /* the rename would replace a device, FIFO or socket node itself (as root,
+     * /dev/full became a file) and fails late on a directory */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return tmm_fail(TMM_ERR_IO, "cannot write %s: it is %s; tmm replaces regular files only", path,
+                        file_type_name(st.st_mode));
     size_t len = strlen(path) + 16;
     char *tmp = malloc(len);
     if (!tmp)

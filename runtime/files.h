@@ -18,7 +18,9 @@ tmm_status tmm_read_file(const char *path, const char *kind, uint64_t max_bytes,
  * TMM_ERR_IO naming what it is instead. */
 tmm_status tmm_check_regular_file(const char *path, const char *kind);
 /* Writes path atomically: a temporary file of a unique name beside it (so
- * concurrent writers never share one), fsync, rename over path. */
+ * concurrent writers never share one), fsync, rename over path. An existing
+ * path that is not a regular file (a directory, device, FIFO or socket, or a
+ * link to one) is refused, never replaced. */
 tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size);
 
 /* An exclusive lock (flock) on the file lock_path (created if needed): one

@@ -314,6 +314,12 @@ expect_fail "a JSONL line without text" 1 "bad.jsonl:2: no \"text\" field" \
 expect_fail "a missing corpus file" 1 "no such file" \
   "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/nothing.txt" --out "$tk/x.json"
 check "... and no tokenizer was written" test ! -e "$tk/x.json"
+# outputs that are not regular files (before: the atomic rename replaced the node itself; as root,
+# --samples /dev/full made /dev/full a file)
+expect_fail "tokenizer train --out a FIFO" 1 "it is a FIFO (named pipe); tmm replaces regular files only" \
+  "$tmm" tokenizer train --quiet --vocab 260 --data "$tk/text.txt" --out "$dir/fifo"
+check "... the FIFO is still one" test -p "$dir/fifo"
+expect_fail "tokenizer convert into a directory" 1 "it is a directory" "$tmm" tokenizer convert "$tk/ok.json" "$tk"
 
 # ---- issue 35: SentencePiece-style tokenizer.json parts and .tiktoken files, each refused in one line ----
 one_line() { # the last expect_fail printed one line (a check of its own: check overwrites $dir/out)
