@@ -314,6 +314,11 @@ expect_fail "a JSONL line without text" 1 "bad.jsonl:2: no \"text\" field" \
 expect_fail "a missing corpus file" 1 "no such file" \
   "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/nothing.txt" --out "$tk/x.json"
 check "... and no tokenizer was written" test ! -e "$tk/x.json"
+cp "$tk/text.txt" "$tk/corpus.txt"
+expect_fail "tokenizer train --out naming its corpus" 1 "--out $tk/corpus.txt is the input" \
+  "$tmm" tokenizer train --quiet --vocab 260 --data "$tk/text.txt" --data "$tk/corpus.txt" --out "$tk/corpus.txt"
+check "... the corpus is intact" cmp "$tk/text.txt" "$tk/corpus.txt"
+expect_fail "tokenizer convert IN IN" 1 "OUT $tk/ok.json is the input" "$tmm" tokenizer convert "$tk/ok.json" "$tk/ok.json"
 # outputs that are not regular files (before: the atomic rename replaced the node itself; as root,
 # --samples /dev/full made /dev/full a file)
 expect_fail "tokenizer train --out a FIFO" 1 "it is a FIFO (named pipe); tmm replaces regular files only" \
@@ -421,6 +426,11 @@ bad_task() {
 }
 bad_task "an IFEval keyword that is no regular expression" ifeval "not a valid regular expression" \
   '{"prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["(("]}]}'
+# an output that is an input (before: --samples over --data replaced the benchmark file with the samples)
+printf '{"sentence": "a", "label": 1}\n' > "$dir/sst.jsonl" && ln -sf sst.jsonl "$dir/sst-link.jsonl"
+expect_fail "eval --samples naming --data through a link" 1 "--samples $dir/sst.jsonl is the input $dir/sst-link.jsonl" \
+  "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/sst-link.jsonl" --samples "$dir/sst.jsonl"
+check "... the task file is intact" grep -q '"sentence"' "$dir/sst.jsonl"
 expect_fail "a device as a task file" 1 "task file" "$tmm" eval --checkpoint "$dir/none" --task sst2 --data /dev/zero
 # numbers past any integer (found by fuzz_eval_task: the cast came before the range check, undefined behaviour)
 bad_task "an IFEval count too large for any integer" ifeval "whole number from 0 to 1e9" \

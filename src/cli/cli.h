@@ -59,6 +59,10 @@ bool cli_parse_fraction(const char *option, const char *text, double *out);
  * after a one-line error (cmd_train.c). */
 struct tmm_train_config;
 int cli_load_config(struct tmm_train_config *c, const char *path);
+/* An output file (flag names it: "--out") that is one of the n inputs, by
+ * device and inode (a link or another spelling too), would destroy that
+ * input: 0, or 1 after a one-line error. Call it before any work. */
+int cli_out_apart(const char *flag, const char *out, const char *const *inputs, size_t n);
 /* Opens the device for a subcommand: index -1 means $TMM_DEVICE or the best. */
 int cli_open_device(int index, tmm_device **out);
 /* bytes as "1.5 GiB", "12.0 MiB" or "300.0 KiB" in buf; returns buf. */

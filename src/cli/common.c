@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cli.h"
+#include "files.h"
 
 const char *cli_command = "";
 const char *cli_program = "tmm";
@@ -27,6 +28,16 @@ int cli_error(const char *what, tmm_status status)
     const char *msg = tmm_last_error();
     cli_fail("%s: %s\n", what, *msg ? msg : tmm_status_name(status));
     return 1;
+}
+
+int cli_out_apart(const char *flag, const char *out, const char *const *inputs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (inputs[i] && tmm_same_file(out, inputs[i])) {
+            cli_fail("%s %s is the input %s: write to another file\n", flag, out, inputs[i]);
+            return 1;
+        }
+    return 0;
 }
 
 bool cli_parse_fraction(const char *option, const char *text, double *out)
