@@ -107,6 +107,16 @@ expect_fail "a locked run directory (even with --force)" 1 "in use by another pr
   "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/busy" --force
 kill -INT "$pid"; wait "$pid"
 
+# a second signal ends a long step at once (before: it was ignored until the step ended, minutes at large
+# shapes)
+"$tmm" train --d-model 256 --n-ctx 8192 --layers 1 --batch 2 --steps 1 --eval-every 0 --toeplitz-impl direct \
+  --quiet --run-dir "$dir/slow" > "$dir/slow.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do [ -f "$dir/slow/metrics.jsonl" ] && break; sleep 0.1; done
+kill -TERM "$pid"; sleep 0.5; kill -TERM "$pid"
+SECONDS=0; wait "$pid"; rc=$?
+check "a second SIGTERM during a long step ends it at once, exit 143" test "$rc" -eq 143 -a "$SECONDS" -lt 10
+
 # pruning with a symbolic link among the checkpoints (before: deleted the link target's files)
 mkdir -p "$dir/victim" && echo precious > "$dir/victim/file"
 ln -s "$dir/victim" "$dir/run/checkpoints/step-000000"
