@@ -108,7 +108,7 @@ expect_fail "a locked run directory (even with --force)" 1 "in use by another pr
 kill -INT "$pid"; wait "$pid"
 
 # a second signal ends a long step at once (before: it was ignored until the step ended, minutes at large
-# shapes)
+# shapes); the run stopped before its first checkpoint says how to go on (before: "--resume", which failed)
 "$tmm" train --d-model 256 --n-ctx 8192 --layers 1 --batch 2 --steps 1 --eval-every 0 --toeplitz-impl direct \
   --quiet --run-dir "$dir/slow" > "$dir/slow.log" 2>&1 &
 pid=$!
@@ -116,6 +116,9 @@ for _ in $(seq 600); do [ -f "$dir/slow/metrics.jsonl" ] && break; sleep 0.1; do
 kill -TERM "$pid"; sleep 0.5; kill -TERM "$pid"
 SECONDS=0; wait "$pid"; rc=$?
 check "a second SIGTERM during a long step ends it at once, exit 143" test "$rc" -eq 143 -a "$SECONDS" -lt 10
+expect_fail "... its run directory, without a checkpoint, is refused with advice that works" 1 \
+  "saved no checkpoint: start this one in another directory" "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/slow"
+check "... and replaced with --force" "$tmm" train "${small[@]}" --steps 2 --eval-every 0 --run-dir "$dir/slow" --force
 
 # pruning with a symbolic link among the checkpoints (before: deleted the link target's files)
 mkdir -p "$dir/victim" && echo precious > "$dir/victim/file"
