@@ -162,6 +162,14 @@ expect_fail "TMM_VALIDATE garbage" 1 "TMM_VALIDATE" env TMM_VALIDATE=yes "$tmm" 
 printf '{"text": "fine"}\n{"text": "cut \\u0000 here"}\n' > "$dir/nul.jsonl"
 expect_fail "JSONL with \\u0000" 1 "nul.jsonl:2: holds the escape" \
   "$tmm" train "${small[@]}" --data "$dir/nul.jsonl" --run-dir "$dir/nul"
+# the same escape in the other JSON readers (before: the string ended there: a config's run_dir "ab\u0000cd"
+# trained into ab/, a task item was scored on the text before it)
+printf '{"train": {"run_dir": "%s/ab\\u0000cd"}}' "$dir" > "$dir/nul.json"
+expect_fail "a config with \\u0000" 1 "nul.json: holds the escape" "$tmm" train "${small[@]}" --config "$dir/nul.json"
+check "... nothing was written" test ! -e "$dir/ab"
+printf '{"sentence": "good\\u0000 bad", "label": 1}\n' > "$dir/nul-task.jsonl"
+expect_fail "a task file with \\u0000" 1 "nul-task.jsonl:1: sst2 item: the line holds the escape" \
+  "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/nul-task.jsonl"
 mkfifo "$dir/fifo"
 expect_fail "a FIFO as --data" 1 "FIFO" "$tmm" train "${small[@]}" --data "$dir/fifo" --run-dir "$dir/f1"
 expect_fail "a FIFO as --config" 1 "FIFO" "$tmm" train --config "$dir/fifo"
