@@ -297,6 +297,43 @@ bool tmm_same_file(const char *a, const char *b)
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+    size_t index;
+} file_id;
+
+static int by_id(const void *a, const void *b)
+{
+    const file_id *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+tmm_status tmm_distinct_files(const char *const *paths, size_t n)
+{
+    file_id *ids = n ? malloc(n * sizeof *ids) : NULL;
+    if (n && !ids)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    size_t m = 0;
+    struct stat st;
+    for (size_t i = 0; i < n; i++)
+        if (stat(paths[i], &st) == 0)
+            ids[m++] = (file_id){ st.st_dev, st.st_ino, i };
+    qsort(ids, m, sizeof *ids, by_id);
+    tmm_status s = TMM_OK;
+    for (size_t i = 1; i < m && s == TMM_OK; i++)
+        if (ids[i].dev == ids[i - 1].dev && ids[i].ino == ids[i - 1].ino)
+            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s and %s are the same file: name each input once (its text "
+                         "would be read twice, and could be held out for validation while trained on)",
+                         paths[ids[i - 1].index], paths[ids[i].index]);
+    free(ids);
+    return s;
+}
+
 /* The names in dir, without . and .. (malloc'ed). */
 tmm_status tmm_list_dir(const char *dir, tmm_dir_entry **names, uint32_t *count)
 {

@@ -51,6 +51,12 @@ bool tmm_is_real_dir(const char *path);
 /* The same file or directory (device and inode). */
 bool tmm_same_file(const char *a, const char *b);
 typedef char tmm_dir_entry[TMM_NAME_MAX];
+/* TMM_ERR_INVALID_ARGUMENT naming the first two of paths that are the same
+ * file (device and inode: a link or another spelling too); paths that do not
+ * exist are left to their readers. O(n log n). A corpus that read a file
+ * twice would hold its documents twice, and could hold out one copy for
+ * validation while it trains on the other. */
+tmm_status tmm_distinct_files(const char *const *paths, size_t n);
 /* The names in dir, without . and .. (*names malloc'ed; longer names skipped). */
 tmm_status tmm_list_dir(const char *dir, tmm_dir_entry **names, uint32_t *count);
 /* The input files named by path, for the corpus readers (tmm prepare, tmm

@@ -270,6 +270,15 @@ expect_fail "resumed on shards of another tokenizer" 1 "another tokenizer" \
   "$tmm" train --resume "$dir/shrun" --data "$dir/sh258" --steps 4 --quiet
 check "... nothing changed" bash -c 'cmp "$1/metrics.jsonl" "$2" && [ "$(cat "$1/checkpoints/latest")" = step-000002 ]' \
   _ "$dir/shrun" "$dir/shrun.metrics"
+# one file named twice (before: its text was read twice, and prepare put one copy in each split: the
+# held-out set was the training text)
+expect_fail "prepare: a file named twice, as a file and inside its directory" 1 "are the same file" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/sc" --data "$dir/sc/d1.txt" --out "$dir/shtwice" --quiet
+check "... nothing was written" test ! -e "$dir/shtwice"
+expect_fail "train: a file named twice, through another spelling" 1 "are the same file" \
+  "$tmm" train "${sh_train[@]}" --data "$dir/fox.txt" --data "$dir/../$(basename "$dir")/fox.txt" --run-dir "$dir/twice"
+expect_fail "tokenizer train: a file named twice" 1 "are the same file" \
+  "$tmm" tokenizer train --vocab 260 --data "$dir/fox.txt" --data "$dir/fox.txt" --out "$dir/twice.json" --quiet
 # gzip by content, as tmm tokenizer train reads: a .gz name on plain text is that text
 printf 'not gzip at all' > "$dir/fake.gz"
 check "prepare: a .gz that is not gzip is read as it is" "$tmm" prepare --tokenizer bytes --data "$dir/fake.gz" \

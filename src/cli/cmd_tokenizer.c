@@ -169,6 +169,8 @@ static int train(int argc, char **argv)
     tmm_tokenizer *tok = NULL;
     tmm_status s = tmm_bpe_counter_new(max_words, &ui.counter);
     if (s == TMM_OK)
+        s = tmm_distinct_files(data, n_data);
+    if (s == TMM_OK)
         s = tmm_corpus_read(data, n_data, count_doc, read_progress, &ui);
     if (s == TMM_OK && !ui.quiet && ui.tty)
         fprintf(stderr, "\n");
