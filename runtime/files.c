@@ -176,6 +176,37 @@ tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size
     return TMM_OK;
 }
 
+tmm_status tmm_open_write(const char *path, const char *kind, bool append, FILE **out)
+{
+    *out = NULL;
+#if defined(_WIN32)
+    *out = fopen(path, append ? "ab" : "wb");
+    return *out ? TMM_OK : tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path, strerror(errno));
+#else
+    /* O_NONBLOCK: a FIFO must not wait for a reader; the type is checked on the open file */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0),
+                  0644);
+    if (fd < 0)
+        return tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path,
+                        errno == ELOOP ? "it is a symbolic link, which tmm does not write through" : strerror(errno));
+    struct stat st;
+    const bool known = fstat(fd, &st) == 0;
+    if (!known || !S_ISREG(st.st_mode)) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, "cannot write %s %s: it is %s", kind, path,
+                                known ? file_type_name(st.st_mode) : "unreadable");
+        close(fd);
+        return s;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if ((!append && ftruncate(fd, 0) != 0) || !(*out = fdopen(fd, append ? "ab" : "wb"))) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path, strerror(errno));
+        close(fd);
+        return s;
+    }
+    return TMM_OK;
+#endif
+}
+
 struct tmm_lock {
     int fd;
 };

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "status.h"
 
@@ -22,6 +23,11 @@ tmm_status tmm_check_regular_file(const char *path, const char *kind);
  * path that is not a regular file (a directory, device, FIFO or socket, or a
  * link to one) is refused, never replaced. */
 tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size);
+/* Opens path for writing as a stream (append: at its end; else emptied),
+ * never through a symbolic link and only onto a regular file (or a new
+ * one): a link or another node there is refused, so a file of a run
+ * directory is written inside it. `kind` names it in the message. */
+tmm_status tmm_open_write(const char *path, const char *kind, bool append, FILE **out);
 
 /* An exclusive lock (flock) on the file lock_path (created if needed): one
  * process at a time. The file holds the holder's pid, host and purpose. With

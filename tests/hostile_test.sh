@@ -127,6 +127,15 @@ check "resume and prune with a link present" \
   "$tmm" train --resume "$dir/run" --steps 6 --save-every 1 --keep 1 --quiet
 check "... the link's target is intact" grep -q precious "$dir/victim/file"
 
+# a run directory's metrics log as a link to a file outside it (before: the resumed run appended its
+# records to the link's target)
+cp -r "$dir/run" "$dir/linked" && cp "$dir/run/metrics.jsonl" "$dir/outside.jsonl"
+ln -sf "$dir/outside.jsonl" "$dir/linked/metrics.jsonl"
+before=$(sha256sum < "$dir/outside.jsonl")
+expect_fail "resume with metrics.jsonl a link outside the run" 1 "symbolic link, which tmm does not write through" \
+  "$tmm" train --resume "$dir/linked" --steps 7 --quiet
+check "... the link's target is unchanged" test "$(sha256sum < "$dir/outside.jsonl")" = "$before"
+
 # resuming a copied run continues in the copy (before: wrote into and pruned the original)
 cp -r "$dir/run" "$dir/copy"
 before=$(cd "$dir/run" && find . -type f | sort | xargs sha256sum)

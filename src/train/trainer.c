@@ -975,8 +975,8 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
         if (s == TMM_OK && continuing)
             s = cut_metrics(path, start);
-        if (s == TMM_OK && !(R.metrics = fopen(path, continuing ? "a" : "w")))
-            s = tmm_fail(TMM_ERR_IO, "cannot write %s", path);
+        if (s == TMM_OK)
+            s = tmm_open_write(path, "metrics log", continuing, &R.metrics);
     }
     s = tmm_dist_agree(R.dist, s, "write the run's config and metrics");
     if (s == TMM_OK)
