@@ -183,13 +183,15 @@ tmm_status tmm_open_write(const char *path, const char *kind, bool append, FILE 
     *out = fopen(path, append ? "ab" : "wb");
     return *out ? TMM_OK : tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path, strerror(errno));
 #else
-    /* O_NONBLOCK: a FIFO must not wait for a reader; the type is checked on the open file */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* named before open, which fails on a FIFO without a reader */
+        return tmm_fail(TMM_ERR_IO, "cannot write %s %s: it is %s", kind, path, file_type_name(st.st_mode));
+    /* O_NONBLOCK: a FIFO must not wait for a reader; the type is checked on the open file too */
     int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0),
                   0644);
     if (fd < 0)
         return tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path,
                         errno == ELOOP ? "it is a symbolic link, which tmm does not write through" : strerror(errno));
-    struct stat st;
     const bool known = fstat(fd, &st) == 0;
     if (!known || !S_ISREG(st.st_mode)) {
         tmm_status s = tmm_fail(TMM_ERR_IO, "cannot write %s %s: it is %s", kind, path,

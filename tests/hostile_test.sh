@@ -187,6 +187,8 @@ expect_fail "/dev/zero as --data" 1 "device" "$tmm" train "${small[@]}" --data /
 expect_fail "/dev/zero as --config" 1 "device" "$tmm" train --config /dev/zero
 expect_fail "/dev/zero as a prompt file" 1 "device" "$tmm" generate --checkpoint "$dir/run" --prompt-file /dev/zero
 expect_fail "a directory as --config" 1 "directory" "$tmm" train --config "$dir"
+expect_fail "bench mixer --svg a FIFO (before: blocked forever, and a failed plot exited 0)" 1 \
+  "cannot write plot $dir/fifo: it is a FIFO" "$tmm" bench mixer --n 64 --impls direct --repeat 1 --svg "$dir/fifo"
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$dir/big.json"
 expect_fail "a config file over its limit" 1 "more than the 1.0 MiB" "$tmm" train --config "$dir/big.json"
 
