@@ -134,6 +134,12 @@ tmm_status tmm_read_file(const char *path, const char *kind, uint64_t max_bytes,
 
 tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size)
 {
+    /* the rename would replace a device, FIFO or socket node itself (as root,
+     * /dev/full became a file) and fails late on a directory */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return tmm_fail(TMM_ERR_IO, "cannot write %s: it is %s; tmm replaces regular files only", path,
+                        file_type_name(st.st_mode));
     size_t len = strlen(path) + 16;
     char *tmp = malloc(len);
     if (!tmp)
@@ -168,6 +174,39 @@ tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size
     }
     free(tmp);
     return TMM_OK;
+}
+
+tmm_status tmm_open_write(const char *path, const char *kind, bool append, FILE **out)
+{
+    *out = NULL;
+#if defined(_WIN32)
+    *out = fopen(path, append ? "ab" : "wb");
+    return *out ? TMM_OK : tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path, strerror(errno));
+#else
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) /* named before open, which fails on a FIFO without a reader */
+        return tmm_fail(TMM_ERR_IO, "cannot write %s %s: it is %s", kind, path, file_type_name(st.st_mode));
+    /* O_NONBLOCK: a FIFO must not wait for a reader; the type is checked on the open file too */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0),
+                  0644);
+    if (fd < 0)
+        return tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path,
+                        errno == ELOOP ? "it is a symbolic link, which tmm does not write through" : strerror(errno));
+    const bool known = fstat(fd, &st) == 0;
+    if (!known || !S_ISREG(st.st_mode)) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, "cannot write %s %s: it is %s", kind, path,
+                                known ? file_type_name(st.st_mode) : "unreadable");
+        close(fd);
+        return s;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if ((!append && ftruncate(fd, 0) != 0) || !(*out = fdopen(fd, append ? "ab" : "wb"))) {
+        tmm_status s = tmm_fail(TMM_ERR_IO, "cannot write %s %s: %s", kind, path, strerror(errno));
+        close(fd);
+        return s;
+    }
+    return TMM_OK;
+#endif
 }
 
 struct tmm_lock {
@@ -289,6 +328,43 @@ bool tmm_same_file(const char *a, const char *b)
 {
     struct stat x, y;
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+    size_t index;
+} file_id;
+
+static int by_id(const void *a, const void *b)
+{
+    const file_id *x = a, *y = b;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino)
+        return x->ino < y->ino ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+tmm_status tmm_distinct_files(const char *const *paths, size_t n)
+{
+    file_id *ids = n ? malloc(n * sizeof *ids) : NULL;
+    if (n && !ids)
+        return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
+    size_t m = 0;
+    struct stat st;
+    for (size_t i = 0; i < n; i++)
+        if (stat(paths[i], &st) == 0)
+            ids[m++] = (file_id){ st.st_dev, st.st_ino, i };
+    qsort(ids, m, sizeof *ids, by_id);
+    tmm_status s = TMM_OK;
+    for (size_t i = 1; i < m && s == TMM_OK; i++)
+        if (ids[i].dev == ids[i - 1].dev && ids[i].ino == ids[i - 1].ino)
+            s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s and %s are the same file: name each input once (its text "
+                         "would be read twice, and could be held out for validation while trained on)",
+                         paths[ids[i - 1].index], paths[ids[i].index]);
+    free(ids);
+    return s;
 }
 
 /* The names in dir, without . and .. (malloc'ed). */

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "status.h"
 
@@ -18,8 +19,15 @@ tmm_status tmm_read_file(const char *path, const char *kind, uint64_t max_bytes,
  * TMM_ERR_IO naming what it is instead. */
 tmm_status tmm_check_regular_file(const char *path, const char *kind);
 /* Writes path atomically: a temporary file of a unique name beside it (so
- * concurrent writers never share one), fsync, rename over path. */
+ * concurrent writers never share one), fsync, rename over path. An existing
+ * path that is not a regular file (a directory, device, FIFO or socket, or a
+ * link to one) is refused, never replaced. */
 tmm_status tmm_write_file_atomic(const char *path, const void *data, size_t size);
+/* Opens path for writing as a stream (append: at its end; else emptied),
+ * never through a symbolic link and only onto a regular file (or a new
+ * one): a link or another node there is refused, so a file of a run
+ * directory is written inside it. `kind` names it in the message. */
+tmm_status tmm_open_write(const char *path, const char *kind, bool append, FILE **out);
 
 /* An exclusive lock (flock) on the file lock_path (created if needed): one
  * process at a time. The file holds the holder's pid, host and purpose. With
@@ -49,6 +57,12 @@ bool tmm_is_real_dir(const char *path);
 /* The same file or directory (device and inode). */
 bool tmm_same_file(const char *a, const char *b);
 typedef char tmm_dir_entry[TMM_NAME_MAX];
+/* TMM_ERR_INVALID_ARGUMENT naming the first two of paths that are the same
+ * file (device and inode: a link or another spelling too); paths that do not
+ * exist are left to their readers. O(n log n). A corpus that read a file
+ * twice would hold its documents twice, and could hold out one copy for
+ * validation while it trains on the other. */
+tmm_status tmm_distinct_files(const char *const *paths, size_t n);
 /* The names in dir, without . and .. (*names malloc'ed; longer names skipped). */
 tmm_status tmm_list_dir(const char *dir, tmm_dir_entry **names, uint32_t *count);
 /* The input files named by path, for the corpus readers (tmm prepare, tmm

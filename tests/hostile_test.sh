@@ -107,12 +107,34 @@ expect_fail "a locked run directory (even with --force)" 1 "in use by another pr
   "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/busy" --force
 kill -INT "$pid"; wait "$pid"
 
+# a second signal ends a long step at once (before: it was ignored until the step ended, minutes at large
+# shapes); the run stopped before its first checkpoint says how to go on (before: "--resume", which failed)
+"$tmm" train --d-model 256 --n-ctx 8192 --layers 1 --batch 2 --steps 1 --eval-every 0 --toeplitz-impl direct \
+  --quiet --run-dir "$dir/slow" > "$dir/slow.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do [ -f "$dir/slow/metrics.jsonl" ] && break; sleep 0.1; done
+kill -TERM "$pid"; sleep 0.5; kill -TERM "$pid"
+SECONDS=0; wait "$pid"; rc=$?
+check "a second SIGTERM during a long step ends it at once, exit 143" test "$rc" -eq 143 -a "$SECONDS" -lt 10
+expect_fail "... its run directory, without a checkpoint, is refused with advice that works" 1 \
+  "saved no checkpoint: start this one in another directory" "$tmm" train "${small[@]}" --steps 2 --run-dir "$dir/slow"
+check "... and replaced with --force" "$tmm" train "${small[@]}" --steps 2 --eval-every 0 --run-dir "$dir/slow" --force
+
 # pruning with a symbolic link among the checkpoints (before: deleted the link target's files)
 mkdir -p "$dir/victim" && echo precious > "$dir/victim/file"
 ln -s "$dir/victim" "$dir/run/checkpoints/step-000000"
 check "resume and prune with a link present" \
   "$tmm" train --resume "$dir/run" --steps 6 --save-every 1 --keep 1 --quiet
 check "... the link's target is intact" grep -q precious "$dir/victim/file"
+
+# a run directory's metrics log as a link to a file outside it (before: the resumed run appended its
+# records to the link's target)
+cp -r "$dir/run" "$dir/linked" && cp "$dir/run/metrics.jsonl" "$dir/outside.jsonl"
+ln -sf "$dir/outside.jsonl" "$dir/linked/metrics.jsonl"
+before=$(sha256sum < "$dir/outside.jsonl")
+expect_fail "resume with metrics.jsonl a link outside the run" 1 "symbolic link, which tmm does not write through" \
+  "$tmm" train --resume "$dir/linked" --steps 7 --quiet
+check "... the link's target is unchanged" test "$(sha256sum < "$dir/outside.jsonl")" = "$before"
 
 # resuming a copied run continues in the copy (before: wrote into and pruned the original)
 cp -r "$dir/run" "$dir/copy"
@@ -149,6 +171,14 @@ expect_fail "TMM_VALIDATE garbage" 1 "TMM_VALIDATE" env TMM_VALIDATE=yes "$tmm" 
 printf '{"text": "fine"}\n{"text": "cut \\u0000 here"}\n' > "$dir/nul.jsonl"
 expect_fail "JSONL with \\u0000" 1 "nul.jsonl:2: holds the escape" \
   "$tmm" train "${small[@]}" --data "$dir/nul.jsonl" --run-dir "$dir/nul"
+# the same escape in the other JSON readers (before: the string ended there: a config's run_dir "ab\u0000cd"
+# trained into ab/, a task item was scored on the text before it)
+printf '{"train": {"run_dir": "%s/ab\\u0000cd"}}' "$dir" > "$dir/nul.json"
+expect_fail "a config with \\u0000" 1 "nul.json: holds the escape" "$tmm" train "${small[@]}" --config "$dir/nul.json"
+check "... nothing was written" test ! -e "$dir/ab"
+printf '{"sentence": "good\\u0000 bad", "label": 1}\n' > "$dir/nul-task.jsonl"
+expect_fail "a task file with \\u0000" 1 "nul-task.jsonl:1: sst2 item: the line holds the escape" \
+  "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/nul-task.jsonl"
 mkfifo "$dir/fifo"
 expect_fail "a FIFO as --data" 1 "FIFO" "$tmm" train "${small[@]}" --data "$dir/fifo" --run-dir "$dir/f1"
 expect_fail "a FIFO as --config" 1 "FIFO" "$tmm" train --config "$dir/fifo"
@@ -157,6 +187,8 @@ expect_fail "/dev/zero as --data" 1 "device" "$tmm" train "${small[@]}" --data /
 expect_fail "/dev/zero as --config" 1 "device" "$tmm" train --config /dev/zero
 expect_fail "/dev/zero as a prompt file" 1 "device" "$tmm" generate --checkpoint "$dir/run" --prompt-file /dev/zero
 expect_fail "a directory as --config" 1 "directory" "$tmm" train --config "$dir"
+expect_fail "bench mixer --svg a FIFO (before: blocked forever, and a failed plot exited 0)" 1 \
+  "cannot write plot $dir/fifo: it is a FIFO" "$tmm" bench mixer --n 64 --impls direct --repeat 1 --svg "$dir/fifo"
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$dir/big.json"
 expect_fail "a config file over its limit" 1 "more than the 1.0 MiB" "$tmm" train --config "$dir/big.json"
 
@@ -249,6 +281,15 @@ expect_fail "resumed on shards of another tokenizer" 1 "another tokenizer" \
   "$tmm" train --resume "$dir/shrun" --data "$dir/sh258" --steps 4 --quiet
 check "... nothing changed" bash -c 'cmp "$1/metrics.jsonl" "$2" && [ "$(cat "$1/checkpoints/latest")" = step-000002 ]' \
   _ "$dir/shrun" "$dir/shrun.metrics"
+# one file named twice (before: its text was read twice, and prepare put one copy in each split: the
+# held-out set was the training text)
+expect_fail "prepare: a file named twice, as a file and inside its directory" 1 "are the same file" \
+  "$tmm" prepare --tokenizer bytes --data "$dir/sc" --data "$dir/sc/d1.txt" --out "$dir/shtwice" --quiet
+check "... nothing was written" test ! -e "$dir/shtwice"
+expect_fail "train: a file named twice, through another spelling" 1 "are the same file" \
+  "$tmm" train "${sh_train[@]}" --data "$dir/fox.txt" --data "$dir/../$(basename "$dir")/fox.txt" --run-dir "$dir/twice"
+expect_fail "tokenizer train: a file named twice" 1 "are the same file" \
+  "$tmm" tokenizer train --vocab 260 --data "$dir/fox.txt" --data "$dir/fox.txt" --out "$dir/twice.json" --quiet
 # gzip by content, as tmm tokenizer train reads: a .gz name on plain text is that text
 printf 'not gzip at all' > "$dir/fake.gz"
 check "prepare: a .gz that is not gzip is read as it is" "$tmm" prepare --tokenizer bytes --data "$dir/fake.gz" \
@@ -314,6 +355,17 @@ expect_fail "a JSONL line without text" 1 "bad.jsonl:2: no \"text\" field" \
 expect_fail "a missing corpus file" 1 "no such file" \
   "$tmm" tokenizer train --quiet --vocab 300 --data "$tk/nothing.txt" --out "$tk/x.json"
 check "... and no tokenizer was written" test ! -e "$tk/x.json"
+cp "$tk/text.txt" "$tk/corpus.txt"
+expect_fail "tokenizer train --out naming its corpus" 1 "--out $tk/corpus.txt is the input" \
+  "$tmm" tokenizer train --quiet --vocab 260 --data "$tk/text.txt" --data "$tk/corpus.txt" --out "$tk/corpus.txt"
+check "... the corpus is intact" cmp "$tk/text.txt" "$tk/corpus.txt"
+expect_fail "tokenizer convert IN IN" 1 "OUT $tk/ok.json is the input" "$tmm" tokenizer convert "$tk/ok.json" "$tk/ok.json"
+# outputs that are not regular files (before: the atomic rename replaced the node itself; as root,
+# --samples /dev/full made /dev/full a file)
+expect_fail "tokenizer train --out a FIFO" 1 "it is a FIFO (named pipe); tmm replaces regular files only" \
+  "$tmm" tokenizer train --quiet --vocab 260 --data "$tk/text.txt" --out "$dir/fifo"
+check "... the FIFO is still one" test -p "$dir/fifo"
+expect_fail "tokenizer convert into a directory" 1 "it is a directory" "$tmm" tokenizer convert "$tk/ok.json" "$tk"
 
 # ---- issue 35: SentencePiece-style tokenizer.json parts and .tiktoken files, each refused in one line ----
 one_line() { # the last expect_fail printed one line (a check of its own: check overwrites $dir/out)
@@ -415,6 +467,11 @@ bad_task() {
 }
 bad_task "an IFEval keyword that is no regular expression" ifeval "not a valid regular expression" \
   '{"prompt": "p", "instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": ["(("]}]}'
+# an output that is an input (before: --samples over --data replaced the benchmark file with the samples)
+printf '{"sentence": "a", "label": 1}\n' > "$dir/sst.jsonl" && ln -sf sst.jsonl "$dir/sst-link.jsonl"
+expect_fail "eval --samples naming --data through a link" 1 "--samples $dir/sst.jsonl is the input $dir/sst-link.jsonl" \
+  "$tmm" eval --checkpoint "$dir/none" --task sst2 --data "$dir/sst-link.jsonl" --samples "$dir/sst.jsonl"
+check "... the task file is intact" grep -q '"sentence"' "$dir/sst.jsonl"
 expect_fail "a device as a task file" 1 "task file" "$tmm" eval --checkpoint "$dir/none" --task sst2 --data /dev/zero
 # numbers past any integer (found by fuzz_eval_task: the cast came before the range check, undefined behaviour)
 bad_task "an IFEval count too large for any integer" ifeval "whole number from 0 to 1e9" \

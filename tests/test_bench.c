@@ -156,7 +156,7 @@ H_TEST(bench, mixer)
     unlink(svg);
     cr_assert_not_null(strstr(text, "<polyline"), "no curve in the plot");
     cr_assert_neq(tmm_bench_mixer_svg("/nonexistent/dir/x.svg", &o, r), TMM_OK);
-    cr_assert_not_null(strstr(tmm_last_error(), "cannot write /nonexistent/dir/x.svg"));
+    cr_assert_not_null(strstr(tmm_last_error(), "cannot write plot /nonexistent/dir/x.svg"));
     o.repeat = TMM_BENCH_MIXER_MAX_REPEAT + 1;
     cr_assert_eq(tmm_bench_mixer(h_dev, &o, NULL, NULL, r), TMM_ERR_INVALID_ARGUMENT);
     free(r);

@@ -302,6 +302,10 @@ Test(serve, parse_errors)
         { SERVE_COMPLETION, "{\"model\": \"m\", \"foo\": 1}", "foo", "Unrecognized request argument supplied: foo" },
         /* a field name with a newline: the message stays one line (found by fuzz_serve_request) */
         { SERVE_COMPLETION, "{\"model\": \"m\", \"a\\nb\": 1}", "a\nb", "supplied: a b" },
+        /* a NUL would cut the prompt where C strings end (before: "ab\u0000cd" was the prompt "ab") */
+        { SERVE_COMPLETION, "{\"model\": \"m\", \"prompt\": \"ab\\u0000cd\"}", "", "the escape \\u0000" },
+        { SERVE_CHAT, "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"\\u0000\"}]}", "",
+          "the escape \\u0000" },
         { SERVE_COMPLETION, "{\"model\": \"m\", \"messages\": []}", "messages", "Unrecognized" },
         { SERVE_CHAT, "{\"model\": \"m\", \"prompt\": \"x\"}", "prompt", "Unrecognized" },
         { SERVE_COMPLETION, "{\"model\": \"m\", \"max_tokens\": -1}", "max_tokens", "out of range" },

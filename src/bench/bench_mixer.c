@@ -8,6 +8,7 @@
 
 #include "bench/internal.h"
 #include "buffer.h"
+#include "files.h"
 #include "mixer/toeplitz_select.h"
 #include "ops/attention.h"
 #include "ops/linear_attention.h"
@@ -295,9 +296,8 @@ tmm_status tmm_bench_mixer_svg(const char *path, const tmm_bench_mixer_opts *o, 
 {
     const tmm_bench_mixer_row *rows = r->rows;
     const int count = r->count;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return tmm_fail(TMM_ERR_IO, "cannot write %s", path);
+    FILE *f;
+    TMM_TRY(tmm_open_write(path, "plot", false, &f));
     double lx0 = INFINITY, lx1 = -INFINITY, ly0 = INFINITY, ly1 = -INFINITY;
     for (int i = 0; i < count; i++) {
         lx0 = fmin(lx0, log10(rows[i].n)), lx1 = fmax(lx1, log10(rows[i].n));

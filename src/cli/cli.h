@@ -4,6 +4,7 @@
 #define TMM_CLI_H
 
 #include <getopt.h>
+#include <signal.h>
 
 #include "bench/bench.h"
 #include "device.h" /* TMM_MAX_DEVICE_INDEX */
@@ -59,6 +60,17 @@ bool cli_parse_fraction(const char *option, const char *text, double *out);
  * after a one-line error (cmd_train.c). */
 struct tmm_train_config;
 int cli_load_config(struct tmm_train_config *c, const char *path);
+/* The signal (SIGINT, SIGTERM or SIGHUP) that asked a run to stop, or 0:
+ * set by the handlers of cli_catch_stop_signals, which training and the
+ * experiments read after each step to save and stop. A second such signal
+ * ends the process at once (the default action), for a step that would
+ * take long to finish. */
+extern volatile sig_atomic_t cli_interrupted;
+void cli_catch_stop_signals(void);
+/* An output file (flag names it: "--out") that is one of the n inputs, by
+ * device and inode (a link or another spelling too), would destroy that
+ * input: 0, or 1 after a one-line error. Call it before any work. */
+int cli_out_apart(const char *flag, const char *out, const char *const *inputs, size_t n);
 /* Opens the device for a subcommand: index -1 means $TMM_DEVICE or the best. */
 int cli_open_device(int index, tmm_device **out);
 /* bytes as "1.5 GiB", "12.0 MiB" or "300.0 KiB" in buf; returns buf. */

@@ -210,9 +210,10 @@ int bench_mixer(int argc, char **argv)
         printf("%s\n", text);
     else
         print_exponents(&o, r);
-    if (s == TMM_OK && r->count && tmm_bench_mixer_svg(f.svg, &o, r) != TMM_OK)
-        cli_fail("%s\n", tmm_last_error());
-    if (s == TMM_OK && !f.json && r->count)
+    tmm_status plot = s == TMM_OK && r->count ? tmm_bench_mixer_svg(f.svg, &o, r) : TMM_ERR_INVALID_ARGUMENT;
+    if (s == TMM_OK && r->count && plot != TMM_OK)
+        rc = cli_error("cannot write the plot", plot);
+    else if (plot == TMM_OK && !f.json)
         printf("plot: %s\n", f.svg);
     free(text);
     free(r);

@@ -240,6 +240,9 @@ int cmd_eval_task(int argc, char **argv)
         cli_fail("--fewshot-data is used only with --shots K\n");
         return 2;
     }
+    const char *inputs[] = { data, fewshot_path };
+    if (samples && cli_out_apart("--samples", samples, inputs, 2))
+        return 1;
     tmm_eval_set set = { 0 }, fewshot = { 0 };
     s = tmm_eval_read(task, data, &set);
     if (s == TMM_OK && fewshot_path)

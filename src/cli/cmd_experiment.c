@@ -1,6 +1,5 @@
 /* tmm experiment: the paper's comparisons, one command each
  * (src/experiment, docs/experiments.md). */
-#define _POSIX_C_SOURCE 200809L /* sigaction */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,10 +12,6 @@
 
 #define MAX_DATA 64
 #define DECODE_REPEAT 4u
-
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig) { interrupted = sig; }
 
 static void usage(void)
 {
@@ -87,7 +82,7 @@ int cmd_experiment(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
     };
     const char *data[MAX_DATA];
-    tmm_exp_options o = { .preset = TMM_EXP_SMALL, .out = "results", .seed = 1, .data = data, .stop = &interrupted,
+    tmm_exp_options o = { .preset = TMM_EXP_SMALL, .out = "results", .seed = 1, .data = data, .stop = &cli_interrupted,
                           .decode = decode };
     int opt, device = -1;
     unsigned long v;
@@ -152,11 +147,7 @@ int cmd_experiment(int argc, char **argv)
     tmm_device *dev;
     if (cli_open_device(device, &dev))
         return 1;
-    struct sigaction sa = { .sa_handler = on_stop_signal };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    cli_catch_stop_signals();
     tmm_exp_outcome out;
     tmm_status s = tmm_experiment_run(dev, e, &o, &out);
     tmm_device_destroy(dev);
@@ -164,7 +155,7 @@ int cmd_experiment(int argc, char **argv)
         return cli_error(e->name, s);
     if (out.interrupted) {
         printf("interrupted: rerun the same command to continue (%s)\n", out.dir);
-        return 128 + (interrupted ? interrupted : SIGTERM);
+        return 128 + (cli_interrupted ? cli_interrupted : SIGTERM);
     }
     printf("%s: %u runs (%u reused); claim %s at this scale; report %s/report.md\n", e->name, out.runs, out.reused,
            out.verdict, out.dir);

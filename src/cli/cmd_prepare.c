@@ -615,6 +615,8 @@ static tmm_status run_prepare(options *o)
                      "special added token): documents need one between them", o->tokenizer);
     char tok_path[TMM_PATH_MAX];
     if (s == TMM_OK)
+        s = tmm_distinct_files((const char *const *)o->in.paths, o->in.count);
+    if (s == TMM_OK)
         s = check_out_apart(&o->in, o->out);
     const bool created = !tmm_path_exists(o->out);
     if (s == TMM_OK)

@@ -164,8 +164,12 @@ static int train(int argc, char **argv)
         free(data);
         return 2;
     }
+    if (cli_out_apart("--out", out, data, n_data))
+        return free(data), 1;
     tmm_tokenizer *tok = NULL;
     tmm_status s = tmm_bpe_counter_new(max_words, &ui.counter);
+    if (s == TMM_OK)
+        s = tmm_distinct_files(data, n_data);
     if (s == TMM_OK)
         s = tmm_corpus_read(data, n_data, count_doc, read_progress, &ui);
     if (s == TMM_OK && !ui.quiet && ui.tty)
@@ -343,6 +347,8 @@ static int convert(int argc, char **argv)
         cli_fail("needs IN and OUT (see 'tmm tokenizer convert --help')\n");
         return 2;
     }
+    if (cli_out_apart("OUT", argv[optind + 1], (const char *const *)&argv[optind], 1))
+        return 1;
     tmm_tokenizer *tok = NULL;
     tmm_status s = tmm_tokenizer_load_as(argv[optind], encoding, &tok);
     if (s == TMM_OK)

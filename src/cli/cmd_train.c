@@ -1,5 +1,5 @@
 /* tmm train and tmm eval. */
-#define _POSIX_C_SOURCE 200809L /* sigaction, isatty, strdup */
+#define _POSIX_C_SOURCE 200809L /* isatty, strdup */
 #include <getopt.h>
 #include <signal.h>
 #include <stddef.h>
@@ -17,11 +17,6 @@
 #include "model/checkpoint.h"
 #include "train/data.h"
 #include "train/trainer.h"
-
-/* The signal that asked training to stop (SIGINT, SIGTERM or SIGHUP), or 0. */
-static volatile sig_atomic_t interrupted;
-
-static void on_stop_signal(int sig) { interrupted = sig; }
 
 /* Options of tmm train that are not config fields. */
 enum { O_PRESET = 256, O_CONFIG, O_RESUME, O_DEVICE, O_QUIET, O_STOP_AFTER, O_FORCE, O_LIST_CONFIG, O_FIELD };
@@ -413,13 +408,9 @@ int cmd_train(int argc, char **argv)
     free(json);
 
     /* schedulers and `timeout` send SIGTERM, a closed terminal SIGHUP: all save like Ctrl-C */
-    struct sigaction sa = { 0 };
-    sa.sa_handler = on_stop_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    cli_catch_stop_signals();
     progress_ui ui = { isatty(STDOUT_FILENO), f.quiet, c.task };
-    tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &interrupted,
+    tmm_train_hooks hooks = { .on_progress = on_progress, .user = &ui, .stop = &cli_interrupted,
                               .stop_after = f.stop_after, .replace_run = f.force, .data = data, .dist = dist };
     tmm_train_result res;
     s = tmm_train(dev, &c, f.resume, &hooks, &res);
@@ -432,7 +423,7 @@ int cmd_train(int argc, char **argv)
         if (tmm_dist_leader(dist))
             print_result(&c, &f, &ui, &res);
         /* 130 for Ctrl-C, 143 for SIGTERM (also when another rank got the signal) */
-        rc = res.interrupted ? 128 + (int)(interrupted ? interrupted : SIGTERM) : 0;
+        rc = res.interrupted ? 128 + (int)(cli_interrupted ? cli_interrupted : SIGTERM) : 0;
     }
     tmm_device_destroy(dev);
     tmm_train_config_free(&c);

@@ -1,9 +1,12 @@
+#define _POSIX_C_SOURCE 200809L /* sigaction */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
+#include "files.h"
 
 const char *cli_command = "";
 const char *cli_program = "tmm";
@@ -27,6 +30,38 @@ int cli_error(const char *what, tmm_status status)
     const char *msg = tmm_last_error();
     cli_fail("%s: %s\n", what, *msg ? msg : tmm_status_name(status));
     return 1;
+}
+
+volatile sig_atomic_t cli_interrupted;
+
+/* a second signal while the first one's checkpoint is saved or a long step
+ * runs ends the process at once: atomic writes keep the last checkpoint */
+static void on_stop_signal(int sig)
+{
+    if (cli_interrupted) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    cli_interrupted = sig;
+}
+
+void cli_catch_stop_signals(void)
+{
+    struct sigaction sa = { .sa_handler = on_stop_signal };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+int cli_out_apart(const char *flag, const char *out, const char *const *inputs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (inputs[i] && tmm_same_file(out, inputs[i])) {
+            cli_fail("%s %s is the input %s: write to another file\n", flag, out, inputs[i]);
+            return 1;
+        }
+    return 0;
 }
 
 bool cli_parse_fraction(const char *option, const char *text, double *out)

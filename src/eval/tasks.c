@@ -507,6 +507,8 @@ static tmm_status parse_line(const tmm_eval_task *task, const where *w, const ch
                      "JSON object per line", w->file, w->line, (size_t)((end ? end : line) - line));
     else if (!cJSON_IsObject(obj))
         s = bad(w, "the line is %s; it must be a JSON object", type_name(obj));
+    if (s == TMM_OK && tmm_json_has_nul_escape(line, len))
+        s = bad(w, "the line holds the escape \\u0000 (a NUL character), which would cut its text: remove it");
     const char *dupkey = s == TMM_OK ? tmm_json_duplicate_key(obj) : NULL;
     if (dupkey)
         s = bad(w, "the key \"%.40s\" occurs twice", dupkey);

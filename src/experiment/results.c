@@ -291,8 +291,7 @@ static tmm_status train(tmm_device *dev, tmm_exp_run *run, tmm_data *data, uint6
                            .tokens_per_step = (uint64_t)c->batch * c->model.n_ctx, .run = run, .quiet = quiet };
     char path[TMM_EXP_PATH_MAX + 32];
     TMM_TRY(tmm_path_join(path, sizeof path, run->dir, "curve.jsonl"));
-    if (!(sink.curve = fopen(path, "a")))
-        return tmm_fail(TMM_ERR_IO, "cannot write %s", path);
+    TMM_TRY(tmm_open_write(path, "learning curve", true, &sink.curve));
     tmm_train_hooks hooks = { .on_progress = on_progress, .user = &sink, .stop = stop, .replace_run = start == 0,
                              .data = data };
     tmm_train_result res;

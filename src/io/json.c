@@ -30,3 +30,15 @@ const char *tmm_json_duplicate_key(const cJSON *obj)
     free(keys);
     return dup;
 }
+
+bool tmm_json_has_nul_escape(const char *s, size_t len)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (s[i] != '\\')
+            continue;
+        if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
+            return true;
+        i++; /* the escaped character */
+    }
+    return false;
+}

@@ -512,6 +512,9 @@ bool serve_request_parse(serve_kind kind, const char *body, size_t length, uint3
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
             ok = serve_bad(e, NULL, "We could not parse the JSON body of your request: there is text after the "
                            "JSON value (at byte %zu).", (size_t)(p - body));
+    if (ok && tmm_json_has_nul_escape(body, length))
+        ok = serve_bad(e, NULL, "The request body holds the escape \\u0000 (a NUL character), which tmm does not "
+                       "accept in any string: remove it.");
     if (ok && !cJSON_IsObject(root))
         ok = serve_bad(e, NULL, "The request body must be a JSON object, not %s.", type_name(root));
     ok = ok && no_duplicates(e, root, "the request body");

@@ -71,20 +71,6 @@ static bool blank(const char *p, size_t len)
     return true;
 }
 
-/* Whether a JSON text holds the escape \u0000 (a NUL character: C strings,
- * and so cJSON's, end there), read escape by escape so "\\u0000" is not one. */
-static bool has_nul_escape(const char *s, size_t len)
-{
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (s[i] != '\\')
-            continue;
-        if (s[i + 1] == 'u' && i + 5 < len && memcmp(s + i + 2, "0000", 4) == 0)
-            return true;
-        i++; /* the escaped character */
-    }
-    return false;
-}
-
 tmm_status tmm_jsonl_line(const char *path, uint64_t line, const char *s, size_t len, tmm_jsonl_kind *kind,
                           char **text, size_t *text_len)
 {
@@ -111,7 +97,7 @@ tmm_status tmm_jsonl_line(const char *path, uint64_t line, const char *s, size_t
     if (trailing)
         st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: text after the JSON value (column %zu)", path,
                       (unsigned long long)line, used + 1);
-    else if (has_nul_escape(s, used))
+    else if (tmm_json_has_nul_escape(s, used))
         st = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s:%llu: holds the escape \\u0000 (a NUL character), which "
                       "the text task does not support: remove it from the data", path, (unsigned long long)line);
     else if (!cJSON_IsObject(obj))

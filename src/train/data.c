@@ -84,6 +84,7 @@ static tmm_status check_config(const tmm_data_config *c)
     for (uint32_t i = 0; i < c->text_path_count; i++)
         if (!c->text_paths[i] || !c->text_paths[i][0])
             return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "text: file %u has no name", i);
+    TMM_TRY(tmm_distinct_files(c->text_paths, c->text_path_count));
     if (c->text_mode != TMM_TEXT_WINDOWS && c->text_mode != TMM_TEXT_DOCUMENTS)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "text: unknown sampling mode %d", (int)c->text_mode);
     if (c->text_format != TMM_TEXT_AUTO && c->text_format != TMM_TEXT_PLAIN && c->text_format != TMM_TEXT_JSONL)

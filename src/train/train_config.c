@@ -297,8 +297,11 @@ tmm_status tmm_train_config_apply_json(tmm_train_config *c, const char *json, co
                         at && root == NULL ? at : "");
     }
     tmm_status s = TMM_OK;
+    if (tmm_json_has_nul_escape(json, strlen(json)))
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: holds the escape \\u0000 (a NUL character), which would cut "
+                     "its string: remove it", source);
     const char *dup = tmm_json_duplicate_key(root);
-    if (dup)
+    if (s == TMM_OK && dup)
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: section \"%s\" occurs twice", source, dup);
     const cJSON *sec;
     for (sec = root->child; s == TMM_OK && sec; sec = sec->next) {

@@ -812,6 +812,11 @@ static tmm_status open_run_dir(run *R, const char *resume, bool replace, bool *c
         return TMM_OK;
     if (replace)
         return tmm_run_dir_clear(dir);
+    char latest[TMM_CONFIG_PATH_MAX + 32];
+    snprintf(latest, sizeof latest, "%s/checkpoints/latest", dir);
+    if (!tmm_path_exists(latest)) /* stopped before its first checkpoint: nothing to resume */
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s holds another run, which saved no checkpoint: start this one "
+                        "in another directory (--run-dir DIR), or replace it with --force", dir);
     return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s holds another run: continue it with --resume %s, start this one "
                     "in another directory (--run-dir DIR), or replace it with --force", dir, dir);
 }
@@ -970,8 +975,8 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
         if (s == TMM_OK && continuing)
             s = cut_metrics(path, start);
-        if (s == TMM_OK && !(R.metrics = fopen(path, continuing ? "a" : "w")))
-            s = tmm_fail(TMM_ERR_IO, "cannot write %s", path);
+        if (s == TMM_OK)
+            s = tmm_open_write(path, "metrics log", continuing, &R.metrics);
     }
     s = tmm_dist_agree(R.dist, s, "write the run's config and metrics");
     if (s == TMM_OK)
