@@ -132,9 +132,11 @@ check "... the link's target is intact" grep -q precious "$dir/victim/file"
 cp -r "$dir/run" "$dir/linked" && cp "$dir/run/metrics.jsonl" "$dir/outside.jsonl"
 ln -sf "$dir/outside.jsonl" "$dir/linked/metrics.jsonl"
 before=$(sha256sum < "$dir/outside.jsonl")
+config=$(sha256sum < "$dir/linked/config.json")
 expect_fail "resume with metrics.jsonl a link outside the run" 1 "symbolic link, which tmm does not write through" \
   "$tmm" train --resume "$dir/linked" --steps 7 --quiet
 check "... the link's target is unchanged" test "$(sha256sum < "$dir/outside.jsonl")" = "$before"
+check "... and config.json too (the refused resume wrote nothing)" test "$(sha256sum < "$dir/linked/config.json")" = "$config"
 
 # resuming a copied run continues in the copy (before: wrote into and pruned the original)
 cp -r "$dir/run" "$dir/copy"

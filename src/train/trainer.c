@@ -967,16 +967,19 @@ tmm_status tmm_train(tmm_device *dev, tmm_train_config *c, const char *resume, c
         s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "the checkpoint is at step %llu, the run has %llu steps: nothing to "
                      "do (raise --steps to train further)", (unsigned long long)start, (unsigned long long)c->steps);
     if (s == TMM_OK && R.rank == 0) {
+        /* the metrics log first: it is the one that can still be refused (a link, not a file), and a
+         * refused resume leaves config.json and the tokenizer as they were */
         char path[1200];
-        snprintf(path, sizeof path, "%s/config.json", c->run_dir);
-        s = tmm_write_file_atomic(path, R.config_json, strlen(R.config_json));
-        if (s == TMM_OK && tmm_data_tokenizer_path(R.data))
-            s = copy_tokenizer(tmm_data_tokenizer_path(R.data), c->run_dir);
         snprintf(path, sizeof path, "%s/metrics.jsonl", c->run_dir);
-        if (s == TMM_OK && continuing)
+        if (continuing)
             s = cut_metrics(path, start);
         if (s == TMM_OK)
             s = tmm_open_write(path, "metrics log", continuing, &R.metrics);
+        snprintf(path, sizeof path, "%s/config.json", c->run_dir);
+        if (s == TMM_OK)
+            s = tmm_write_file_atomic(path, R.config_json, strlen(R.config_json));
+        if (s == TMM_OK && tmm_data_tokenizer_path(R.data))
+            s = copy_tokenizer(tmm_data_tokenizer_path(R.data), c->run_dir);
     }
     s = tmm_dist_agree(R.dist, s, "write the run's config and metrics");
     if (s == TMM_OK)
