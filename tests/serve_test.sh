@@ -240,6 +240,13 @@ if start_server distilled --checkpoint "$dir/fox-distilled" --slots 8 --quiet; t
 else
   failed=$((failed + 1))
 fi
+# every interface without an API key: it serves, and says on its error output that anyone may use it
+"$tmm" serve --checkpoint "$dir/fox" --host 0.0.0.0 --port 0 --quiet > "$dir/open.out" 2> "$dir/open.err" &
+open_pid=$!
+for _ in $(seq 600); do grep -q "listening on" "$dir/open.out" && break; kill -0 "$open_pid" 2>/dev/null || break; sleep 0.1; done
+check "serve --host 0.0.0.0 without a key warns" grep -q "warning: listening on 0.0.0.0 without an API key" "$dir/open.err"
+kill -TERM "$open_pid" 2>/dev/null; wait "$open_pid"
+
 # the running states (Mamba 2's SSM state, linear attention's sums): a slot restarts and
 # prefills alone while the others decode; a prompt of exactly the context gets its one token
 for arch in mamba2 linear; do

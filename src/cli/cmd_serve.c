@@ -191,6 +191,10 @@ int cmd_serve(int argc, char **argv)
                o.c.host, v6 ? "]" : "", tmm_server_port(server), o.c.model, tmm_arch_name(info->config.arch),
                info->config.n_ctx, info->batch, info->distilled ? ", distilled decoding" : "",
                o.c.api_key ? ", API key required" : "");
+        if (!o.c.api_key && strcmp(o.c.host, "127.0.0.1") != 0 && strcmp(o.c.host, "::1") != 0 &&
+            strcmp(o.c.host, "localhost") != 0)
+            fprintf(stderr, "tmm serve: warning: listening on %s without an API key: anyone who reaches this "
+                    "port can use the model (give --api-key or $TMM_API_KEY)\n", o.c.host);
         fflush(stdout);
         int sig = 0;
         sigwait(&stop, &sig);
