@@ -25,7 +25,7 @@ void ref_matmul(const tmm_matmul_desc *desc, const float *a, const float *b, con
                     double y = desc->trans_b ? bb[j * ldb + p] : bb[p * ldb + j];
                     s += x * y;
                 }
-                if (desc->epilogue == TMM_MATMUL_EPI_SILU_GRAD || desc->epilogue == TMM_MATMUL_EPI_GELU_GRAD) {
+                if (tmm_matmul_epilogue_is_grad(desc->epilogue)) {
                     double u = (double)cb[i * ldc + j] + bias[j];
                     s *= desc->epilogue == TMM_MATMUL_EPI_SILU_GRAD ? ref_silu_grad(u) : ref_gelu_grad(u);
                 } else if (bias && desc->epilogue == TMM_MATMUL_EPI_NONE) {
