@@ -304,6 +304,16 @@ static void query_info(VkPhysicalDevice pd, uint32_t index, tmm_device_info *inf
             info->subgroup_size_min = sc.minSubgroupSize;
             info->subgroup_size_max = sc.maxSubgroupSize;
         }
+        if (base.apiVersion >= VK_API_VERSION_1_3) { /* core there: no extension to enable */
+            VkPhysicalDeviceSubgroupSizeControlFeatures scf = {
+                .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES };
+            VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &scf };
+            vkGetPhysicalDeviceFeatures2(pd, &f2);
+            info->subgroup_size_control = scf.subgroupSizeControl &&
+                                          (sc.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                                          info->subgroup_size >= info->subgroup_size_min &&
+                                          info->subgroup_size <= info->subgroup_size_max;
+        }
     }
     info->subgroup_operations = subgroup.supportedOperations;
     info->subgroup_in_compute = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
@@ -447,10 +457,13 @@ static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
     if (d->info.memory_budget)
         exts[n_ext++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     tmm_coopmat_features coopmat;
-    const void *features = NULL;
+    VkPhysicalDeviceSubgroupSizeControlFeatures size = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES, .subgroupSizeControl = VK_TRUE };
+    VkPhysicalDeviceFeatures2 size_only = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &size };
+    const void *features = d->info.subgroup_size_control ? &size_only : NULL; /* tmm_kernel.subgroup_size */
     if (d->info.coopmat_shape[0]) {
-        exts[n_ext++] = TMM_COOPMAT_EXTENSION;
-        features = tmm_coopmat_enable(&coopmat);
+        exts[n_ext++] = d->info.coopmat_extension;
+        features = tmm_coopmat_enable(&d->info, &coopmat);
     }
     VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                .pNext = features,
@@ -514,6 +527,7 @@ void tmm_device_destroy(tmm_device *d)
         vkDestroyDevice(d->device, NULL);
     }
     free(d->pipeline_cache_path);
+    tmm_coopmat_modules_free(d);
     if (d->messenger) {
         PFN_vkDestroyDebugUtilsMessengerEXT destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)
             vkGetInstanceProcAddr(d->instance, "vkDestroyDebugUtilsMessengerEXT");

@@ -8,6 +8,8 @@
 
 #include "status.h"
 
+struct tmm_spirv;
+
 struct tmm_allocator;
 struct tmm_pipeline_set;
 typedef struct tmm_buffer tmm_buffer;
@@ -69,6 +71,11 @@ struct tmm_device {
     tmm_device_tuning tuning;
     int coopmat_check;  /* the cooperative-matrix matmul's self-check (src/ops/matmul_coopmat.c): 0 not run
                            yet, 1 passed, -1 failed (the path is off on this device) */
+    struct tmm_coopmat_module {           /* KHR rewrites of NV modules (runtime/coopmat.h) */
+        const struct tmm_spirv *nv;       /* the embedded module it was made from */
+        struct tmm_spirv *khr;            /* malloc'ed, with its code */
+    } coopmat_modules[4];
+    uint32_t n_coopmat_modules;
     /* the benches' roofline ceilings (src/bench/bench_peaks.c): measured at
        their first use on this device (seconds) and kept */
     bool peaks_measured;

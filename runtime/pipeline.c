@@ -13,7 +13,8 @@ struct tmm_pipeline_set {
 static bool same_kernel(const tmm_kernel *a, const tmm_kernel *b)
 {
     return a->spirv == b->spirv && a->n_buffers == b->n_buffers && a->push_size == b->push_size &&
-           a->n_spec == b->n_spec && memcmp(a->spec, b->spec, a->n_spec * sizeof a->spec[0]) == 0;
+           a->n_spec == b->n_spec && memcmp(a->spec, b->spec, a->n_spec * sizeof a->spec[0]) == 0 &&
+           a->subgroup_size == b->subgroup_size;
 }
 
 static void pipeline_free(tmm_device *device, tmm_pipeline *p)
@@ -43,6 +44,10 @@ static tmm_status validate_kernel(const tmm_device *device, const tmm_kernel *k)
     if (iface.n_buffers != k->n_buffers || iface.binding_mask != (1u << k->n_buffers) - 1u)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "kernel %s: the host binds %u storage buffers, the shader declares "
                         "bindings 0x%x", k->spirv->name, k->n_buffers, iface.binding_mask);
+    if (k->subgroup_size && (!device->info.subgroup_size_control || k->subgroup_size < device->info.subgroup_size_min ||
+                             k->subgroup_size > device->info.subgroup_size_max))
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "kernel %s requires subgroups of %u; the device cannot require that size",
+                        k->spirv->name, k->subgroup_size);
     if (k->push_size > device->info.max_push_constants)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "kernel %s needs %u bytes of push constants; the device offers %u",
                         k->spirv->name, k->push_size, device->info.max_push_constants);
@@ -91,11 +96,15 @@ static tmm_status create(tmm_device *device, const tmm_kernel *k, tmm_pipeline *
     for (uint32_t i = 0; i < k->n_spec; i++)
         entries[i] = (VkSpecializationMapEntry){ i, i * 4, 4 };
     VkSpecializationInfo spec = { k->n_spec, entries, k->n_spec * 4, k->spec };
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo size = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        .requiredSubgroupSize = k->subgroup_size };
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         /* dispatch base lets the recorder split dispatches above the limits */
         .flags = VK_PIPELINE_CREATE_DISPATCH_BASE_BIT,
         .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                   .pNext = k->subgroup_size ? &size : NULL,
                    .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                    .module = module,
                    .pName = "main",

@@ -31,6 +31,8 @@ typedef struct tmm_kernel {
     uint32_t push_size;          /* bytes of push constants (multiple of 4) */
     uint32_t n_spec;             /* specialization constants 0..n_spec-1 */
     uint32_t spec[TMM_MAX_SPEC]; /* their values (32-bit: uint, int or float bits) */
+    uint32_t subgroup_size;      /* the subgroup size the pipeline requires (0: the driver's choice; else
+                                    only where info.subgroup_size_control) */
 } tmm_kernel;
 
 typedef struct tmm_pipeline {

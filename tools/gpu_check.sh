@@ -5,7 +5,8 @@
 # H200-class GPU (docs/gpu.md) it runs, each step under its own timeout, a
 # failure recorded rather than fatal:
 #   - tmm devices: the device tmm picks must be the discrete GPU where there is one;
-#   - the device-op tests (bin/tmm_op_tests), suite by suite, with the Khronos
+#   - the device-op tests (bin/tmm_op_tests), suite by suite (the cooperative-matrix
+#     suite a second time through VK_KHR_cooperative_matrix where NV was taken), with the Khronos
 #     validation layer on (the bundle carries it; without it they cannot run);
 #   - tmm check, plain and validated;
 #   - tmm bench matmul at 4096^3; tmm bench mixer for auto, fft and attention up to
@@ -243,6 +244,16 @@ if [ -x "$op_tests" ]; then
     step "op_$s" op_tests 150 "$op_tests" --filter "$s/*" --jobs "$JOBS" --timeout 120 --ascii \
       --json="$logs/op_$s.json"
   done
+  # The KHR module (the NV kernel rewritten, runtime/spirv_coopmat.h) where the NV
+  # extension is taken by default: the cooperative-matrix suite again through KHR,
+  # without the validation layer (the bundle's, 1.3.239, predates the extension).
+  if [ "$SUITES_WANTED" = all ] && [[ " $(echo $suites) " == *" matmul_coopmat "* ]] &&
+     grep -q 'cooperative-matrix matmul yes: VK_NV' "$logs/devices.out" 2>/dev/null; then
+    step devices_khr devices 30 env TMM_COOPMAT_EXTENSION=KHR "$tmm" devices
+    step op_matmul_coopmat_khr op_tests 150 env TMM_COOPMAT_EXTENSION=KHR TMM_TEST_VALIDATE=0 "$op_tests" \
+      --filter "matmul_coopmat/*" \
+      --jobs "$JOBS" --timeout 120 --ascii --json="$logs/op_matmul_coopmat_khr.json"
+  fi
 else
   printf 'op_tests\top_tests\tfail\t\t0\t0\tno %s (bundle: tools/bundle.sh; build: make tmm_op_tests)\n' "$op_tests" >> "$steps"
   failed=1

@@ -97,6 +97,8 @@ typedef struct tmm_device_info {
     uint32_t subgroup_size_min, subgroup_size_max; /* the sizes the driver may run compute shaders with
                                        (subgroup size control: Vulkan 1.3 or VK_EXT_subgroup_size_control;
                                        without it both are subgroup_size) */
+    bool subgroup_size_control;     /* a compute pipeline can require its subgroup size (Vulkan 1.3 with the
+                                       subgroupSizeControl feature and compute among the required-size stages) */
     uint32_t subgroup_operations;   /* VkSubgroupFeatureFlags */
     bool subgroup_in_compute;
     bool shader_float16;
@@ -113,7 +115,8 @@ typedef struct tmm_device_info {
     bool memory_budget;             /* VK_EXT_memory_budget: heaps carry the driver's budget and usage */
     uint32_t coopmat_shape[3];      /* the cooperative-matrix matmul's M x N x K (fp16 inputs, fp32 sums;
                                        docs/gpu.md); 0: the device does not get it */
-    char coopmat_note[128];         /* why not, when it does not */
+    char coopmat_extension[32];     /* through which: VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix */
+    char coopmat_note[192];         /* why not, when it does not */
 } tmm_device_info;
 
 /* Lists every Vulkan device. *infos is malloc'ed (free() it); *preferred is

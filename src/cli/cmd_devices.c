@@ -48,7 +48,7 @@ static void print_fast_paths(const tmm_device_info *d)
            d->type == TMM_DEVICE_CPU ? "; not used: the register kernel is faster on CPU devices" : "");
     if (d->coopmat_shape[0])
         printf("    cooperative-matrix matmul yes: %s, fp16 x fp16 + fp32 in %u x %u x %u, for fp16 weights "
-               "(--precision fp16); self-checked at first use\n", "VK_NV_cooperative_matrix", d->coopmat_shape[0],
+               "(--precision fp16); self-checked at first use\n", d->coopmat_extension, d->coopmat_shape[0],
                d->coopmat_shape[1], d->coopmat_shape[2]);
     else
         printf("    cooperative-matrix matmul no (%s)\n", d->coopmat_note);
@@ -94,8 +94,9 @@ static void print_device(const tmm_device_info *d, bool picked)
            d->max_workgroup_size[1], d->max_workgroup_size[2], d->max_workgroup_invocations);
     printf("  maxComputeSharedMemory     %u bytes\n", d->max_shared_memory);
     printf("  maxPushConstantsSize       %u bytes\n", d->max_push_constants);
-    printf("  subgroup size              %u (%s in compute; the driver may use %u to %u)\n", d->subgroup_size,
-           d->subgroup_in_compute ? "usable" : "not usable", d->subgroup_size_min, d->subgroup_size_max);
+    printf("  subgroup size              %u (%s in compute; the driver may use %u to %u%s)\n", d->subgroup_size,
+           d->subgroup_in_compute ? "usable" : "not usable", d->subgroup_size_min, d->subgroup_size_max,
+           d->subgroup_size_control ? ", a pipeline may require one" : "");
     printf("  subgroup operations        ");
     print_subgroup_ops(d->subgroup_operations);
     printf("\n  shaderFloat16              %s\n", d->shader_float16 ? "yes" : "no");

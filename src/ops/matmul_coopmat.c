@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "matmul_paths.h"
+#include "coopmat.h"
 #include "op_util.h"
 
 /* Subgroups per workgroup along m and n (the shader's WM, WN); each holds
@@ -35,15 +36,20 @@ static bool coopmat_offered(const tmm_device *dev)
 tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7], uint32_t push_size,
                                        tmm_pipeline **out, uint32_t *tile_m, uint32_t *tile_n)
 {
-    const tmm_device *dev = tmm_recorder_device(r);
+    tmm_device *dev = tmm_recorder_device(r);
     const uint32_t *s = dev->info.coopmat_shape;
-    const uint32_t local[3] = { CM_WM * CM_WN * dev->info.subgroup_size, 1, 1 };
-    /* ids 3-9 as matmul_common.glsl, then CM, CN, CK, WM, WN (10-14) */
-    const uint32_t spec[12] = { common[0], common[1], common[2], common[3], common[4], common[5], common[6],
-                                s[0], s[1], s[2], CM_WM, CM_WN };
+    /* The workgroup is WM x WN subgroups of the size the host reads; where
+     * the driver may pick another size, the pipeline requires this one. */
+    tmm_kernel k = { .n_buffers = 5, .push_size = push_size, .n_spec = 15,
+                     .spec = { CM_WM * CM_WN * dev->info.subgroup_size, 1, 1,
+                               /* ids 3-9 as matmul_common.glsl, then CM, CN, CK, WM, WN (10-14) */
+                               common[0], common[1], common[2], common[3], common[4], common[5], common[6],
+                               s[0], s[1], s[2], CM_WM, CM_WN },
+                     .subgroup_size = dev->info.subgroup_size_control ? dev->info.subgroup_size : 0 };
+    TMM_TRY(tmm_coopmat_module(dev, &tmm_spv_matmul_coopmat, &k.spirv));
     *tile_m = CM_WM * CM_R * s[0];
     *tile_n = CM_WN * CM_R * s[1];
-    return tmm_op_pipeline(r, &tmm_spv_matmul_coopmat, 5, push_size, local, spec, 12, out);
+    return tmm_pipeline_get(dev, &k, out);
 }
 
 /* fp16 bits of x, which is 0 or a normal fp16 value (the check's values are). */
