@@ -2,8 +2,11 @@
 // Cooperative-matrix matmul for GPUs (tensor cores): the product of
 // matmul_common.glsl with A rounded to fp16 and B in fp16 (B_FORMAT 1: exact),
 // the products summed in fp32 by the device's matrix units. Written with
-// GL_NV_cooperative_matrix (VK_NV_cooperative_matrix): Debian 12's glslang
-// 11.13 does not know GL_KHR_cooperative_matrix (docs/gpu.md).
+// GL_NV_cooperative_matrix: Debian 12's glslang 11.13 does not know
+// GL_KHR_cooperative_matrix. Devices that take VK_KHR_cooperative_matrix run
+// this module rewritten (runtime/spirv_coopmat.c), which reads each matrix
+// type's use from the multiply-adds: A (CM x CK), B (CK x CN) and C (CM x CN)
+// must stay distinct types (docs/gpu.md).
 //
 // A workgroup of WM x WN subgroups computes a BM x BN tile of C
 // (BM = WM RM CM, BN = WN RN CN); subgroup (sm, sn) holds RM x RN accumulators
