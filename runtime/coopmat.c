@@ -26,7 +26,9 @@ static const VkDriverId khr_drivers[] = { VK_DRIVER_ID_NVIDIA_PROPRIETARY, VK_DR
  * feature and stage-properties structures have the NV ones' members. */
 enum {
     STYPE_KHR_FEATURES = 1000506000, STYPE_KHR_SHAPE = 1000506001, STYPE_KHR_PROPERTIES = 1000506002,
+    STYPE_BF16_FEATURES = 1000141000, COMPONENT_BF16 = 1000141000, /* VK_KHR_shader_bfloat16 */
 };
+static const char bf16_extension[] = "VK_KHR_shader_bfloat16";
 typedef struct coopmat_shape_khr {
     VkStructureType sType;
     void *pNext;
@@ -90,14 +92,15 @@ static bool allowed(const coopmat_ext *e, VkDriverId id)
 }
 
 /* The shape to use among those reported (in the KHR layout; NV's are
- * converted): fp16 A and B, fp32 C and result, no saturation, subgroup
- * scope, sides of 8 to 32 (the kernel's tiles); 16 x 16 x 16 first. */
-static bool pick_shape(const coopmat_shape_khr *p, uint32_t n, uint32_t shape[3])
+ * converted): A and B of type ab (fp16, or bf16), fp32 C and result, no
+ * saturation, subgroup scope, sides of 8 to 32 (the kernel's tiles);
+ * 16 x 16 x 16 first. */
+static bool pick_shape(const coopmat_shape_khr *p, uint32_t n, VkComponentTypeNV ab, uint32_t shape[3])
 {
     bool found = false;
     for (uint32_t i = 0; i < n; i++) {
         const coopmat_shape_khr *c = &p[i];
-        if (c->AType != VK_COMPONENT_TYPE_FLOAT16_NV || c->BType != VK_COMPONENT_TYPE_FLOAT16_NV ||
+        if (c->AType != ab || c->BType != ab ||
             c->CType != VK_COMPONENT_TYPE_FLOAT32_NV || c->ResultType != VK_COMPONENT_TYPE_FLOAT32_NV ||
             c->saturatingAccumulation || c->scope != VK_SCOPE_SUBGROUP_NV)
             continue;
@@ -156,10 +159,23 @@ static coopmat_shape_khr *shapes(VkInstance instance, VkPhysicalDevice pd, size_
     return out;
 }
 
-/* Whether extension e serves the kernel on pd: true with the shape, else
- * false with the reason in why. */
+/* The bf16 shape through KHR: VK_KHR_shader_bfloat16 with its type and
+ * cooperative-matrix features, and a bf16 x bf16 + fp32 shape among those
+ * reported (p, n). */
+static bool probe_bf16(VkPhysicalDevice pd, const coopmat_shape_khr *p, uint32_t n, uint32_t shape[3])
+{
+    if (!has_device_extension(pd, bf16_extension))
+        return false;
+    tmm_vk_bf16_features bf16 = { .sType = (VkStructureType)STYPE_BF16_FEATURES };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &bf16 };
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+    return bf16.type && bf16.coopmat && pick_shape(p, n, (VkComponentTypeNV)COMPONENT_BF16, shape);
+}
+
+/* Whether extension e serves the kernel on pd: true with the fp16 shape
+ * (and for KHR the bf16 one, or zeros), else false with the reason in why. */
 static bool probe(VkInstance instance, VkPhysicalDevice pd, const tmm_device_info *info, size_t e,
-                  uint32_t shape[3], char *why, size_t why_size)
+                  uint32_t shape[3], uint32_t bf16_shape[3], char *why, size_t why_size)
 {
     const coopmat_ext *x = &extensions[e];
     if (!has_device_extension(pd, x->name)) {
@@ -192,7 +208,9 @@ static bool probe(VkInstance instance, VkPhysicalDevice pd, const tmm_device_inf
     }
     uint32_t n = 0;
     coopmat_shape_khr *p = shapes(instance, pd, e, &n);
-    const bool found = p && pick_shape(p, n, shape);
+    const bool found = p && pick_shape(p, n, VK_COMPONENT_TYPE_FLOAT16_NV, shape);
+    if (found && e == KHR_INDEX && !probe_bf16(pd, p, n, bf16_shape))
+        memset(bf16_shape, 0, 3 * sizeof bf16_shape[0]);
     free(p);
     if (!found) {
         snprintf(why, why_size, "%s: no fp16 x fp16 + fp32 shape at subgroup scope among the %u the driver reports",
@@ -207,6 +225,7 @@ static bool probe(VkInstance instance, VkPhysicalDevice pd, const tmm_device_inf
 void tmm_coopmat_query(VkInstance instance, VkPhysicalDevice pd, tmm_device_info *info)
 {
     memset(info->coopmat_shape, 0, sizeof info->coopmat_shape);
+    memset(info->coopmat_bf16_shape, 0, sizeof info->coopmat_bf16_shape);
     info->coopmat_extension[0] = '\0';
     const char *env = getenv("TMM_DISABLE_COOPMAT");
     if (env && *env && strcmp(env, "0") != 0) {
@@ -233,9 +252,10 @@ void tmm_coopmat_query(VkInstance instance, VkPhysicalDevice pd, tmm_device_info
             snprintf(why[e], sizeof why[e], "%s: not the one TMM_COOPMAT_EXTENSION names", extensions[e].name);
             continue;
         }
-        uint32_t shape[3];
-        if (probe(instance, pd, info, e, shape, why[e], sizeof why[e])) {
+        uint32_t shape[3], bf16[3] = { 0 };
+        if (probe(instance, pd, info, e, shape, bf16, why[e], sizeof why[e])) {
             memcpy(info->coopmat_shape, shape, sizeof shape);
+            memcpy(info->coopmat_bf16_shape, bf16, sizeof bf16);
             snprintf(info->coopmat_extension, sizeof info->coopmat_extension, "%s", extensions[e].name);
             info->coopmat_note[0] = '\0';
             return;
@@ -259,23 +279,37 @@ const void *tmm_coopmat_enable(const tmm_device_info *info, tmm_coopmat_features
     f->model.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
     f->model.vulkanMemoryModel = VK_TRUE;
     f->coopmat.pNext = &f->model;
+    void **tail = &f->model.pNext;
     if (info->subgroup_size_control) {
         f->size.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
         f->size.subgroupSizeControl = VK_TRUE;
-        f->model.pNext = &f->size;
+        *tail = &f->size;
+        tail = &f->size.pNext;
+    }
+    if (info->coopmat_bf16_shape[0]) {
+        f->bf16.sType = (VkStructureType)STYPE_BF16_FEATURES;
+        f->bf16.type = f->bf16.coopmat = VK_TRUE;
+        *tail = &f->bf16;
     }
     f->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     f->features.pNext = &f->f16;
     return &f->features;
 }
 
-tmm_status tmm_coopmat_module(tmm_device *d, const tmm_spirv *nv, const tmm_spirv **out)
+const char *tmm_coopmat_bf16_extension(void)
+{
+    return bf16_extension;
+}
+
+tmm_status tmm_coopmat_module(tmm_device *d, const tmm_spirv *nv, bool bf16, const tmm_spirv **out)
 {
     *out = nv;
-    if (strcmp(d->info.coopmat_extension, extensions[KHR_INDEX].name) != 0)
+    if (bf16 && !d->info.coopmat_bf16_shape[0])
+        return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: the device has no bf16 cooperative matrices", nv->name);
+    if (!bf16 && strcmp(d->info.coopmat_extension, extensions[KHR_INDEX].name) != 0)
         return TMM_OK;
     for (uint32_t i = 0; i < d->n_coopmat_modules; i++)
-        if (d->coopmat_modules[i].nv == nv) {
+        if (d->coopmat_modules[i].nv == nv && d->coopmat_modules[i].bf16 == bf16) {
             *out = d->coopmat_modules[i].khr;
             return TMM_OK;
         }
@@ -287,14 +321,14 @@ tmm_status tmm_coopmat_module(tmm_device *d, const tmm_spirv *nv, const tmm_spir
     if (!khr)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     uint32_t *code = NULL;
-    tmm_status s = tmm_spirv_coopmat_khr(nv->code, nv->size, nv->name, &code, &khr->size);
+    tmm_status s = tmm_spirv_coopmat_khr(nv->code, nv->size, nv->name, bf16, &code, &khr->size);
     if (s != TMM_OK) {
         free(khr);
         return s;
     }
     khr->name = nv->name;
     khr->code = code;
-    d->coopmat_modules[d->n_coopmat_modules++] = (struct tmm_coopmat_module){ .nv = nv, .khr = khr };
+    d->coopmat_modules[d->n_coopmat_modules++] = (struct tmm_coopmat_module){ .nv = nv, .bf16 = bf16, .khr = khr };
     *out = khr;
     return TMM_OK;
 }

@@ -22,19 +22,31 @@ void tmm_coopmat_query(VkInstance instance, VkPhysicalDevice pd, tmm_device_info
 /* The module to run for a kernel written with GL_NV_cooperative_matrix (nv,
  * embedded): nv itself on a device that uses the NV extension, else its KHR
  * rewrite (runtime/spirv_coopmat.h), made at the first call and kept by the
- * device until it is destroyed. */
-tmm_status tmm_coopmat_module(tmm_device *d, const tmm_spirv *nv, const tmm_spirv **out);
+ * device until it is destroyed. bf16: the KHR rewrite with bf16 matrices,
+ * where info.coopmat_bf16_shape says the device has them. */
+tmm_status tmm_coopmat_module(tmm_device *d, const tmm_spirv *nv, bool bf16, const tmm_spirv **out);
+/* The device extension bf16 matrices need besides the KHR one. */
+const char *tmm_coopmat_bf16_extension(void);
 void tmm_coopmat_modules_free(tmm_device *d);
 
 /* The features to enable at device creation when info->coopmat_shape[0]:
  * chained onto *next (fills the caller's structs, which must outlive
  * vkCreateDevice). */
+/* VkPhysicalDeviceShaderBfloat16FeaturesKHR (VK_KHR_shader_bfloat16), which
+ * Debian 12's Vulkan headers (1.3.239) predate: the registry's layout. */
+typedef struct tmm_vk_bf16_features {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 type, dot, coopmat; /* shaderBFloat16Type, ...DotProduct, ...CooperativeMatrix */
+} tmm_vk_bf16_features;
+
 typedef struct tmm_coopmat_features {
     VkPhysicalDeviceFeatures2 features;
     VkPhysicalDeviceShaderFloat16Int8Features f16;
     VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat; /* the KHR struct has the same members */
     VkPhysicalDeviceVulkanMemoryModelFeatures model;     /* the kernel's SPIR-V uses it */
     VkPhysicalDeviceSubgroupSizeControlFeatures size;    /* when info->subgroup_size_control */
+    tmm_vk_bf16_features bf16;                           /* when info->coopmat_bf16_shape[0] */
 } tmm_coopmat_features;
 const void *tmm_coopmat_enable(const tmm_device_info *info, tmm_coopmat_features *f);
 

@@ -449,7 +449,7 @@ static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
                                     .queueFamilyIndex = d->queue_family,
                                     .queueCount = 1,
                                     .pQueuePriorities = &priority };
-    const char *exts[3];
+    const char *exts[4];
     uint32_t n_ext = 0;
     /* MoltenVK and other portability drivers require enabling this. */
     if (device_has_extension(d->physical, "VK_KHR_portability_subset"))
@@ -463,6 +463,8 @@ static tmm_status open_device(tmm_device *d, const tmm_device_options *opt)
     const void *features = d->info.subgroup_size_control ? &size_only : NULL; /* tmm_kernel.subgroup_size */
     if (d->info.coopmat_shape[0]) {
         exts[n_ext++] = d->info.coopmat_extension;
+        if (d->info.coopmat_bf16_shape[0])
+            exts[n_ext++] = tmm_coopmat_bf16_extension();
         features = tmm_coopmat_enable(&d->info, &coopmat);
     }
     VkDeviceCreateInfo dci = { .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,

@@ -69,10 +69,12 @@ struct tmm_device {
 
     uint32_t dispatch_limit[3];  /* workgroups per dispatch before splitting */
     tmm_device_tuning tuning;
-    int coopmat_check;  /* the cooperative-matrix matmul's self-check (src/ops/matmul_coopmat.c): 0 not run
-                           yet, 1 passed, -1 failed (the path is off on this device) */
+    int coopmat_check[2]; /* the cooperative-matrix matmul's self-check (src/ops/matmul_coopmat.c), fp16 [0]
+                           and bf16 [1]: 0 not run yet, 1 passed, -1 failed (that path is off on this device),
+                           2 running */
     struct tmm_coopmat_module {           /* KHR rewrites of NV modules (runtime/coopmat.h) */
         const struct tmm_spirv *nv;       /* the embedded module it was made from */
+        bool bf16;                        /* its 16-bit matrices made bf16 */
         struct tmm_spirv *khr;            /* malloc'ed, with its code */
     } coopmat_modules[4];
     uint32_t n_coopmat_modules;

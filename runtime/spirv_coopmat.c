@@ -6,7 +6,8 @@
 /* Opcodes and enumerants (SPIR-V unified1 grammar; SPV_NV_cooperative_matrix
  * and SPV_KHR_cooperative_matrix). */
 enum {
-    OP_UNDEF = 1, OP_EXTENSION = 10, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_CONSTANT_TRUE = 41,
+    OP_UNDEF = 1, OP_EXTENSION = 10, OP_EXT_INST = 12, OP_CAPABILITY = 17, OP_TYPE_INT = 21, OP_TYPE_FLOAT = 22,
+    OP_CONSTANT_TRUE = 41,
     OP_CONSTANT_FALSE = 42, OP_CONSTANT = 43, OP_CONSTANT_COMPOSITE = 44, OP_LOAD = 61,
     OP_COMPOSITE_CONSTRUCT = 80, OP_COMPOSITE_EXTRACT = 81, OP_COPY_OBJECT = 83, OP_FCONVERT = 115,
     OP_FNEGATE = 127, OP_FADD = 129, OP_FSUB = 131, OP_FMUL = 133, OP_FDIV = 136, OP_MATRIX_TIMES_SCALAR = 143,
@@ -15,12 +16,14 @@ enum {
     OP_LENGTH_CM_NV = 5362,
     OP_TYPE_CM_KHR = 4456, OP_LOAD_CM_KHR = 4457, OP_STORE_CM_KHR = 4458, OP_MULADD_CM_KHR = 4459,
     OP_LENGTH_CM_KHR = 4460,
-    CAP_CM_NV = 5357, CAP_CM_KHR = 6022,
+    OP_TYPE_VECTOR = 23, OP_SPEC_CONSTANT = 50, OP_DOT = 148,
+    CAP_CM_NV = 5357, CAP_CM_KHR = 6022, CAP_BF16_TYPE = 5116, CAP_BF16_CM = 5118, ENCODING_BF16 = 0,
 };
 /* Use (matrix A, B, accumulator) and MemoryLayout (row, column major) values. */
 enum { USE_A = 0, USE_B = 1, USE_ACC = 2, N_CONSTS = 3 };
 
-static const char ext_nv[] = "SPV_NV_cooperative_matrix", ext_khr[] = "SPV_KHR_cooperative_matrix";
+static const char ext_nv[] = "SPV_NV_cooperative_matrix", ext_khr[] = "SPV_KHR_cooperative_matrix",
+                  ext_bf16[] = "SPV_KHR_bfloat16";
 
 /* Opcodes laid out as (result type, result, ...) whose results may be the
  * operands of a multiply-add: how the rewrite finds an operand's type. */
@@ -42,6 +45,7 @@ typedef struct scan {
     uint32_t *type_of; /* result type of a typed_result instruction, 0 unknown */
     uint8_t *role;     /* per matrix type: bit 1 << USE_x for each role it plays */
     int8_t *boolean;   /* OpConstantTrue 1, OpConstantFalse 0, else -1 */
+    uint32_t half_type;  /* OpTypeFloat 16 */
     uint32_t uint_type;  /* OpTypeInt 32 0 */
     size_t uint_at;      /* the word after it, where the new constants go */
     uint32_t n_types;    /* OpTypeCooperativeMatrixNV instructions */
@@ -77,6 +81,8 @@ static tmm_status scan_module(const uint32_t *code, size_t n, const char *name, 
             sc->type_of[w[2]] = w[1];
         if ((op == OP_CONSTANT_TRUE || op == OP_CONSTANT_FALSE) && len == 3 && w[2] < sc->bound)
             sc->boolean[w[2]] = op == OP_CONSTANT_TRUE;
+        if (op == OP_TYPE_FLOAT && len == 3 && w[2] == 16)
+            sc->half_type = w[1];
         if (op == OP_TYPE_INT && len == 4 && w[2] == 32 && w[3] == 0 && !sc->uint_type) {
             sc->uint_type = w[1];
             sc->uint_at = i + len;
@@ -106,6 +112,31 @@ static tmm_status scan_module(const uint32_t *code, size_t n, const char *name, 
     return TMM_OK;
 }
 
+/* Arithmetic whose result is the 16-bit float type or a vector of it, and
+ * 16-bit constants other than zero: what a switch of that type to bf16
+ * would change. */
+static tmm_status bf16_sound(const uint32_t *code, size_t n, const char *name, uint32_t half)
+{
+    uint32_t vec[8], n_vec = 0;
+    for (size_t i = 5; i < n; i += code[i] >> 16)
+        if ((code[i] & 0xffffu) == OP_TYPE_VECTOR && (code[i] >> 16) == 4 && code[i + 2] == half && n_vec < 8)
+            vec[n_vec++] = code[i + 1];
+    for (size_t i = 5; i < n; i += code[i] >> 16) {
+        const uint32_t len = code[i] >> 16, op = code[i] & 0xffffu, *w = code + i;
+        bool typed = len >= 3 && w[1] == half;
+        for (uint32_t v = 0; v < n_vec && len >= 3; v++)
+            typed = typed || w[1] == vec[v];
+        if (!typed)
+            continue;
+        const bool arith = op == OP_EXT_INST || (op >= OP_FNEGATE && op <= OP_DOT);
+        const bool constant = (op == OP_CONSTANT || op == OP_SPEC_CONSTANT) && len == 4 && (w[3] & 0x7fffu) != 0;
+        if (arith || constant)
+            return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: instruction %u computes in the 16-bit float type or holds a "
+                            "16-bit constant; as bf16 it would mean another value", name, op);
+    }
+    return TMM_OK;
+}
+
 /* The Use of a matrix type from its roles; -1 when it plays two. */
 static int use_of(uint8_t role)
 {
@@ -129,12 +160,23 @@ static tmm_status layout(const scan *sc, uint32_t id, const uint32_t consts[N_CO
     return TMM_OK;
 }
 
+/* OpExtension with the name s at o; its length in words. */
+static uint32_t put_extension(uint32_t *o, const char *s)
+{
+    const size_t n = strlen(s) + 1;
+    const uint32_t words = 1 + (uint32_t)(n + 3) / 4;
+    memset(o, 0, words * 4);
+    o[0] = words << 16 | OP_EXTENSION;
+    memcpy(o + 1, s, n);
+    return words;
+}
+
 /* Pass 2: the module again, rewritten into o: one word more per matrix type
  * (its Use), the constants, and room for the longer extension name. */
-static tmm_status rewrite(const uint32_t *code, size_t n, const char *name, const scan *sc, uint32_t **out,
-                          size_t *on)
+static tmm_status rewrite(const uint32_t *code, size_t n, const char *name, const scan *sc, bool bf16,
+                          uint32_t **out, size_t *on)
 {
-    uint32_t *o = malloc((n + sc->n_types + 4 * N_CONSTS + 8) * 4);
+    uint32_t *o = malloc((n + sc->n_types + 4 * N_CONSTS + 24) * 4);
     if (!o)
         return tmm_fail(TMM_ERR_OUT_OF_HOST_MEMORY, "out of host memory");
     *out = o;
@@ -148,14 +190,19 @@ static tmm_status rewrite(const uint32_t *code, size_t n, const char *name, cons
         const uint32_t len = code[i] >> 16, op = code[i] & 0xffffu;
         const uint32_t *w = code + i;
         if (op == OP_CAPABILITY && len == 2 && w[1] == CAP_CM_NV) {
-            o[k++] = code[i];
-            o[k++] = CAP_CM_KHR;
+            const uint32_t caps[3] = { CAP_CM_KHR, CAP_BF16_TYPE, CAP_BF16_CM };
+            for (int c = 0; c < (bf16 ? 3 : 1); c++) {
+                o[k++] = code[i];
+                o[k++] = caps[c];
+            }
         } else if (op == OP_EXTENSION && ext_is(w, len, ext_nv)) {
-            const uint32_t words = 1 + (uint32_t)(sizeof ext_khr + 3) / 4;
-            memset(o + k, 0, words * 4);
-            o[k] = words << 16 | OP_EXTENSION;
-            memcpy(o + k + 1, ext_khr, sizeof ext_khr);
-            k += words;
+            k += put_extension(o + k, ext_khr);
+            if (bf16)
+                k += put_extension(o + k, ext_bf16);
+        } else if (bf16 && op == OP_TYPE_FLOAT && w[1] == sc->half_type) {
+            const uint32_t t[4] = { 4u << 16 | OP_TYPE_FLOAT, w[1], 16, ENCODING_BF16 };
+            memcpy(o + k, t, sizeof t);
+            k += 4;
         } else if (op == OP_TYPE_CM_NV) {
             const int use = use_of(sc->role[w[1]]);
             if (use < 0)
@@ -200,7 +247,7 @@ static tmm_status rewrite(const uint32_t *code, size_t n, const char *name, cons
     return TMM_OK;
 }
 
-tmm_status tmm_spirv_coopmat_khr(const uint32_t *code, size_t bytes, const char *name, uint32_t **out,
+tmm_status tmm_spirv_coopmat_khr(const uint32_t *code, size_t bytes, const char *name, bool bf16, uint32_t **out,
                                  size_t *out_bytes)
 {
     *out = NULL;
@@ -221,9 +268,13 @@ tmm_status tmm_spirv_coopmat_khr(const uint32_t *code, size_t bytes, const char 
         memset(sc.boolean, -1, sc.bound);
         s = scan_module(code, n, name, &sc);
     }
+    if (s == TMM_OK && bf16 && !sc.half_type)
+        s = tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s: the module has no 16-bit float type to make bf16", name);
+    if (s == TMM_OK && bf16)
+        s = bf16_sound(code, n, name, sc.half_type);
     size_t on = 0;
     if (s == TMM_OK)
-        s = rewrite(code, n, name, &sc, &o, &on);
+        s = rewrite(code, n, name, &sc, bf16, &o, &on);
     free(sc.type_of);
     free(sc.role);
     free(sc.boolean);

@@ -43,8 +43,8 @@ typedef struct mm_opts {
     bool bias;
     uint32_t a_offset, b_offset, c_offset; /* elements before each operand in its buffer */
     tmm_elem b_elem;                       /* B stored in 16 bits (fp16, bf16) */
-    bool a_fp16;                           /* A rounded to fp16 first (the cooperative-matrix kernel does) */
-    bool b_fp16;                           /* B (fp32) rounded to fp16 first (the kernel with half_inputs) */
+    tmm_elem a_round;                      /* A rounded to fp16 or bf16 first (the cooperative-matrix kernel does) */
+    tmm_elem b_round;                      /* B (fp32) rounded so first (the kernel with half_inputs) */
 } mm_opts;
 
 /* x rounded to a 16-bit format and the 16-bit words of all n values of x
@@ -91,10 +91,10 @@ static void check(const tmm_matmul_desc *d, const mm_opts *o, uint64_t seed)
     h_rand(bias, nbias, seed + 2, -1, 1);
     h_rand(c, tc, seed + 3, -1, 1);
     uint32_t *b16 = o->b_elem ? round_to_16(b, tb, o->b_elem) : NULL;
-    if (o->a_fp16)
-        free(round_to_16(a, ta, TMM_ELEM_F16));
-    if (o->b_fp16)
-        free(round_to_16(b, tb, TMM_ELEM_F16));
+    if (o->a_round)
+        free(round_to_16(a, ta, o->a_round));
+    if (o->b_round)
+        free(round_to_16(b, tb, o->b_round));
     memcpy(want, c, tc * sizeof *c);
     ref_matmul(d, a + o->a_offset, b + o->b_offset, o->bias ? bias : NULL, want + o->c_offset);
 
@@ -352,29 +352,33 @@ Test(matmul_tile, from_device_limits)
 
 /* ---- cooperative matrices ------------------------------------------------ */
 
-/* The cooperative-matrix kernel (fp16 A and B, fp32 sums) where the device
- * has it: every layout on sizes around its 64 x 64 tiles and 32-long k steps,
- * bias and accumulation, batches with strides, B at an odd offset. The
- * reference takes A rounded to fp16 as the kernel does; the products of fp16
- * values are exact in fp32, so the tolerance is the fp32 one. */
-static void need_coopmat(void)
+/* The cooperative-matrix kernel (fp16 or bf16 A and B, fp32 sums) where the
+ * device has it for that format: every layout on sizes around its 64 x 64
+ * tiles and 32-long k steps, bias and accumulation, batches with strides, B
+ * at an odd offset. The reference takes A rounded as the kernel rounds it;
+ * the products of 16-bit values are exact in fp32, so the tolerance is the
+ * fp32 one. */
+static void need_coopmat(tmm_elem h)
 {
-    if (!tmm_matmul_coopmat_use(h_dev))
-        cr_skip_test("skipped: %s", h_dev->info.coopmat_note[0] ? h_dev->info.coopmat_note
-                                                                 : "the kernel failed its self-check here");
+    if (!tmm_matmul_coopmat_use(h_dev, h == TMM_ELEM_BF16))
+        cr_skip_test("skipped: %s", h == TMM_ELEM_BF16 && h_dev->info.coopmat_shape[0] &&
+                                            !h_dev->info.coopmat_bf16_shape[0]
+                                        ? "the device has no bf16 cooperative matrices"
+                                    : h_dev->info.coopmat_note[0] ? h_dev->info.coopmat_note
+                                                                  : "the kernel failed its self-check here");
 }
 
-static void coopmat_check(tmm_matmul_desc d, mm_opts o, uint64_t seed)
+static void coopmat_check(tmm_matmul_desc d, mm_opts o, uint64_t seed, tmm_elem h)
 {
     d.variant = TMM_MATMUL_COOPMAT;
-    o.b_elem = TMM_ELEM_F16;
-    o.a_fp16 = true;
+    o.b_elem = h;
+    o.a_round = h;
     check(&d, &o, seed);
 }
 
-H_TEST(matmul_coopmat, shapes_every_layout)
+static void coopmat_shapes(tmm_elem h)
 {
-    need_coopmat();
+    need_coopmat(h);
     static const uint32_t s[] = { 1, 17, 65, 100 };
     uint64_t seed = 9000;
     for (int l = 0; l < 4; l++)
@@ -383,39 +387,46 @@ H_TEST(matmul_coopmat, shapes_every_layout)
                 for (size_t q = 0; q < 4; q++)
                     coopmat_check((tmm_matmul_desc){ .m = s[i], .n = s[j], .k = s[q], .trans_a = l & 1,
                                                      .trans_b = l >> 1 },
-                                  (mm_opts){ .b_offset = (uint32_t)(i + j) % 2 }, seed++);
+                                  (mm_opts){ .b_offset = (uint32_t)(i + j) % 2 }, seed++, h);
 }
 
-H_TEST(matmul_coopmat, bias_accumulate_batched)
+static void coopmat_bias_accumulate_batched(tmm_elem h)
 {
-    need_coopmat();
+    need_coopmat(h);
     coopmat_check((tmm_matmul_desc){ .m = 130, .n = 70, .k = 33, .trans_b = true, .accumulate = true },
-                  (mm_opts){ .bias = true, .b_offset = 3 }, 1);
+                  (mm_opts){ .bias = true, .b_offset = 3 }, 1, h);
     coopmat_check((tmm_matmul_desc){ .m = 33, .n = 20, .k = 12, .trans_a = true, .accumulate = true },
-                  (mm_opts){ .bias = true }, 2);
+                  (mm_opts){ .bias = true }, 2, h);
     tmm_matmul_desc d = { .m = 67, .n = 45, .k = 40, .batch = 3, .stride_a = 67 * 40 + 5, .stride_b = 45 * 40,
                           .stride_c = 67 * 45 + 1 };
-    coopmat_check(d, (mm_opts){ 0 }, 3);
-    /* AUTO takes it for fp16 B */
+    coopmat_check(d, (mm_opts){ 0 }, 3, h);
+    /* AUTO takes it for a 16-bit B */
     d.variant = TMM_MATMUL_AUTO;
-    check(&d, &(mm_opts){ .b_elem = TMM_ELEM_F16, .a_fp16 = true }, 4);
+    check(&d, &(mm_opts){ .b_elem = h, .a_round = h }, 4);
 }
 
-/* With half_inputs it takes an fp32 B (fp16 training's weight gradients,
+/* With half_inputs it takes an fp32 B (16-bit training's weight gradients,
  * dyᵀ · x): every layout, rounded as the kernel rounds; AUTO takes it too. */
-H_TEST(matmul_coopmat, fp32_b_with_half_inputs)
+static void coopmat_fp32_b(tmm_elem h)
 {
-    need_coopmat();
+    need_coopmat(h);
     static const uint32_t s[] = { 1, 33, 100 };
     uint64_t seed = 9500;
     for (int l = 0; l < 4; l++)
         for (size_t i = 0; i < 3; i++)
             for (size_t q = 0; q < 3; q++) {
                 tmm_matmul_desc d = { .m = s[i], .n = s[2 - i], .k = s[q], .trans_a = l & 1, .trans_b = l >> 1,
-                                      .half_inputs = true, .variant = l == 3 ? TMM_MATMUL_AUTO : TMM_MATMUL_COOPMAT };
-                check(&d, &(mm_opts){ .a_fp16 = true, .b_fp16 = true, .b_offset = (uint32_t)q }, seed++);
+                                      .half_inputs = h, .variant = l == 3 ? TMM_MATMUL_AUTO : TMM_MATMUL_COOPMAT };
+                check(&d, &(mm_opts){ .a_round = h, .b_round = h, .b_offset = (uint32_t)q }, seed++);
             }
 }
+
+H_TEST(matmul_coopmat, shapes_every_layout) { coopmat_shapes(TMM_ELEM_F16); }
+H_TEST(matmul_coopmat, bias_accumulate_batched) { coopmat_bias_accumulate_batched(TMM_ELEM_F16); }
+H_TEST(matmul_coopmat, fp32_b_with_half_inputs) { coopmat_fp32_b(TMM_ELEM_F16); }
+H_TEST(matmul_coopmat, bf16_shapes_every_layout) { coopmat_shapes(TMM_ELEM_BF16); }
+H_TEST(matmul_coopmat, bf16_bias_accumulate_batched) { coopmat_bias_accumulate_batched(TMM_ELEM_BF16); }
+H_TEST(matmul_coopmat, bf16_fp32_b_with_half_inputs) { coopmat_fp32_b(TMM_ELEM_BF16); }
 
 /* Elsewhere half_inputs changes nothing: AUTO keeps the fp32 kernel, whose
  * product is the same to the bit; asking for the cooperative-matrix kernel
@@ -433,10 +444,12 @@ H_TEST(matmul_coopmat, half_inputs_without_it)
                  TMM_ERR_UNSUPPORTED);
     cr_assert(strstr(tmm_last_error(), "half_inputs"), "%s", tmm_last_error());
     tmm_recorder_destroy(r);
-    if (!tmm_matmul_coopmat_use(h_dev)) {
+    for (tmm_elem h = TMM_ELEM_F16; h <= TMM_ELEM_BF16; h++) {
+        if (tmm_matmul_coopmat_use(h_dev, h == TMM_ELEM_BF16))
+            continue;
         for (int half = 0; half < 2; half++) {
             d.variant = TMM_MATMUL_AUTO;
-            d.half_inputs = half;
+            d.half_inputs = half ? h : TMM_ELEM_F32;
             r = h_begin();
             H_OK(tmm_op_matmul(r, &d, tmm_whole(ba), tmm_whole(bb), (tmm_view){ 0 }, tmm_whole(bc)));
             h_run(r);
@@ -444,6 +457,12 @@ H_TEST(matmul_coopmat, half_inputs_without_it)
         }
         cr_assert(memcmp(c1, c2, 37 * 21 * sizeof *c1) == 0, "half_inputs changed the fp32 kernel's product");
     }
+    d.half_inputs = (tmm_elem)7;
+    r = h_begin();
+    cr_assert_eq(tmm_op_matmul(r, &d, tmm_whole(ba), tmm_whole(bb), (tmm_view){ 0 }, tmm_whole(bc)),
+                 TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "unknown element format"), "%s", tmm_last_error());
+    tmm_recorder_destroy(r);
     tmm_buffer_destroy(ba);
     tmm_buffer_destroy(bb);
     tmm_buffer_destroy(bc);
@@ -920,7 +939,7 @@ static void check_act(tmm_matmul_variant v, tmm_matmul_epilogue act, act_case t,
     const uint64_t m = t.m, n = t.n, k = t.k, one_c = m * n;
     tmm_matmul_desc d = { .m = t.m, .n = t.n, .k = t.k, .trans_b = t.trans_b, .batch = batch,
                           .stride_a = m * k, .stride_c = one_c + (batch > 1 ? 3 : 0), .variant = v,
-                          .half_inputs = v == TMM_MATMUL_COOPMAT };
+                          .half_inputs = v == TMM_MATMUL_COOPMAT ? TMM_ELEM_F16 : TMM_ELEM_F32 };
     const uint64_t na = batch * m * k, nb = n * k, nc = span(batch, d.stride_c, one_c), nz = t.z_offset + nc;
     float *a = h_floats(na), *b = h_floats(nb), *bias = h_floats(n), *c = h_floats(nc), *z = h_floats(nz);
     h_rand(a, na, seed, -1, 1);
@@ -1012,7 +1031,7 @@ H_TEST(matmul_epilogue, forward_tiled) { act_cases(TMM_MATMUL_TILED, small_act_c
 
 H_TEST(matmul_epilogue, forward_coopmat)
 {
-    need_coopmat();
+    need_coopmat(TMM_ELEM_F16);
     act_cases(TMM_MATMUL_COOPMAT, small_act_cases, N_SMALL_ACT, 1300);
 }
 

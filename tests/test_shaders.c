@@ -136,7 +136,7 @@ Test(shaders, coopmat_khr_rewrite_of_the_kernel)
     const spv nv = { tmm_spv_matmul_coopmat.code, tmm_spv_matmul_coopmat.size / 4 };
     uint32_t *code;
     size_t bytes;
-    H_OK(tmm_spirv_coopmat_khr(nv.w, nv.n * 4, "matmul_coopmat", &code, &bytes));
+    H_OK(tmm_spirv_coopmat_khr(nv.w, nv.n * 4, "matmul_coopmat", false, &code, &bytes));
     const spv khr = { code, bytes / 4 };
     /* NV opcodes 5358-5362 and capability 5357 become KHR 4456-4460 and 6022 */
     for (uint32_t op = 5358; op <= 5362; op++)
@@ -185,8 +185,8 @@ Test(shaders, coopmat_khr_rewrite_refuses)
     uint32_t *code = NULL;
     size_t bytes = 0;
     const uint32_t junk[6] = { 0x12345678u, 0, 0, 10, 0, 0 };
-    cr_assert_eq(tmm_spirv_coopmat_khr(junk, sizeof junk, "junk", &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(tmm_spirv_coopmat_khr(tmm_spv_axpy.code, tmm_spv_axpy.size, "axpy", &code, &bytes),
+    cr_assert_eq(tmm_spirv_coopmat_khr(junk, sizeof junk, "junk", false, &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_spirv_coopmat_khr(tmm_spv_axpy.code, tmm_spv_axpy.size, "axpy", false, &code, &bytes),
                  TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "axpy: the module has no NV cooperative matrices"), "%s", tmm_last_error());
     cr_assert(code == NULL && bytes == 0);
@@ -196,7 +196,7 @@ Test(shaders, coopmat_khr_rewrite_refuses)
     cr_assert(m);
     /* cut inside its first instruction (OpCapability, two words) */
     memcpy(m, tmm_spv_matmul_coopmat.code, n * 4);
-    cr_assert_eq(tmm_spirv_coopmat_khr(m, 6 * 4, "cut", &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_spirv_coopmat_khr(m, 6 * 4, "cut", false, &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "overruns"), "%s", tmm_last_error());
     /* A given as B too: one type in two roles */
     size_t muladd = 0, load = 0;
@@ -208,13 +208,64 @@ Test(shaders, coopmat_khr_rewrite_refuses)
     }
     cr_assert(muladd && load);
     m[muladd + 4] = m[muladd + 3];
-    cr_assert_eq(tmm_spirv_coopmat_khr(m, n * 4, "roles", &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_spirv_coopmat_khr(m, n * 4, "roles", false, &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "give each role its own type"), "%s", tmm_last_error());
     /* a layout that is not a constant bool (the load's pointer) */
     memcpy(m, tmm_spv_matmul_coopmat.code, n * 4);
     m[load + 5] = m[load + 3];
-    cr_assert_eq(tmm_spirv_coopmat_khr(m, n * 4, "layout", &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(tmm_spirv_coopmat_khr(m, n * 4, "layout", false, &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(tmm_last_error(), "not a constant bool"), "%s", tmm_last_error());
     cr_assert(code == NULL);
+    /* as bf16, a 16-bit constant other than zero would change its value: an fp32 1.0 made 16-bit */
+    memcpy(m, tmm_spv_matmul_coopmat.code, n * 4);
+    uint32_t half = 0, one = 0;
+    for (size_t i = 5; i < n; i += m[i] >> 16) {
+        if ((m[i] & 0xffffu) == 22 && (m[i] >> 16) == 3 && m[i + 2] == 16)
+            half = m[i + 1];
+        if ((m[i] & 0xffffu) == 43 && (m[i] >> 16) == 4 && m[i + 3] == 0x3f800000u && !one)
+            one = (uint32_t)i;
+    }
+    cr_assert(half && one);
+    m[one + 1] = half;
+    m[one + 3] = 0x3c00u;
+    cr_assert_eq(tmm_spirv_coopmat_khr(m, n * 4, "constant", true, &code, &bytes), TMM_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(tmm_last_error(), "16-bit constant"), "%s", tmm_last_error());
+    H_OK(tmm_spirv_coopmat_khr(m, n * 4, "constant", false, &code, &bytes)); /* fp16 keeps its meaning */
+    free(code);
     free(m);
+}
+
+/* The bf16 module: the 16-bit float type becomes bfloat16 (SPV_KHR_bfloat16),
+ * and with it the A and B matrices, the shared memory that stages them and
+ * the conversions into it; the rest is the KHR rewrite. */
+Test(shaders, coopmat_khr_bf16_rewrite)
+{
+    const spv nv = { tmm_spv_matmul_coopmat.code, tmm_spv_matmul_coopmat.size / 4 };
+    uint32_t *code, *plain;
+    size_t bytes, plain_bytes;
+    H_OK(tmm_spirv_coopmat_khr(nv.w, nv.n * 4, "matmul_coopmat", true, &code, &bytes));
+    H_OK(tmm_spirv_coopmat_khr(nv.w, nv.n * 4, "matmul_coopmat", false, &plain, &plain_bytes));
+    const spv bf = { code, bytes / 4 };
+    cr_assert(has_string(bf, 10, "SPV_KHR_bfloat16") && has_string(bf, 10, "SPV_KHR_cooperative_matrix"));
+    uint32_t bf16 = 0, caps = 0, ab = 0, converts = 0;
+    for (size_t i = 5; i < bf.n; i += bf.w[i] >> 16) {
+        const uint32_t *w = bf.w + i, op = w[0] & 0xffffu, len = w[0] >> 16;
+        if (op == 17 && (w[1] == 5116 || w[1] == 5118)) /* BFloat16TypeKHR, BFloat16CooperativeMatrixKHR */
+            caps++;
+        if (op == 22 && w[2] == 16) {
+            cr_assert(len == 4 && w[3] == 0, "the 16-bit float type carries the BFloat16KHR encoding");
+            bf16 = w[1];
+        }
+        if (op == 4456 && w[2] == bf16 && bf16)
+            ab |= 1u << const_value(bf, w[6]);
+        if (op == 115 && w[1] == bf16 && bf16) /* OpFConvert into bf16: staging A and B */
+            converts++;
+    }
+    cr_assert_eq(caps, 2u);
+    cr_assert_eq(ab, 3u, "A and B are bf16 matrices");
+    cr_assert_geq(converts, 2u);
+    /* the same module but for the type, two capabilities and one extension */
+    cr_assert_eq(bytes, plain_bytes + (1 + 2 * 2 + 6) * 4);
+    free(code);
+    free(plain);
 }

@@ -116,6 +116,8 @@ typedef struct tmm_device_info {
     uint32_t coopmat_shape[3];      /* the cooperative-matrix matmul's M x N x K (fp16 inputs, fp32 sums;
                                        docs/gpu.md); 0: the device does not get it */
     char coopmat_extension[32];     /* through which: VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix */
+    uint32_t coopmat_bf16_shape[3]; /* the same for bf16 inputs (--precision bf16: VK_KHR_cooperative_matrix
+                                       with VK_KHR_shader_bfloat16); 0: not on this device */
     char coopmat_note[192];         /* why not, when it does not */
 } tmm_device_info;
 

@@ -46,11 +46,14 @@ static void print_fast_paths(const tmm_device_info *d)
            "(k step %u)%s\n", small.ts, small.ts, small.ts * small.per, small.ts * small.per, small.bk,
            big.ts * big.per, big.ts * big.per, big.bk,
            d->type == TMM_DEVICE_CPU ? "; not used: the register kernel is faster on CPU devices" : "");
-    if (d->coopmat_shape[0])
-        printf("    cooperative-matrix matmul yes: %s, fp16 x fp16 + fp32 in %u x %u x %u, for fp16 weights "
-               "(--precision fp16); self-checked at first use\n", d->coopmat_extension, d->coopmat_shape[0],
-               d->coopmat_shape[1], d->coopmat_shape[2]);
-    else
+    if (d->coopmat_shape[0]) {
+        printf("    cooperative-matrix matmul yes: %s, fp16 x fp16 + fp32 in %u x %u x %u (--precision fp16)",
+               d->coopmat_extension, d->coopmat_shape[0], d->coopmat_shape[1], d->coopmat_shape[2]);
+        if (d->coopmat_bf16_shape[0])
+            printf(", bf16 x bf16 + fp32 in %u x %u x %u (--precision bf16)", d->coopmat_bf16_shape[0],
+                   d->coopmat_bf16_shape[1], d->coopmat_bf16_shape[2]);
+        printf("; self-checked at first use\n");
+    } else
         printf("    cooperative-matrix matmul no (%s)\n", d->coopmat_note);
 }
 

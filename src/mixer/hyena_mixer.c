@@ -529,7 +529,7 @@ static tmm_status record_derive(tmm_recorder *r, void *arg)
 {
     hy_decoder *dec = arg;
     hy_mixer *m = dec->m;
-    const tmm_rec rec = { r, false, none, false };
+    const tmm_rec rec = { r, false, none, TMM_ELEM_F32 };
     for (uint32_t l = 0; l < config_of(m)->n_layers; l++)
         TMM_TRY(record_filter(m, &rec, l, A(m->layers[l].hf)));
     return TMM_OK;

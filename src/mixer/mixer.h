@@ -58,8 +58,9 @@ typedef struct tmm_rec {
     tmm_recorder *r;
     bool profile;
     tmm_view scratch;            /* shared scratch of at least scratch_floats */
-    bool half_dw;                /* fp16 training: the weight gradients' products may round their inputs to
-                                    fp16 (tmm_op_linear_dw's half; the tensor-core kernel where there is one) */
+    tmm_elem half_dw;            /* fp16 or bf16 training (F16, BF16; else F32): the weight gradients'
+                                    products may round their inputs to that format (tmm_op_linear_dw's half;
+                                    the tensor-core kernel where there is one) */
 } tmm_rec;
 
 /* Records `call` (a tmm_status expression), in a region named `label` when profiling. */

@@ -635,7 +635,7 @@ static tmm_status record_forward(tmm_model *m, tmm_recorder *r, bool backward)
 {
     const tmm_model_config *c = &m->table.config;
     const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
-    const tmm_rec rec = { r, m->profile, A(m->scratch), false };
+    const tmm_rec rec = { r, m->profile, A(m->scratch), TMM_ELEM_F32 };
 
     if (m->weights16)
         TMM_REC_OP(&rec, "weights16", tmm_op_pack16(r, A(m->params), m->table.arena_floats, m->opts.precision,
@@ -674,7 +674,10 @@ static tmm_status record_backward(tmm_model *m, tmm_recorder *r)
 {
     const tmm_model_config *c = &m->table.config;
     const uint32_t N = m->rows, d = c->d_model, V = c->vocab;
-    const tmm_rec rec = { r, m->profile, A(m->scratch), m->opts.precision == TMM_PRECISION_FP16 };
+    const tmm_elem half_dw = m->opts.precision == TMM_PRECISION_FP16   ? TMM_ELEM_F16
+                             : m->opts.precision == TMM_PRECISION_BF16 ? TMM_ELEM_BF16
+                                                                        : TMM_ELEM_F32;
+    const tmm_rec rec = { r, m->profile, A(m->scratch), half_dw };
     tmm_view dh = A(m->dh);
     const tmm_view tmp[2] = { A(m->g1), A(m->g2) };
 

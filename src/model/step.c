@@ -46,7 +46,7 @@ static tmm_status record(tmm_model_step *s)
     const tmm_model_config *c = &t->config;
     const uint32_t B = s->batch, d = c->d_model, e = c->expansion * d, V = c->vocab;
     const tmm_mixer_class *mc = tmm_model_mixer(s->model)->cls;
-    const tmm_rec rec = { s->r, false, W(s->ln_scratch), false };
+    const tmm_rec rec = { s->r, false, W(s->ln_scratch), TMM_ELEM_F32 };
     bool mixer_half[2];
     const uint32_t halves = tmm_frame_halves(s->arch, mixer_half);
 

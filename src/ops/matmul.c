@@ -222,6 +222,13 @@ static geometry geometry_of(const tmm_matmul_desc *d)
     return g;
 }
 
+/* The 16-bit format the cooperative-matrix kernel would round A and B to:
+ * B's own, or the caller's half_inputs for an fp32 B (F32: none). */
+static tmm_elem coopmat_format(const tmm_matmul_desc *desc, tmm_view b)
+{
+    return b.elem != TMM_ELEM_F32 ? b.elem : desc->half_inputs;
+}
+
 /* Records batches of a validated matmul whose single matrices each fit a
  * binding; z, the forward epilogue's output, is laid out as c. */
 static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_matmul_variant variant,
@@ -302,7 +309,8 @@ static tmm_status record_batches(tmm_recorder *r, const tmm_matmul_desc *desc, t
             if (reg)
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_reg, 5, sizeof push, reg_local, spec, 7, &p));
             else if (coop)
-                TMM_TRY(tmm_matmul_coopmat_pipeline(r, spec, sizeof push, &p, &tile_m, &tile_n));
+                TMM_TRY(tmm_matmul_coopmat_pipeline(r, spec, sizeof push, coopmat_format(desc, b) == TMM_ELEM_BF16,
+                                                    &p, &tile_m, &tile_n));
             else
                 TMM_TRY(tmm_op_pipeline(r, &tmm_spv_matmul_tiled, 5, sizeof push, tiled_local, spec, 9, &p));
             pipes[flags] = p;
@@ -431,15 +439,21 @@ tmm_status tmm_op_matmul_act(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_v
     tmm_matmul_variant variant = desc->variant;
     if ((unsigned)variant > TMM_MATMUL_COOPMAT)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown variant %d", (int)desc->variant);
-    /* the kernel rounds both operands to fp16: exact for an fp16 B, allowed by the caller for an fp32 one */
-    const bool halves = b.elem == TMM_ELEM_F16 || (desc->half_inputs && b.elem == TMM_ELEM_F32);
-    if (variant == TMM_MATMUL_COOPMAT && !(halves && tmm_matmul_coopmat_use(dev)))
+    if ((unsigned)desc->half_inputs > TMM_ELEM_BF16 || (unsigned)b.elem > TMM_ELEM_BF16)
+        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown element format (half_inputs %d, b %d)",
+                        (int)desc->half_inputs, (int)b.elem);
+    /* the kernel rounds both operands to a 16-bit format: exact for B in it, allowed by the caller for fp32 */
+    const tmm_elem h = coopmat_format(desc, b);
+    const bool coop_ok = h != TMM_ELEM_F32 && tmm_matmul_coopmat_use(dev, h == TMM_ELEM_BF16);
+    if (variant == TMM_MATMUL_COOPMAT && !coop_ok)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: no cooperative-matrix kernel for this product: %s",
-                        !halves ? "b is neither an fp16 view nor an fp32 one with half_inputs"
+                        h == TMM_ELEM_F32 ? "b is neither a 16-bit view nor an fp32 one with half_inputs"
+                        : h == TMM_ELEM_BF16 && !dev->info.coopmat_bf16_shape[0] && dev->info.coopmat_shape[0]
+                            ? "the device has no bf16 cooperative matrices"
                         : dev->info.coopmat_note[0] ? dev->info.coopmat_note
                                                     : "it failed its self-check on this device");
     if (variant == TMM_MATMUL_AUTO)
-        variant = !dev->tuning.no_coopmat && halves && tmm_matmul_coopmat_use(dev) ? TMM_MATMUL_COOPMAT
+        variant = !dev->tuning.no_coopmat && coop_ok            ? TMM_MATMUL_COOPMAT
                   : dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER
                                                      : TMM_MATMUL_TILED;
 
@@ -454,8 +468,6 @@ tmm_status tmm_op_matmul_act(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_v
                         : bias.elem != TMM_ELEM_F32 ? "bias"
                         : c.elem != TMM_ELEM_F32    ? "c"
                                                     : "z");
-    if ((unsigned)b.elem > TMM_ELEM_BF16)
-        return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: b's element format %d is unknown", (int)b.elem);
     const geometry g = geometry_of(desc);
     if (g.lda < (desc->trans_a ? m : k) || g.ldb < (desc->trans_b ? k : n) || g.ldc < n)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: a leading dimension (lda %u, ldb %u, ldc %u) is shorter "
@@ -510,7 +522,7 @@ tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_
 }
 
 tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
-                            tmm_view dw, bool half)
+                            tmm_view dw, tmm_elem half)
 {
     tmm_matmul_desc d = { .m = out, .n = in, .k = rows, .trans_a = true, .batch = 1, .half_inputs = half };
     return tmm_op_matmul(r, &d, dy, x, (tmm_view){ 0 }, dw);

@@ -26,18 +26,25 @@ static uint64_t coopmat_shared_bytes(const uint32_t s[3])
     return bm * (bk + 8) * 2 + bk * (bn + 8) * 2 + bm * (bn + 4) * 4;
 }
 
-static bool coopmat_offered(const tmm_device *dev)
+/* The matrix shape for fp16 or (bf16) bf16 inputs; zeros where there is none. */
+static const uint32_t *coopmat_shape(const tmm_device *dev, bool bf16)
+{
+    return bf16 ? dev->info.coopmat_bf16_shape : dev->info.coopmat_shape;
+}
+
+static bool coopmat_offered(const tmm_device *dev, bool bf16)
 {
     const tmm_device_info *i = &dev->info;
-    return i->coopmat_shape[0] && coopmat_shared_bytes(i->coopmat_shape) <= i->max_shared_memory &&
+    const uint32_t *s = coopmat_shape(dev, bf16);
+    return s[0] && coopmat_shared_bytes(s) <= i->max_shared_memory &&
            CM_WM * CM_WN * i->subgroup_size <= i->max_workgroup_invocations;
 }
 
-tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7], uint32_t push_size,
+tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7], uint32_t push_size, bool bf16,
                                        tmm_pipeline **out, uint32_t *tile_m, uint32_t *tile_n)
 {
     tmm_device *dev = tmm_recorder_device(r);
-    const uint32_t *s = dev->info.coopmat_shape;
+    const uint32_t *s = coopmat_shape(dev, bf16);
     /* The workgroup is WM x WN subgroups of the size the host reads; where
      * the driver may pick another size, the pipeline requires this one. */
     tmm_kernel k = { .n_buffers = 5, .push_size = push_size, .n_spec = 15,
@@ -46,18 +53,19 @@ tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7]
                                common[0], common[1], common[2], common[3], common[4], common[5], common[6],
                                s[0], s[1], s[2], CM_WM, CM_WN },
                      .subgroup_size = dev->info.subgroup_size_control ? dev->info.subgroup_size : 0 };
-    TMM_TRY(tmm_coopmat_module(dev, &tmm_spv_matmul_coopmat, &k.spirv));
+    TMM_TRY(tmm_coopmat_module(dev, &tmm_spv_matmul_coopmat, bf16, &k.spirv));
     *tile_m = CM_WM * CM_R * s[0];
     *tile_n = CM_WN * CM_R * s[1];
     return tmm_pipeline_get(dev, &k, out);
 }
 
-/* fp16 bits of x, which is 0 or a normal fp16 value (the check's values are). */
-static uint16_t half_of(float x)
+/* fp16 (or bf16) bits of x, which is 0 or a normal value of that format
+ * (the check's values are: exact in both). */
+static uint16_t half_of(float x, bool bf16)
 {
     uint32_t b;
     memcpy(&b, &x, 4);
-    if ((b & 0x7fffffffu) == 0)
+    if (bf16 || (b & 0x7fffffffu) == 0)
         return (uint16_t)(b >> 16);
     return (uint16_t)(((b >> 16) & 0x8000u) | ((((b >> 23) & 0xffu) - 127u + 15u) << 10) | ((b >> 13) & 0x3ffu));
 }
@@ -73,13 +81,15 @@ static tmm_status record_product(tmm_recorder *r, void *arg)
     return tmm_op_matmul(r, &p->d, p->a, p->b, p->bias, p->c);
 }
 
-/* One product of the check, in one layout, B stored in fp16 or (b32) in fp32
- * with half_inputs: values that are multiples of 1/8 in [-1, 1] (exact in
- * fp16), so every product and partial sum is exact in fp32 and the device
- * must match the host to the bit. *bad: it did not. */
-static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, bool b32, uint32_t m, uint32_t n, uint32_t k,
-                               bool *bad)
+/* One product of the check, in one layout, B stored in fp16 (bf16: bf16)
+ * or (b32) in fp32 with half_inputs: values that are multiples of 1/8 in
+ * [-1, 1] (exact in both formats), so every product and partial sum is
+ * exact in fp32 and the device must match the host to the bit. *bad: it did
+ * not. */
+static tmm_status check_layout(tmm_device *dev, bool bf16, bool ta, bool tb, bool b32, uint32_t m, uint32_t n,
+                               uint32_t k, bool *bad)
 {
+    const tmm_elem h = bf16 ? TMM_ELEM_BF16 : TMM_ELEM_F16;
     const uint64_t na = (uint64_t)m * k, nb = (uint64_t)k * n, nc = (uint64_t)m * n;
     float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc(n * 4), *c = malloc(nc * 4);
     uint16_t *b16 = calloc(nb + 1, 2);
@@ -91,7 +101,7 @@ static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, bool b32, uint
             a[i] = (float)((int)((i * 7 + m) % 17) - 8) / 8.0f;
         for (uint64_t i = 0; i < nb; i++) {
             b[i] = (float)((int)((i * 5 + n) % 17) - 8) / 8.0f;
-            b16[i] = half_of(b[i]);
+            b16[i] = half_of(b[i], bf16);
         }
         for (uint32_t j = 0; j < n; j++)
             bias[j] = (float)j / 4.0f;
@@ -107,9 +117,9 @@ static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, bool b32, uint
         (s = tmm_buffer_write(bbias, 0, bias, n * 4ull)) == TMM_OK && (s = tmm_buffer_write(bc, 0, c, nc * 4)) == TMM_OK) {
         /* bias and accumulation in the layouts with B transposed (the forward's) */
         check_product p = { .d = { .m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .accumulate = tb,
-                                   .variant = TMM_MATMUL_COOPMAT, .half_inputs = b32 },
+                                   .variant = TMM_MATMUL_COOPMAT, .half_inputs = b32 ? h : TMM_ELEM_F32 },
                             .a = tmm_whole(ba),
-                            .b = b32 ? tmm_whole(bb) : (tmm_view){ .buffer = bb, .size = nb * 2, .elem = TMM_ELEM_F16 },
+                            .b = b32 ? tmm_whole(bb) : (tmm_view){ .buffer = bb, .size = nb * 2, .elem = h },
                             .bias = tb ? tmm_whole(bbias) : (tmm_view){ 0 }, .c = tmm_whole(bc) };
         if ((s = tmm_record_once(dev, record_product, &p)) == TMM_OK)
             s = tmm_buffer_read(bc, 0, c, nc * 4);
@@ -134,32 +144,35 @@ static tmm_status check_layout(tmm_device *dev, bool ta, bool tb, bool b32, uint
     return s;
 }
 
-/* Runs the kernel once on every layout and both formats of B, on sizes that
- * leave edge tiles and take two steps of k, against the host. */
-static tmm_status self_check(tmm_device *dev, bool *bad)
+/* Runs the kernel for one format once on every layout and both formats of
+ * B, on sizes that leave edge tiles and take two steps of k, against the
+ * host. */
+static tmm_status self_check(tmm_device *dev, bool bf16, bool *bad)
 {
     *bad = false;
     for (int l = 0; l < 8 && !*bad; l++)
-        TMM_TRY(check_layout(dev, l & 1, (l >> 1) & 1, l >> 2, 70, 45, 41, bad));
+        TMM_TRY(check_layout(dev, bf16, l & 1, (l >> 1) & 1, l >> 2, 70, 45, 41, bad));
 
     return TMM_OK;
 }
 
-bool tmm_matmul_coopmat_use(tmm_device *dev)
+bool tmm_matmul_coopmat_use(tmm_device *dev, bool bf16)
 {
-    if (!coopmat_offered(dev) || dev->coopmat_check < 0)
+    int *check = &dev->coopmat_check[bf16];
+    if (!coopmat_offered(dev, bf16) || *check < 0)
         return false;
-    if (dev->coopmat_check != 0)
+    if (*check != 0)
         return true; /* passed, or being checked now */
-    dev->coopmat_check = 2;
+    *check = 2;
     bool bad = false;
-    tmm_status s = self_check(dev, &bad);
+    tmm_status s = self_check(dev, bf16, &bad);
     if (s != TMM_OK || bad) {
-        fprintf(stderr, "tmm: the cooperative-matrix matmul %s on %s; using the tiled kernel\n",
-                s != TMM_OK ? "failed to run" : "disagrees with the host's product", dev->info.name);
-        dev->coopmat_check = -1;
+        fprintf(stderr, "tmm: the %s cooperative-matrix matmul %s on %s; using the tiled kernel\n",
+                bf16 ? "bf16" : "fp16", s != TMM_OK ? "failed to run" : "disagrees with the host's product",
+                dev->info.name);
+        *check = -1;
         return false;
     }
-    dev->coopmat_check = 1;
+    *check = 1;
     return true;
 }

@@ -24,18 +24,20 @@ tmm_matmul_tile tmm_matmul_tile_for(const tmm_device_info *info, const tmm_devic
  * kernel's loop bound along k). */
 bool tmm_matmul_tile_fits(const tmm_device_info *info, tmm_matmul_tile t);
 
-/* Whether a product whose operands may be rounded to fp16 (B stored in
- * fp16, or half_inputs) may take the cooperative-matrix kernel on dev: the
- * device offers the path
- * (info.coopmat_shape: runtime/coopmat.c) with room for the kernel's tiles,
- * and the kernel passed its self-check, which the first call on a device
- * runs (one product per layout, edge tiles and two steps of k, compared to
- * the bit with the host's; a failure turns the path off for the device with
- * one line on stderr). */
-bool tmm_matmul_coopmat_use(tmm_device *dev);
+/* Whether a product whose operands may be rounded to fp16 (bf16: to bf16;
+ * B stored in that format, or half_inputs) may take the cooperative-matrix
+ * kernel on dev: the device offers the path for that format
+ * (info.coopmat_shape, coopmat_bf16_shape: runtime/coopmat.c) with room for
+ * the kernel's tiles, and the kernel passed its self-check for that format,
+ * which the first call on a device runs (one product per layout and per
+ * format of B, edge tiles and two steps of k, compared to the bit with the
+ * host's; a failure turns that path off for the device with one line on
+ * stderr). */
+bool tmm_matmul_coopmat_use(tmm_device *dev, bool bf16);
 /* Its pipeline for matmul_common.glsl's specialization values (ids 3-9) and
- * push constants, and the tile of C one workgroup computes. */
-tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7], uint32_t push_size,
+ * push constants, with fp16 or (bf16) bf16 matrices, and the tile of C one
+ * workgroup computes. */
+tmm_status tmm_matmul_coopmat_pipeline(tmm_recorder *r, const uint32_t common[7], uint32_t push_size, bool bf16,
                                        tmm_pipeline **out, uint32_t *tile_m, uint32_t *tile_n);
 
 #endif

@@ -45,8 +45,9 @@ typedef enum tmm_matmul_variant {
     TMM_MATMUL_AUTO = 0,   /* COOPMAT where it applies, else REGISTER on CPU devices, TILED on GPUs */
     TMM_MATMUL_REGISTER,   /* register-blocked, no shared memory (CPU devices) */
     TMM_MATMUL_TILED,      /* shared-memory tiles (GPUs) */
-    TMM_MATMUL_COOPMAT,    /* cooperative matrices, A rounded to fp16, B fp16 (docs/gpu.md); AUTO takes it
-                              for fp16 B, or with half_inputs, where the device has it */
+    TMM_MATMUL_COOPMAT,    /* cooperative matrices: A rounded to B's 16-bit format (fp16 or bf16), or both
+                              to half_inputs' (docs/gpu.md); AUTO takes it for a 16-bit B, or with
+                              half_inputs, where the device has that format's matrices */
 } tmm_matmul_variant;
 
 const char *tmm_matmul_variant_name(tmm_matmul_variant v);
@@ -90,8 +91,9 @@ typedef struct tmm_matmul_desc {
     tmm_matmul_variant variant;
     uint32_t lda, ldb, ldc;         /* 0: packed */
     tmm_matmul_epilogue epilogue;
-    bool half_inputs;               /* A and B may be rounded to fp16 (fp16 training's weight gradients, as
-                                       PyTorch's autocast does): COOPMAT takes an fp32 B, and AUTO picks it */
+    tmm_elem half_inputs;           /* F16 or BF16: A and B may be rounded to that format (16-bit training's
+                                       weight gradients, as PyTorch's autocast does): COOPMAT takes an fp32 B,
+                                       and AUTO picks it; F32 (0): they may not */
 } tmm_matmul_desc;
 
 /* The leading dimensions of desc with 0 resolved to the packed ones. */
@@ -107,13 +109,14 @@ tmm_status tmm_op_matmul_act(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_v
 /* A Linear layer of `rows` rows, W [out, in]:
  *   linear:    y [rows, out] (+)= x [rows, in] · Wᵀ (+ bias [out], optional: an empty view)
  *   linear_dx: dx [rows, in] (+)= dy [rows, out] · W
- *   linear_dw: dW [out, in] = dyᵀ · x (half: dy and x may be rounded to fp16, the desc's half_inputs) */
+ *   linear_dw: dW [out, in] = dyᵀ · x (half F16 or BF16: dy and x may be rounded to it, the desc's
+ *              half_inputs; F32: they may not) */
 tmm_status tmm_op_linear(tmm_recorder *r, tmm_view x, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                          tmm_view bias, tmm_view y, bool accumulate);
 tmm_status tmm_op_linear_dx(tmm_recorder *r, tmm_view dy, uint32_t rows, uint32_t in, uint32_t out, tmm_view w,
                             tmm_view dx, bool accumulate);
 tmm_status tmm_op_linear_dw(tmm_recorder *r, tmm_view dy, tmm_view x, uint32_t rows, uint32_t in, uint32_t out,
-                            tmm_view dw, bool half);
+                            tmm_view dw, tmm_elem half);
 
 /* The MLP's first layer with its bias b [out] and activation in one matmul:
  * a [rows, out] = x [rows, in] · Wᵀ (without b, for the backward) and
