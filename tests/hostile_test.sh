@@ -614,12 +614,14 @@ check "... and leaves no run directory" test ! -e "$dir/dtol"
 cp -r "$dir/run" "$dir/rk"
 cp "$dir/rk/config.json" "$dir/rk-config.json"
 head -c 4000 "$(dirname "$0")/../README.md" > "$dir/rk.txt"
-check "a text run to resume" "$tmm" train "${small[@]}" --data "$dir/rk.txt" --steps 2 --eval-every 0 --run-dir "$dir/rkt"
+check "a text run to resume" \
+  "$tmm" train "${small[@]}" --data "$dir/rk.txt" --steps 2 --eval-every 0 --run-dir "$dir/rkt"
 expect_fail "resume a text run with --task copy" 2 "--task copy: the run being resumed has task.name text, not copy" \
   "$tmm" train --resume "$dir/rkt" --task copy --steps 4
 expect_fail "resume a copy run with --task text" 2 "--task text: the run being resumed has task.name copy" \
   "$tmm" train --resume "$dir/rk" --task text --steps 8
-expect_fail "resume a copy run with --data (which sets the text task)" 2 "--data $dir/rk.txt: .* task.name copy, not text" \
+expect_fail "resume a copy run with --data (which sets the text task)" 2 \
+  "--data $dir/rk.txt: .* task.name copy, not text" \
   "$tmm" train --resume "$dir/rk" --data "$dir/rk.txt" --steps 8
 expect_fail "resume with another width" 2 "--d-model 32: the run being resumed has model.d_model 16, not 32" \
   "$tmm" train --resume "$dir/rk" --d-model 32 --steps 8
@@ -630,16 +632,17 @@ expect_fail "resume with another accumulation" 2 "--accum 2: .* train.accum 1, n
 echo '{"model": {"n_layers": 3}}' > "$dir/rk-layers.json"
 expect_fail "resume with a config file of another depth" 2 "--config $dir/rk-layers.json: .* model.n_layers 1, not 3" \
   "$tmm" train --resume "$dir/rk" --config "$dir/rk-layers.json" --steps 8
-expect_fail "resume with a preset of another model (given before --resume)" 2 "--preset small-text: .*model.d_model 16" \
+expect_fail "resume with a preset of another model (given before --resume)" 2 \
+  "--preset small-text: .*model.d_model 16" \
   "$tmm" train --preset small-text --resume "$dir/rk" --steps 8
 expect_fail "resume with another text mode" 2 "task.mode windows, not documents" \
   "$tmm" train --resume "$dir/rkt" --text-mode documents --steps 4
 check "... config.json is unchanged" cmp "$dir/rk/config.json" "$dir/rk-config.json"
 check "resume with the run's own values and what may change (steps, lr, evaluation, batch)" \
   "$tmm" train --resume "$dir/rk" --d-model 16 --n-ctx 16 --layers 1 --vocab 0 --heads 0 --accum 1 --task copy \
-  --steps 6 --lr 0.01 --eval-every 3 --batch 8 --quiet
+  --steps 10 --lr 0.01 --eval-every 3 --batch 8 --quiet
 check "... the config file that set the depth, set back by --layers" \
-  "$tmm" train --resume "$dir/rk" --config "$dir/rk-layers.json" --layers 1 --steps 7 --quiet
+  "$tmm" train --resume "$dir/rk" --config "$dir/rk-layers.json" --layers 1 --steps 11 --quiet
 check "resume a text run with its data moved (--data keeps the task)" bash -c \
   'mv "$2" "$2.moved" && "$1" train --resume "$3" --data "$2.moved" --steps 4 --quiet' _ "$tmm" "$dir/rk.txt" "$dir/rkt"
 mv "$dir/rk.txt.moved" "$dir/rk.txt"
@@ -696,9 +699,11 @@ expect_fail "generate --toeplitz-impl on a model without Toeplitz layers" 2 \
   "$tmm" generate --checkpoint "$dir/rktr" -p 1 -n 1 --toeplitz-impl fft
 expect_fail "bench generate --toeplitz-impl on a random transformer" 2 "the random model is a transformer model" \
   "$tmm" bench generate --arch transformer --toeplitz-impl direct
-expect_fail "generate --greedy with a sampling option" 2 "--greedy takes the most likely token: --seed would do nothing" \
+expect_fail "generate --greedy with a sampling option" 2 \
+  "--greedy takes the most likely token: --seed would do nothing" \
   "$tmm" generate --checkpoint "$dir/rk" -p 1 -n 1 --greedy --seed 3
 expect_fail "eval --task: --max-gen on a multiple-choice task says it does nothing" 1 \
-  "note: --max-gen does nothing for sst2" "$tmm" eval --checkpoint "$dir/rk" --task sst2 --data "$dir/none.jsonl" --max-gen 4
+  "note: --max-gen does nothing for sst2" \
+  "$tmm" eval --checkpoint "$dir/rk" --task sst2 --data "$dir/none.jsonl" --max-gen 4
 
 finish

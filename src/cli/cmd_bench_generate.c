@@ -137,7 +137,7 @@ static int parse(int argc, char **argv, tmm_bench_generate_opts *o, gen_flags *f
         { "heads", required_argument, NULL, O_H },         { "vocab", required_argument, NULL, O_V },
         { "prompts", required_argument, NULL, O_PROMPTS }, { "positions", required_argument, NULL, O_POSITIONS },
         { "repeat", required_argument, NULL, O_REPEAT },   { "toeplitz-impl", required_argument, NULL, O_MIXER },
-        { "mixer-impl", required_argument, NULL, O_MIXER },
+        { "mixer-impl", required_argument, NULL, O_MIXER }, /* its old name (cli_getopt) */
         { "device", required_argument, NULL, O_DEVICE },   { "json", no_argument, NULL, O_JSON },
         { "arch", required_argument, NULL, O_ARCH },       { "window", required_argument, NULL, O_WINDOW },
         { "help", no_argument, NULL, 'h' },                { 0, 0, 0, 0 },

@@ -233,7 +233,8 @@ int cmd_eval_task(int argc, char **argv)
         cli_fail("%s\n", tmm_last_error());
         return 2;
     }
-    if (o.max_gen && tmm_eval_task_kind(task) == TMM_EVAL_CHOICE) /* a notice: tools/bench_eval.sh gives it to every task */
+    /* a notice, not an error: tools/bench_eval.sh gives --max-gen to every task */
+    if (o.max_gen && tmm_eval_task_kind(task) == TMM_EVAL_CHOICE)
         cli_fail("note: --max-gen does nothing for %s (multiple choice: it scores its choices by their "
                  "log-likelihood and generates nothing)\n", task_name);
     if (fewshot_path && !o.shots) {

@@ -64,7 +64,9 @@ static const struct option longopts[] = {
     { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
     { "top-p", required_argument, NULL, O_TOPP }, { "seed", required_argument, NULL, O_SEED },
     { "greedy", no_argument, NULL, O_GREEDY }, { "slide", no_argument, NULL, O_SLIDE },
-    { "toeplitz-impl", required_argument, NULL, O_MIXER }, { "mixer-impl", required_argument, NULL, O_MIXER }, { "device", required_argument, NULL, 'd' },
+    { "toeplitz-impl", required_argument, NULL, O_MIXER },
+    { "mixer-impl", required_argument, NULL, O_MIXER }, /* its old name (cli_getopt) */
+    { "device", required_argument, NULL, 'd' },
     { "quiet", no_argument, NULL, 'q' }, { "allow-nonfinite", no_argument, NULL, O_NONFINITE },
     { "exact", no_argument, NULL, O_EXACT }, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
 };

@@ -301,7 +301,6 @@ static int check_resume(const resume_check *r, const tmm_train_config *c)
     return 0;
 }
 
-
 /* The options of the command line in order, checked by cli_getopt, and
  * tmm train's own flags into f. 0 to go on, -1 after --help or
  * --list-config, else the exit status. */
@@ -373,7 +372,8 @@ static int parse_flags(int argc, char **argv, tmm_train_config *c, train_flags *
     given *list = malloc((size_t)argc * sizeof *list);
     resume_check *check = NULL;
     size_t n = 0;
-    int rc = list ? read_options(argc, argv, opts, list, &n, f) : cli_error("out of host memory", TMM_ERR_OUT_OF_HOST_MEMORY);
+    int rc = list ? read_options(argc, argv, opts, list, &n, f)
+                  : cli_error("out of host memory", TMM_ERR_OUT_OF_HOST_MEMORY);
     if (rc == 0 && f->resume) {
         tmm_status s = tmm_train_config_from_checkpoint(f->resume, c);
         if (s != TMM_OK)
