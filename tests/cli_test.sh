@@ -38,7 +38,7 @@ expect_fail "--max-memory refuses" 1 "more than --max-memory 0.0001 GiB: nothing
 check "--max-memory: the refusal is one line" test "$(wc -l < "$dir/out")" -eq 1
 check "--max-memory: nothing written" test ! -e "$dir/maxmem"
 expect_fail "--max-memory: advice" 1 "fits (" \
-  "$tmm" train "${small[@]}" --batch 8 --max-memory 0.0001 --run-dir "$dir/maxmem"
+  "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 8 --quiet --max-memory 0.0001 --run-dir "$dir/maxmem"
 check "start-up memory summary" bash -c '"$@" | grep -q "^device memory: .* planned (precision fp32, recompute none, 4 sequences per micro-batch); the limit is --max-memory 1 GiB"' \
   _ "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1 --eval-every 0 --max-memory 1 --run-dir "$dir/maxmem-ok"
 # the Toeplitz direct/FFT choice's former names: still read, the flag with one deprecation line

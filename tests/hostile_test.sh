@@ -160,7 +160,7 @@ echo '{"task": {"val_fraction": 0}}' > "$dir/vf.json"
 expect_fail "val_fraction 0 from a config file" 1 "no held-out text" \
   "$tmm" train "${small[@]}" --data "$dir/fox.txt" --config "$dir/vf.json" --run-dir "$dir/vf"
 expect_fail "--eval-batches 0" 2 "--eval-batches expects a whole number from 1" \
-  "$tmm" train "${small[@]}" --eval-batches 0 --run-dir "$dir/eb"
+  "$tmm" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --eval-batches 0 --quiet --run-dir "$dir/eb"
 echo '{"train": {"eval_batches": 0}}' > "$dir/eb.json"
 expect_fail "eval_batches 0 from a config file" 1 "train.eval_batches" "$tmm" train --config "$dir/eb.json"
 expect_fail "tmm eval --batches 0" 2 "at least 1" "$tmm" eval --checkpoint "$dir/run" --batches 0
@@ -501,7 +501,8 @@ expect_fail "a latest file of two lines" 1 "holds more than one line" \
   "$tmm" train --resume "$dir/r31" --steps 10
 
 # ---- issue 31: the checksums cover the tensor table (before: swapped offsets loaded without complaint) ----
-"$tmm" train "${small[@]}" --layers 2 --steps 2 --eval-every 0 --run-dir "$dir/sw" > /dev/null 2>&1
+"$tmm" train --d-model 16 --n-ctx 16 --layers 2 --batch 4 --eval-batches 2 --target-acc 0 --quiet --steps 2 \
+  --eval-every 0 --run-dir "$dir/sw" > /dev/null 2>&1
 cp -r "$dir/sw" "$dir/sw-state"
 "$tmm" distill --checkpoint "$dir/sw" --out "$dir/sw-distill" --order 2 --quiet > /dev/null 2>&1
 check "a model file whose header swaps two tensors (setup)" swap "$(model_of "$dir/sw")"
@@ -607,5 +608,102 @@ done
 expect_fail "distill --tol 1e-9, which no order reaches" 1 "reaches the relative L2 error" \
   "$tmm" distill --checkpoint "$dir/sw-state" --out "$dir/dtol" --tol 1e-9
 check "... and leaves no run directory" test ! -e "$dir/dtol"
+
+# ---- silent acceptance on the command line (review): each now one clear line ----
+# a resumed run keeps its model, task and accumulation (before: --task copy on a text run switched the task)
+cp -r "$dir/run" "$dir/rk"
+cp "$dir/rk/config.json" "$dir/rk-config.json"
+head -c 4000 "$(dirname "$0")/../README.md" > "$dir/rk.txt"
+check "a text run to resume" \
+  "$tmm" train "${small[@]}" --data "$dir/rk.txt" --steps 2 --eval-every 0 --run-dir "$dir/rkt"
+expect_fail "resume a text run with --task copy" 2 "--task copy: the run being resumed has task.name text, not copy" \
+  "$tmm" train --resume "$dir/rkt" --task copy --steps 4
+expect_fail "resume a copy run with --task text" 2 "--task text: the run being resumed has task.name copy" \
+  "$tmm" train --resume "$dir/rk" --task text --steps 8
+expect_fail "resume a copy run with --data (which sets the text task)" 2 \
+  "--data $dir/rk.txt: .* task.name copy, not text" \
+  "$tmm" train --resume "$dir/rk" --data "$dir/rk.txt" --steps 8
+expect_fail "resume with another width" 2 "--d-model 32: the run being resumed has model.d_model 16, not 32" \
+  "$tmm" train --resume "$dir/rk" --d-model 32 --steps 8
+expect_fail "resume with another architecture" 2 "model.arch tmm, not transformer" \
+  "$tmm" train --resume "$dir/rk" --arch transformer --steps 8
+expect_fail "resume with another accumulation" 2 "--accum 2: .* train.accum 1, not 2" \
+  "$tmm" train --resume "$dir/rk" --accum 2 --batch 4 --steps 8
+echo '{"model": {"n_layers": 3}}' > "$dir/rk-layers.json"
+expect_fail "resume with a config file of another depth" 2 "--config $dir/rk-layers.json: .* model.n_layers 1, not 3" \
+  "$tmm" train --resume "$dir/rk" --config "$dir/rk-layers.json" --steps 8
+expect_fail "resume with a preset of another model (given before --resume)" 2 \
+  "--preset small-text: .*model.d_model 16" \
+  "$tmm" train --preset small-text --resume "$dir/rk" --steps 8
+expect_fail "resume with another text mode" 2 "task.mode windows, not documents" \
+  "$tmm" train --resume "$dir/rkt" --text-mode documents --steps 4
+check "... config.json is unchanged" cmp "$dir/rk/config.json" "$dir/rk-config.json"
+check "resume with the run's own values and what may change (steps, lr, evaluation, batch)" \
+  "$tmm" train --resume "$dir/rk" --d-model 16 --n-ctx 16 --layers 1 --vocab 0 --heads 0 --accum 1 --task copy \
+  --steps 10 --lr 0.01 --eval-every 3 --batch 8 --quiet
+check "... the config file that set the depth, set back by --layers" \
+  "$tmm" train --resume "$dir/rk" --config "$dir/rk-layers.json" --layers 1 --steps 11 --quiet
+check "resume a text run with its data moved (--data keeps the task)" bash -c \
+  'mv "$2" "$2.moved" && "$1" train --resume "$3" --data "$2.moved" --steps 4 --quiet' _ "$tmm" "$dir/rk.txt" "$dir/rkt"
+mv "$dir/rk.txt.moved" "$dir/rk.txt"
+
+# an option that takes a value, given twice, is refused in every command (before: the last one won)
+twice() { # NAME WORDS COMMAND...: exit 2 naming the option given twice
+  expect_fail "given twice: $1" 2 "$2 given twice" "${@:3}"
+}
+twice "train --steps" "--steps" "$tmm" train --steps 10 --steps 20
+twice "train --frozen, then --frozen=false" "--frozen" "$tmm" train --frozen --frozen=false
+twice "train --resume" "--resume" "$tmm" train --resume "$dir/rk" --resume "$dir/rkt"
+twice "train --preset" "--preset" "$tmm" train --preset tiny-copy --preset small-text
+twice "eval --batches" "--batches" "$tmm" eval --checkpoint "$dir/rk" --batches 1 --batches 2
+twice "eval --task --limit" "--limit" "$tmm" eval --checkpoint "$dir/rk" --task sst2 --data x --limit 1 --limit 2
+twice "generate -c, then --checkpoint" "--checkpoint" "$tmm" generate -c "$dir/rk" --checkpoint "$dir/rkt" -p 1
+twice "generate --mixer-impl, then --toeplitz-impl (its new name)" "--toeplitz-impl" \
+  "$tmm" generate -c "$dir/rk" -p 1 --mixer-impl fft --toeplitz-impl direct
+twice "serve --port" "--port" "$tmm" serve --checkpoint "$dir/rk" --port 1 --port 2
+twice "distill --order" "--order" "$tmm" distill --checkpoint "$dir/rk" --out "$dir/x" --order 1 --order 2
+twice "index --tol" "--tol" "$tmm" index --checkpoint "$dir/rk" --tol 0.1 --tol 0.2
+twice "prepare --out" "--out" "$tmm" prepare --tokenizer bytes --data "$dir/rk.txt" --out "$dir/p1" --out "$dir/p2"
+twice "tokenizer encode --tokenizer" "--tokenizer" "$tmm" tokenizer encode --tokenizer bytes --tokenizer bytes a
+twice "tokenizer train --vocab" "--vocab" "$tmm" tokenizer train --vocab 300 --vocab 400 --data "$dir/rk.txt" --out x
+twice "check --device" "--device" "$tmm" check --device 0 --device 0
+twice "experiment --out" "--out" "$tmm" experiment copy --out a --out b
+twice "bench matmul --m" "--m" "$tmm" bench matmul --m 4 --m 8
+twice "bench mixer --n" "--n" "$tmm" bench mixer --n 4 --n 8
+twice "bench generate --prompts" "--prompts" "$tmm" bench generate --prompts 4 --prompts 8
+twice "bench train --steps" "--steps" "$tmm" bench train --steps 1 --steps 2
+twice "bench memory --config" "--config" "$tmm" bench memory --config "$dir/rk-layers.json" --config b.json
+twice "bench arch --repeat" "--repeat" "$tmm" bench arch --repeat 1 --repeat 2
+# ... but the list options that accumulate, documented as such, still repeat
+check "repeatable: train --config, bench arch and experiment --archs (parsed, then --help)" bash -c '
+  "$1" train --config a.json --config b.json --help > /dev/null &&
+  "$1" bench arch --archs tmm --archs swa --help > /dev/null &&
+  "$1" experiment copy --archs tmm --archs swa --data a --data b --help > /dev/null' _ "$tmm"
+cp "$dir/rk.txt" "$dir/rk2.txt"
+check "repeatable: train --data, both files in its config" bash -c '
+  "$1" train --d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps 1 --eval-every 0 --quiet --data "$2" --data "$3" \
+    --run-dir "$4" && grep -q rk2.txt "$4/config.json" && grep -q "rk.txt" "$4/config.json"' \
+  _ "$tmm" "$dir/rk.txt" "$dir/rk2.txt" "$dir/rkd"
+check "repeatable: prepare --data" "$tmm" prepare --tokenizer bytes --data "$dir/rk.txt" --data "$dir/rk2.txt" \
+  --out "$dir/rkp" --quiet
+
+# an option that cannot do what it says for this checkpoint is refused (before: ignored)
+expect_fail "eval --exact of a checkpoint that is not distilled" 1 "--exact: .* is not distilled" \
+  "$tmm" eval --checkpoint "$dir/rk" --exact
+expect_fail "generate --exact of one" 1 "is not distilled" "$tmm" generate --checkpoint "$dir/rkt" -p a -n 1 --exact
+expect_fail "serve --exact of one" 1 "is not distilled" "$tmm" serve --checkpoint "$dir/rkt" --port 0 --exact
+check "eval --exact of a distilled checkpoint" "$tmm" eval --checkpoint "$dir/dfull13" --exact
+check "a transformer run" "$tmm" train "${small[@]}" --arch transformer --steps 1 --eval-every 0 --run-dir "$dir/rktr"
+expect_fail "generate --toeplitz-impl on a model without Toeplitz layers" 2 \
+  "--toeplitz-impl: $dir/rktr is a transformer model, which has no Toeplitz layers" \
+  "$tmm" generate --checkpoint "$dir/rktr" -p 1 -n 1 --toeplitz-impl fft
+expect_fail "bench generate --toeplitz-impl on a random transformer" 2 "the random model is a transformer model" \
+  "$tmm" bench generate --arch transformer --toeplitz-impl direct
+expect_fail "generate --greedy with a sampling option" 2 \
+  "--greedy takes the most likely token: --seed would do nothing" \
+  "$tmm" generate --checkpoint "$dir/rk" -p 1 -n 1 --greedy --seed 3
+expect_fail "eval --task: --max-gen on a multiple-choice task says it does nothing" 1 \
+  "note: --max-gen does nothing for sst2" \
+  "$tmm" eval --checkpoint "$dir/rk" --task sst2 --data "$dir/none.jsonl" --max-gen 4
 
 finish

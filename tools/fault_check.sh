@@ -22,8 +22,9 @@ ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
 steps=24
-args=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --steps "$steps" --save-every 2 --keep 2 --eval-every 0
+base=(--d-model 16 --n-ctx 16 --layers 1 --batch 4 --save-every 2 --keep 2 --eval-every 0
       --log-every 0 --target-acc 0 --toeplitz-impl direct --quiet)
+args=("${base[@]}" --steps "$steps")
 
 # The weights of a run's final checkpoint: the model file's data checksum (every byte of every tensor).
 weights() {
@@ -108,7 +109,7 @@ fi
 
 # 3. SIGTERM (what schedulers and `timeout` send): a checkpoint and exit 143
 rm -rf "$dir/term"
-"$tmm" train "${args[@]}" --steps 100000 --run-dir "$dir/term" > "$dir/term.log" 2>&1 & pid=$!
+"$tmm" train "${base[@]}" --steps 100000 --run-dir "$dir/term" > "$dir/term.log" 2>&1 & pid=$!
 for _ in $(seq 100); do [ -f "$dir/term/metrics.jsonl" ] && break; sleep 0.1; done
 sleep 1
 kill -TERM "$pid"

@@ -208,7 +208,7 @@ tmm_status tmm_bench_generate(tmm_device *dev, const tmm_bench_generate_opts *o,
         tmm_model_tokenizer tokenizer;
         s = tmm_model_tokenizer_pick(tmm_checkpoint_meta(ck, "tokenizer"), ck->table.config.vocab, &tokenizer);
         if (s == TMM_OK)
-            s = tmm_distilled_load_dir(ck->dir, &ck->table, ck->params, &set, &out->distilled);
+            s = tmm_distilled_load_dir(ck->dir, 0, &ck->table, ck->params, &set, &out->distilled);
         if (s == TMM_OK)
             s = tmm_bench_gen_open(dev, &ck->table, ck->params, tokenizer, o->impl, o->repeat, NULL, &b);
         if (s == TMM_OK && out->distilled)

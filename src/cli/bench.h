@@ -51,10 +51,9 @@ typedef struct bench_run_flags {
     bool json;
 } bench_run_flags;
 /* A flag of tmm bench COMMAND (train, memory) that is not its own: a model
- * or run flag applied to c and run, else a one-line error for an unknown
- * option or a missing value (opt ':'); *ok is false after any error. */
-void bench_train_flag(int opt, const char *arg, char *const *argv, const char *command, tmm_train_config *c,
-                      bench_run_flags *run, bool *ok);
+ * or run flag applied to c and run; *ok is false after any error (opt '?':
+ * cli_getopt's). */
+void bench_train_flag(int opt, const char *arg, tmm_train_config *c, bench_run_flags *run, bool *ok);
 /* After the flags: every step runs the whole batch at once (accum 1), the
  * model resolved and checked, device N opened. 0, or the exit code after a
  * one-line error (c is then freed). */

@@ -48,12 +48,39 @@ int cli_error(const char *what, tmm_status status);
 bool cli_parse_uint(const char *option, const char *text, unsigned long max, unsigned long *out);
 /* A whole number from 1 to max; false after a one-line error. */
 bool cli_parse_positive(const char *option, const char *text, unsigned long max, uint32_t *out);
-/* The getopt_long loop of a subcommand `tmm NAME` whose options are all long
- * (plus -h): each option goes to flag(opt, optarg, ctx), which returns false
- * after its own one-line error. 0 to go on, -1 after --help (usage printed),
- * 2 after an error (an unknown option, a missing value, a stray argument). */
+/* The option parser every command's loop runs: getopt_long over longopts
+ * (short letters in shortopts, e.g. "c:d:h"; NULL: "h"), which says the
+ * errors once for all: an unknown option, a missing value, and an option
+ * that takes a value given twice ("--steps given twice ('10', then '20'):
+ * give it once"; a later value never silently wins), except the options in
+ * repeatable (their vals, 0-terminated): list-like ones that accumulate, which
+ * their --help says may be repeated. An entry whose val repeats an earlier
+ * entry's is that option's deprecated name: it counts as the same option and
+ * prints cli_deprecated's line. Reset by its first call (optind = 1). */
+#define CLI_MAX_SEEN 128
+typedef struct cli_args {
+    const struct option *longopts;
+    const char *shortopts;
+    const int *repeatable;
+    /* the parser's own: the options given so far and their values */
+    int seen[CLI_MAX_SEEN];
+    const char *value[CLI_MAX_SEEN];
+    int n_seen;
+    bool started;
+} cli_args;
+/* The next option as getopt_long returns it (optarg: its value), -1 at the
+ * end, or '?' after the one-line error (the command then exits with 2). */
+int cli_getopt(cli_args *a, int argc, char **argv);
+/* The loop of a subcommand `tmm NAME` whose options are all long (plus -h),
+ * none repeatable: each option goes to flag(opt, optarg, ctx), which returns
+ * false after its own one-line error. 0 to go on, -1 after --help (usage
+ * printed), 2 after an error (cli_getopt's, or a stray argument). */
 int cli_flags(int argc, char **argv, const struct option *longopts, const char *name, void (*usage)(void),
               bool (*flag)(int opt, const char *arg, void *ctx), void *ctx);
+/* --toeplitz-impl picks how Toeplitz layers are computed: for a model of
+ * arch without them (a baseline) it could do nothing, so it is refused: 0,
+ * or 2 after the one-line error naming the model (what: its checkpoint). */
+int cli_toeplitz_impl_applies(tmm_arch arch, const char *what);
 /* Parses a number strictly between 0 and 1 (a tolerance); as cli_parse_uint. */
 bool cli_parse_fraction(const char *option, const char *text, double *out);
 /* Applies a config file (JSON, as tmm train --config) on top of c: 0, or 1

@@ -94,9 +94,8 @@ static int parse_matmul(int argc, char **argv, tmm_bench_matmul_opts *o, int *de
     unsigned long v;
     bool ok = true;
     int c;
-    optind = 1;
-    opterr = 0; /* our own messages below */
-    while (ok && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts };
+    while (ok && (c = cli_getopt(&args, argc, argv)) != -1) {
         switch (c) {
         case OPT_M: ok = cli_parse_positive("--m", optarg, MAX_SIDE, &o->desc.m); break;
         case OPT_N: ok = cli_parse_positive("--n", optarg, MAX_SIDE, &o->desc.n); break;
@@ -111,8 +110,7 @@ static int parse_matmul(int argc, char **argv, tmm_bench_matmul_opts *o, int *de
             break;
         case OPT_JSON: *json = true; break;
         case 'h': matmul_usage(stdout); return -1;
-        case ':': cli_fail("%s needs a value\n", argv[optind - 1]); return 2;
-        default: cli_fail("unknown option '%s'; see 'tmm bench matmul --help'\n", argv[optind - 1]); return 2;
+        default: return 2;
         }
     }
     if (ok && optind < argc) {
@@ -185,8 +183,7 @@ bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok)
     }
 }
 
-void bench_train_flag(int opt, const char *arg, char *const *argv, const char *command, tmm_train_config *c,
-                      bench_run_flags *run, bool *ok)
+void bench_train_flag(int opt, const char *arg, tmm_train_config *c, bench_run_flags *run, bool *ok)
 {
     unsigned long v;
     switch (opt) {
@@ -194,15 +191,9 @@ void bench_train_flag(int opt, const char *arg, char *const *argv, const char *c
     case 's': *ok = cli_parse_uint("--steps", arg, 1 << 20, &run->steps); return;
     case 'D': *ok = cli_parse_uint("--device", arg, TMM_MAX_DEVICE_INDEX, &v), run->device = (int)v; return;
     case 'j': run->json = true; return;
-    case ':':
-        cli_fail("%s needs a value\n", argv[optind - 1]);
-        *ok = false;
-        return;
-    default:
-        if (!bench_model_flag(opt, arg, c, ok)) {
-            cli_fail("unknown option '%s'; see 'tmm bench %s --help'\n", argv[optind - 1], command);
+    default: /* '?': cli_getopt said what is wrong */
+        if (!bench_model_flag(opt, arg, c, ok))
             *ok = false;
-        }
     }
 }
 

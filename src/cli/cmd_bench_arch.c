@@ -36,7 +36,7 @@ static void usage(void)
            "  ms/token at t    cached decoding of one sequence: a prefill of t tokens, then the\n"
            "                   median of R single steps at t .. t+R-1 (as bench generate)\n\n"
            "options:\n"
-           "  --archs A,A,...  the architectures to measure (default all of them)\n"
+           "  --archs A,A,...  the architectures to measure (default all of them; repeatable)\n"
            "  --d-model D      width (default 128)\n"
            "  --n-ctx N        context length (default 1024)\n"
            "  --layers L       blocks (default 4)\n"
@@ -77,9 +77,8 @@ static int parse(int argc, char **argv, tmm_bench_arch_opts *o, arch_flags *f)
     unsigned long v;
     int opt;
     bool ok = true;
-    optind = 1;
-    opterr = 0; /* our own messages below */
-    while (ok && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .repeatable = (const int[]){ O_ARCHS, 0 } };
+    while (ok && (opt = cli_getopt(&args, argc, argv)) != -1) {
         switch (opt) {
         case O_D: ok = cli_parse_positive("--d-model", optarg, TMM_MAX_D_MODEL, &o->d); break;
         case O_N: ok = cli_parse_positive("--n-ctx", optarg, TMM_MAX_N_CTX, &o->n); break;
@@ -98,8 +97,7 @@ static int parse(int argc, char **argv, tmm_bench_arch_opts *o, arch_flags *f)
         case O_JSON: f->json = true; break;
         case O_ARCHS: ok = bench_parse_archs(optarg, o->selected); break;
         case 'h': usage(); return -1;
-        case ':': cli_fail("%s needs a value\n", argv[optind - 1]); return 2;
-        default: cli_fail("unknown option '%s'; see 'tmm bench arch --help'\n", argv[optind - 1]); return 2;
+        default: return 2;
         }
     }
     if (ok && optind < argc) {

@@ -29,7 +29,7 @@ static void usage(void)
            "Defaults: --prompts 16,64,256,1000 --positions 1,10,100,500,1000 --repeat 5 (values\n"
            "beyond the context are left out) and the position n - R (R = --repeat: its steps end at\n"
            "the last position). --toeplitz-impl chooses how the TMM's Toeplitz layers\n"
-           "are computed (the other architectures ignore it).\n"
+           "are computed (refused for the other architectures, which have none).\n"
            "A distilled checkpoint (tmm distill) is decoded both ways: exact cached decoding and\n"
            "the state-space realizations side by side (ms/token and their ratio), and how far the\n"
            "distilled logits stray from exact decoding along a greedy continuation of a 16-token\n"
@@ -73,10 +73,10 @@ static void print_table(const tmm_device *dev, const tmm_bench_generate_opts *o,
 typedef struct gen_flags {
     const char *checkpoint;
     int device;
-    bool json, arch_given, heads_given, positions_given;
+    bool json, arch_given, heads_given, positions_given, impl_given;
 } gen_flags;
 
-enum { O_D = 256, O_N, O_L, O_H, O_V, O_PROMPTS, O_POSITIONS, O_REPEAT, O_MIXER, O_MIXER_OLD, O_DEVICE, O_JSON, O_CKPT,
+enum { O_D = 256, O_N, O_L, O_H, O_V, O_PROMPTS, O_POSITIONS, O_REPEAT, O_MIXER, O_DEVICE, O_JSON, O_CKPT,
        O_ARCH, O_WINDOW };
 
 /* One option into o and f; false after a one-line error. */
@@ -103,8 +103,8 @@ static bool gen_flag(int opt, const char *arg, tmm_bench_generate_opts *o, gen_f
         if (!ok)
             cli_fail("--repeat is 1 to %u\n", TMM_BENCH_MAX_REPEAT);
         return ok;
-    case O_MIXER_OLD: cli_deprecated("mixer-impl", "toeplitz-impl"); /* fall through */
     case O_MIXER:
+        f->impl_given = true;
         ok = tmm_toeplitz_impl_parse(arg, &o->impl) == TMM_OK;
         if (!ok)
             cli_fail("--toeplitz-impl is auto, direct or fft, got '%s'\n", arg);
@@ -137,7 +137,7 @@ static int parse(int argc, char **argv, tmm_bench_generate_opts *o, gen_flags *f
         { "heads", required_argument, NULL, O_H },         { "vocab", required_argument, NULL, O_V },
         { "prompts", required_argument, NULL, O_PROMPTS }, { "positions", required_argument, NULL, O_POSITIONS },
         { "repeat", required_argument, NULL, O_REPEAT },   { "toeplitz-impl", required_argument, NULL, O_MIXER },
-        { "mixer-impl", required_argument, NULL, O_MIXER_OLD },
+        { "mixer-impl", required_argument, NULL, O_MIXER }, /* its old name (cli_getopt) */
         { "device", required_argument, NULL, O_DEVICE },   { "json", no_argument, NULL, O_JSON },
         { "arch", required_argument, NULL, O_ARCH },       { "window", required_argument, NULL, O_WINDOW },
         { "help", no_argument, NULL, 'h' },                { 0, 0, 0, 0 },
@@ -170,6 +170,8 @@ static int model(tmm_bench_generate_opts *o, const gen_flags *f, tmm_checkpoint 
         if ((s = tmm_model_config_check(&o->config)) != TMM_OK)
             return cli_error("bad model", s);
     }
+    if (f->impl_given && cli_toeplitz_impl_applies(o->config.arch, f->checkpoint ? f->checkpoint : "the random model"))
+        return 2;
     if (!tmm_bench_generate_fit(o, f->positions_given)) {
         cli_fail("no prompt length or position fits the context of %u\n", o->config.n_ctx);
         return 2;

@@ -116,9 +116,8 @@ static int parse(int argc, char **argv, tmm_train_config *c, bench_run_flags *ru
     };
     bool ok = true;
     int opt, rc = 0;
-    optind = 1;
-    opterr = 0; /* our own messages below */
-    while (ok && rc == 0 && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts };
+    while (ok && rc == 0 && (opt = cli_getopt(&args, argc, argv)) != -1) {
         switch (opt) {
         case O_CONFIG:
             ok = cli_load_config(c, optarg) == 0;
@@ -127,7 +126,7 @@ static int parse(int argc, char **argv, tmm_train_config *c, bench_run_flags *ru
             break;
         case O_LIMIT: ok = parse_gib(optarg, limit_gib); break;
         case 'h': usage(); rc = -1; break;
-        default: bench_train_flag(opt, optarg, argv, "memory", c, run, &ok);
+        default: bench_train_flag(opt, optarg, c, run, &ok);
         }
     }
     if (ok && rc == 0 && optind < argc) {

@@ -49,16 +49,15 @@ static int parse(int argc, char **argv, tmm_train_config *c, bench_run_flags *ru
         BENCH_MODEL_OPTIONS, BENCH_RUN_OPTIONS, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
     };
     int opt, rc = 0;
-    optind = 1;
-    opterr = 0; /* our own messages below */
-    while (rc == 0 && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts };
+    while (rc == 0 && (opt = cli_getopt(&args, argc, argv)) != -1) {
         bool ok = true;
         if (opt == 'h') {
             usage();
             rc = -1;
             continue;
         }
-        bench_train_flag(opt, optarg, argv, "train", c, run, &ok);
+        bench_train_flag(opt, optarg, c, run, &ok);
         if (!ok)
             rc = 2;
     }

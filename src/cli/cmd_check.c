@@ -39,8 +39,8 @@ int cmd_check(int argc, char **argv)
                                               { 0, 0, 0, 0 } };
     int c, index = -1;
     unsigned long v;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "d:h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .shortopts = "d:h" };
+    while ((c = cli_getopt(&args, argc, argv)) != -1) {
         switch (c) {
         case 'd':
             if (!cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v))

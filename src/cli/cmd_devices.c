@@ -118,8 +118,8 @@ int cmd_devices(int argc, char **argv)
 {
     static const struct option longopts[] = { { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 } };
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts };
+    while ((c = cli_getopt(&args, argc, argv)) != -1) {
         if (c == 'h') {
             printf("usage: tmm devices\n\n"
                    "Lists every Vulkan device with its limits and features, and marks the one tmm\n"

@@ -84,8 +84,8 @@ static int parse_args(int argc, char **argv, distill_opts *o)
     bool tol = false;
     unsigned long v;
     int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:o:h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .shortopts = "c:o:h" };
+    while ((opt = cli_getopt(&args, argc, argv)) != -1) {
         switch (opt) {
         case 'c': o->checkpoint = optarg; break;
         case 'o': o->out = optarg; break;

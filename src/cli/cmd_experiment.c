@@ -36,7 +36,7 @@ static void usage(void)
     printf("\n"
            "options:\n"
            "  --preset P       small (the default: minutes on lavapipe), medium or paper\n"
-           "  --archs A,A,...  the architectures to compare (default all six)\n"
+           "  --archs A,A,...  the architectures to compare (default all six; repeatable)\n"
            "  --out DIR        results root (default results): the experiment writes DIR/NAME\n"
            "  --seed N         model initialization and data (default 1)\n"
            "  --data FILE      efficiency, retention, capacity, index: training text, as tmm train --data\n"
@@ -87,9 +87,8 @@ int cmd_experiment(int argc, char **argv)
     int opt, device = -1;
     unsigned long v;
     bool ok = true;
-    optind = 1;
-    opterr = 0;
-    while (ok && (opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .repeatable = (const int[]){ O_ARCHS, O_DATA, 0 } };
+    while (ok && (opt = cli_getopt(&args, argc, argv)) != -1) {
         switch (opt) {
         case O_PRESET: {
             tmm_status s = tmm_exp_preset_parse(optarg, &o.preset);
@@ -122,8 +121,7 @@ int cmd_experiment(int argc, char **argv)
             break;
         case O_QUIET: o.quiet = true; break;
         case 'h': usage(); return 0;
-        case ':': cli_fail("%s needs a value\n", argv[optind - 1]); return 2;
-        default: cli_fail("unknown option '%s'; see 'tmm experiment --help'\n", argv[optind - 1]); return 2;
+        default: return 2;
         }
     }
     if (!ok)

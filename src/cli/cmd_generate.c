@@ -38,22 +38,25 @@ static void usage(void)
            "  --top-p P              ... and among the fewest whose probability reaches P\n"
            "                         (default 1: all)\n"
            "  --seed S               sampling seed (default 0): same seed, same text\n"
-           "  --greedy               always take the most likely token\n"
+           "  --greedy               always take the most likely token (then no --temperature,\n"
+           "                         --top-k, --top-p or --seed: they would do nothing)\n"
            "  --slide                when the context (the model's n) is full, keep going: the\n"
            "                         last n/2 tokens are prefilled again and decoding goes on\n"
            "                         (a prompt longer than n is cut to its last n/2 tokens).\n"
            "                         Without it, generation stops when the context is full.\n"
            "  --toeplitz-impl I      how the prefill computes the Toeplitz layers (auto: FFT from\n"
            "                         the crossover length measured on the device; it was\n"
-           "                         --mixer-impl, still accepted until version 0.2)\n"
-           "  --exact                a distilled checkpoint decodes exactly (the cached dot product)\n"
+           "                         --mixer-impl, still accepted until version 0.2); refused for\n"
+           "                         a model without them (the baselines)\n"
+           "  --exact                a distilled checkpoint decodes exactly (the cached dot product);\n"
+           "                         refused for one that is not distilled (it always does)\n"
            "  --device N             Vulkan device (see tmm devices)\n"
            "  --allow-nonfinite      load weights holding NaN or infinite values (debugging;\n"
            "                         sampling then stops at the first non-finite logit)\n"
            "  -q, --quiet            no speeds on stderr\n");
 }
 
-enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER, O_MIXER_OLD, O_NONFINITE, O_EXACT };
+enum { O_TEMP = 256, O_TOPK, O_TOPP, O_SEED, O_GREEDY, O_SLIDE, O_MIXER, O_NONFINITE, O_EXACT };
 
 static const struct option longopts[] = {
     { "checkpoint", required_argument, NULL, 'c' }, { "prompt", required_argument, NULL, 'p' },
@@ -61,7 +64,9 @@ static const struct option longopts[] = {
     { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
     { "top-p", required_argument, NULL, O_TOPP }, { "seed", required_argument, NULL, O_SEED },
     { "greedy", no_argument, NULL, O_GREEDY }, { "slide", no_argument, NULL, O_SLIDE },
-    { "toeplitz-impl", required_argument, NULL, O_MIXER }, { "mixer-impl", required_argument, NULL, O_MIXER_OLD }, { "device", required_argument, NULL, 'd' },
+    { "toeplitz-impl", required_argument, NULL, O_MIXER },
+    { "mixer-impl", required_argument, NULL, O_MIXER }, /* its old name (cli_getopt) */
+    { "device", required_argument, NULL, 'd' },
     { "quiet", no_argument, NULL, 'q' }, { "allow-nonfinite", no_argument, NULL, O_NONFINITE },
     { "exact", no_argument, NULL, O_EXACT }, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
 };
@@ -82,7 +87,8 @@ typedef struct options {
     const char *checkpoint, *prompt, *prompt_file;
     unsigned long tokens;
     tmm_sampler sampler;
-    bool slide, quiet;
+    bool slide, quiet, mixer_given;
+    const char *sampling; /* the first sampling option given (--top-k, ...), or NULL */
     unsigned load_flags;
     tmm_toeplitz_impl mixer;
     int device;
@@ -93,9 +99,13 @@ static int parse(int argc, char **argv, options *o)
 {
     unsigned long v;
     int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:p:f:n:d:qh", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .shortopts = "c:p:f:n:d:qh" };
+    while ((opt = cli_getopt(&args, argc, argv)) != -1) {
         bool ok = true;
+        const char *sampling = opt == O_TEMP ? "--temperature" : opt == O_TOPK ? "--top-k" : opt == O_TOPP ? "--top-p"
+                               : opt == O_SEED ? "--seed" : NULL;
+        if (!o->sampling)
+            o->sampling = sampling;
         switch (opt) {
         case 'c': o->checkpoint = optarg; break;
         case 'p': o->prompt = optarg; break;
@@ -115,8 +125,8 @@ static int parse(int argc, char **argv, options *o)
         case O_SLIDE: o->slide = true; break;
         case O_NONFINITE: o->load_flags |= TMM_CHECKPOINT_ALLOW_NONFINITE; break;
         case O_EXACT: o->load_flags |= TMM_LOAD_EXACT; break;
-        case O_MIXER_OLD: cli_deprecated("mixer-impl", "toeplitz-impl"); /* fall through */
         case O_MIXER:
+            o->mixer_given = true;
             if (tmm_toeplitz_impl_parse(optarg, &o->mixer) != TMM_OK) {
                 cli_fail("--toeplitz-impl is auto, direct or fft, got '%s'\n", optarg);
                 return 2;
@@ -143,6 +153,10 @@ static int parse(int argc, char **argv, options *o)
     }
     if (!o->prompt == !o->prompt_file) {
         cli_fail("give the prompt with exactly one of --prompt TEXT or --prompt-file F\n");
+        return 2;
+    }
+    if (o->sampler.greedy && o->sampling) {
+        cli_fail("--greedy takes the most likely token: %s would do nothing; drop one of them\n", o->sampling);
         return 2;
     }
     if (tmm_sampler_check(&o->sampler) != TMM_OK) {
@@ -274,13 +288,13 @@ int cmd_generate(int argc, char **argv)
         S.info = tmm_generator_get_info(S.gen);
         s = tmm_tokenize(S.gen, text, text_len, &prompt, &prompt_len);
     }
-    rc = 0;
-    if (s != TMM_OK) {
+    rc = s == TMM_OK && o.mixer_given ? cli_toeplitz_impl_applies(S.info->config.arch, o.checkpoint) : 0;
+    if (rc == 0 && s != TMM_OK) {
         rc = cli_error(S.gen ? "cannot prepare the prompt" : "cannot load the checkpoint", s);
-    } else if (prompt_len == 0 && S.info->eot == UINT32_MAX) {
+    } else if (rc == 0 && prompt_len == 0 && S.info->eot == UINT32_MAX) {
         cli_fail("the prompt is empty; a copy-task model needs at least one symbol\n");
         rc = 2;
-    } else {
+    } else if (rc == 0) {
         if (prompt_len == 0) /* a text model starts a new document after the end-of-text token */
             prompt[prompt_len++] = S.info->eot;
         S.history = malloc((prompt_len + o.tokens + 1) * sizeof *S.history);

@@ -260,8 +260,8 @@ int cmd_index(int argc, char **argv)
     unsigned long v;
     tmm_index_options opt = TMM_INDEX_OPTIONS_DEFAULT;
     int o;
-    optind = 1;
-    while ((o = getopt_long(argc, argv, "c:j:h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .shortopts = "c:j:h" };
+    while ((o = cli_getopt(&args, argc, argv)) != -1) {
         switch (o) {
         case 'c': path = optarg; break;
         case OPT_JSON: json = true; break;

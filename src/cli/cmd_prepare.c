@@ -694,8 +694,8 @@ int cmd_prepare(int argc, char **argv)
                   .threads = cores > 0 ? (unsigned long)cores : 1 };
     int rc = 0;
     tmm_status s = TMM_OK;
-    optind = 1;
-    for (int c; rc == 0 && (c = getopt_long(argc, argv, "t:d:o:qh", longopts, NULL)) != -1;) {
+    cli_args args = { .longopts = longopts, .shortopts = "t:d:o:qh", .repeatable = (const int[]){ 'd', 0 } };
+    for (int c; rc == 0 && (c = cli_getopt(&args, argc, argv)) != -1;) {
         char *end;
         switch (c) {
         case 't': o.tokenizer = optarg; break;

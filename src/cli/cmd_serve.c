@@ -40,7 +40,8 @@ static void usage(void)
            "  --max-body BYTES       largest request body (default 1048576; larger: 413)\n"
            "  --idle-timeout S       close a connection idle for S seconds (default 30; 0: never)\n"
            "  --max-connections N    open connections at most (default 256)\n"
-           "  --exact                a distilled checkpoint decodes exactly (the cached dot product)\n"
+           "  --exact                a distilled checkpoint decodes exactly (the cached dot product);\n"
+           "                         refused for one that is not distilled (it always does)\n"
            "  --device N             Vulkan device (see tmm devices)\n"
            "  -q, --quiet            no line per request on stderr\n");
 }
@@ -73,8 +74,8 @@ static int parse(int argc, char **argv, options *o)
 {
     unsigned long v;
     int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .shortopts = "qh" };
+    while ((opt = cli_getopt(&args, argc, argv)) != -1) {
         bool ok = true;
         switch (opt) {
         case O_CKPT: o->checkpoint = optarg; break;

@@ -40,9 +40,9 @@ static void train_usage(FILE *f)
     fprintf(f,
             "usage: tmm tokenizer train --vocab N --data FILE... --out tok.json [options]\n\n"
             "  --vocab N        entries of the tokenizer: 257 (bytes and <|endoftext|>) to %u\n"
-            "  --data FILE...   text, .jsonl, .gz files or directories (more may follow --data;\n"
-            "                   directories recursively, in sorted order, skipping hidden names\n"
-            "                   and symbolic links)\n"
+            "  --data FILE...   text, .jsonl, .gz files or directories (more may follow --data, which\n"
+            "                   may repeat; directories recursively, in sorted order, skipping\n"
+            "                   hidden names and symbolic links)\n"
             "  --out PATH       the tokenizer.json to write (atomically)\n"
             "  --max-words N    distinct words held while counting (default %u, about 100 bytes each):\n"
             "                   beyond it the rarest are dropped, which bounds memory on any corpus\n"
@@ -145,8 +145,8 @@ static int train(int argc, char **argv)
     size_t n_data = 0;
     train_ui ui = { .tty = isatty(STDERR_FILENO), .last = -1, .start_ms = tmm_bench_now_ms() };
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    cli_args args = { .longopts = opts, .repeatable = (const int[]){ 'd', 0 } };
+    while ((c = cli_getopt(&args, argc, argv)) != -1) {
         switch (c) {
         case 'v': if (!cli_parse_uint("--vocab", optarg, 1u << 22, &vocab)) return free(data), 2; break;
         case 'm': if (!cli_parse_uint("--max-words", optarg, 1ul << 40, &max_words)) return free(data), 2; break;
@@ -205,8 +205,8 @@ static int encode(int argc, char **argv)
     const char *name = "bytes", *file = NULL;
     bool special = false, count = false, no_cache = false;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    cli_args args = { .longopts = opts };
+    while ((c = cli_getopt(&args, argc, argv)) != -1) {
         switch (c) {
         case 't': name = optarg; break;
         case 'f': file = optarg; break;
@@ -303,8 +303,8 @@ static int decode(int argc, char **argv)
     const char *name = "bytes";
     bool special = true;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    cli_args args = { .longopts = opts };
+    while ((c = cli_getopt(&args, argc, argv)) != -1) {
         switch (c) {
         case 't': name = optarg; break;
         case 's': special = false; break;
@@ -335,8 +335,8 @@ static int convert(int argc, char **argv)
                                           { 0, 0, 0, 0 } };
     const char *encoding = NULL;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    cli_args args = { .longopts = opts };
+    while ((c = cli_getopt(&args, argc, argv)) != -1) {
         switch (c) {
         case 'e': encoding = optarg; break;
         case 'h': convert_usage(stdout); return 0;

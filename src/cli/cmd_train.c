@@ -99,14 +99,19 @@ static void usage(FILE *f)
             "usage: tmm train [options]\n\n"
             "Trains a Toeplitz MLP Mixer. With no options: a small TMM on the copy task (tiny-copy),\n"
             "until it copies held-out sequences with 99%% accuracy.\n\n"
-            "config (applied in this order; later wins):\n"
+            "config (applied in this order; later wins; an option that takes a value is given once,\n"
+            "but --config and --data may repeat):\n"
+            "  --resume DIR           continue a run (its directory or a checkpoint) exactly where it stopped,\n"
+            "                         from its config: the options below may change how it goes on (steps,\n"
+            "                         schedule, optimizer, batch, evaluation, precision, ...), not what it\n"
+            "                         is: its model, task (all but --data's paths) and --accum are kept, and\n"
+            "                         an option giving another value is refused\n"
             "  --preset NAME          built-in preset: ");
     for (const char *const *p = tmm_train_preset_names(); *p; p++)
         fprintf(f, "%s%s", *p, p[1] ? ", " : "\n");
     fprintf(f,
-            "  --config FILE          JSON config file (the keys below; docs/config.md)\n"
+            "  --config FILE          JSON config file (the keys below; docs/config.md); several apply in order\n"
             "  --list-config          every config key as a Markdown table (docs/config.md), then exit\n"
-            "  --resume DIR           continue a run (its directory or a checkpoint) exactly where it stopped\n"
             "  flags                  one per config key, below\n");
     const char *section = "";
     for (const tmm_config_field *c = tmm_config_fields; c->section; c++) {
@@ -212,91 +217,197 @@ typedef struct train_flags {
     unsigned long stop_after;
 } train_flags;
 
-/* The config from the flags, in three passes: the preset and --resume set
- * the base, then config files, then the flags override. 0 to go on, -1 after
- * --help or --list-config, else the exit status (c freed). */
-static int parse_flags(int argc, char **argv, tmm_train_config *c, train_flags *f)
+/* What a resumed run keeps: what it is (its model and its task: every model
+ * and task key but the data's files, which may have moved; the trainer
+ * checks a shard run's tokenizer) and its accumulation, in which its saved
+ * data position counts (the trainer would refuse another). The rest
+ * (steps, schedule, optimizer, batch, evaluation, logging, precision, ...)
+ * may change on resume. */
+static bool kept_on_resume(const tmm_config_field *f)
 {
-    struct option opts[MAX_OPTIONS];
-    build_options(opts);
-    bool data_given = false, run_dir_given = false;
+    return ((strcmp(f->section, "model") == 0 || strcmp(f->section, "task") == 0) && f->type != TMM_CONFIG_FILES) ||
+           f->offset == offsetof(tmm_train_config, accum);
+}
+
+static size_t field_count(void)
+{
+    size_t n = 0;
+    while (tmm_config_fields[n].section)
+        n++;
+    return n;
+}
+
+/* One option given on the command line. */
+typedef struct given {
+    int opt;
+    const char *arg;
+} given;
+
+/* The option's name without its dashes: "preset", "config", or a field's flag. */
+static const char *given_name(given g)
+{
+    return g.opt == O_PRESET ? "preset" : g.opt == O_CONFIG ? "config" : tmm_config_fields[g.opt - O_FIELD].flag;
+}
+
+/* The run's config that --resume read, and where each field's value came
+ * from since: source[field], an option (opt 0: none). */
+typedef struct resume_check {
+    tmm_train_config saved; /* its files not owned: never read */
+    given *source;
+} resume_check;
+
+/* The kept fields that option g changed from `before` to c came from it. */
+static void note_source(resume_check *r, const tmm_train_config *before, const tmm_train_config *c, given g)
+{
+    if (!r)
+        return;
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
+        char was[TMM_CONFIG_PATH_MAX], is[TMM_CONFIG_PATH_MAX];
+        if (!kept_on_resume(f))
+            continue;
+        tmm_config_value_text(before, f, was, sizeof was);
+        tmm_config_value_text(c, f, is, sizeof is);
+        if (strcmp(was, is) != 0)
+            r->source[f - tmm_config_fields] = g;
+    }
+}
+
+/* A kept field whose value the options changed: 0, or 2 after the one line
+ * naming the option, the run's value and the new one. Both are compared as
+ * the trainer resolves them (heads, window and state 0: the architecture's;
+ * vocab 0: the task's, which is the run's). */
+static int check_resume(const resume_check *r, const tmm_train_config *c)
+{
+    tmm_train_config was = r->saved, is = *c;
+    tmm_model_config_resolve(&was.model);
+    tmm_model_config_resolve(&is.model);
+    if (is.model.vocab == 0)
+        is.model.vocab = was.model.vocab;
+    for (const tmm_config_field *f = tmm_config_fields; f->section; f++) {
+        char a[TMM_CONFIG_PATH_MAX], b[TMM_CONFIG_PATH_MAX];
+        if (!kept_on_resume(f))
+            continue;
+        tmm_config_value_text(&was, f, a, sizeof a);
+        tmm_config_value_text(&is, f, b, sizeof b);
+        if (strcmp(a, b) == 0)
+            continue;
+        const given g = r->source[f - tmm_config_fields];
+        const char *name = g.opt ? given_name(g) : "(an option)";
+        cli_fail("--%s%s%s: the run being resumed has %s.%s %s, not %s; a resumed run keeps its model, task and "
+                 "accumulation: drop --%s to continue it, or start a new run (no --resume) in another --run-dir\n",
+                 name, g.arg ? " " : "", g.arg ? g.arg : "", f->section, f->key, a, b, name);
+        return 2;
+    }
+    return 0;
+}
+
+/* The options of the command line in order, checked by cli_getopt, and
+ * tmm train's own flags into f. 0 to go on, -1 after --help or
+ * --list-config, else the exit status. */
+static int read_options(int argc, char **argv, const struct option *opts, given *list, size_t *n, train_flags *f)
+{
+    const int repeatable[] = { O_CONFIG, O_FIELD + (int)(tmm_config_field_by_flag("data") - tmm_config_fields), 0 };
+    cli_args args = { .longopts = opts, .repeatable = repeatable };
     unsigned long v;
     int opt;
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt == O_PRESET) {
-            const char *json = tmm_train_preset(optarg);
-            if (!json) {
-                cli_fail("no preset '%s'; presets: ", optarg);
-                for (const char *const *p = tmm_train_preset_names(); *p; p++)
-                    fprintf(stderr, "%s%s", *p, p[1] ? ", " : "\n");
-                return 2;
-            }
-            tmm_status s = tmm_train_config_apply_json(c, json, optarg);
-            if (s != TMM_OK)
-                return cli_error("bad preset", s);
-        } else if (opt == O_RESUME) {
-            f->resume = optarg;
-            tmm_status s = tmm_train_config_from_checkpoint(f->resume, c);
-            if (s != TMM_OK)
-                return cli_error("cannot resume", s);
-        } else if (opt == 'h') {
-            usage(stdout);
-            return -1;
-        } else if (opt == O_LIST_CONFIG) {
-            list_config();
-            return -1;
-        } else if (opt == '?') {
-            cli_fail("unknown or incomplete option '%s'; see tmm train --help\n", argv[optind - 1]);
-            return 2;
+    while ((opt = cli_getopt(&args, argc, argv)) != -1) {
+        bool ok = true;
+        switch (opt) {
+        case '?': return 2;
+        case 'h': usage(stdout); return -1;
+        case O_LIST_CONFIG: list_config(); return -1;
+        case O_RESUME: f->resume = optarg; break;
+        case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), f->device = (int)v; break;
+        case O_QUIET: f->quiet = true; break;
+        case O_FORCE: f->force = true; break;
+        case O_STOP_AFTER: ok = cli_parse_uint("--stop-after", optarg, 1ul << 40, &v), f->stop_after = v; break;
+        default: list[(*n)++] = (given){ opt, optarg };
         }
+        if (!ok)
+            return 2;
     }
     if (optind < argc) {
         cli_fail("unexpected argument '%s'; see tmm train --help\n", argv[optind]);
         return 2;
     }
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1)
-        if (opt == O_CONFIG && cli_load_config(c, optarg))
-            return 1;
-    optind = 1;
-    int which;
-    while ((opt = getopt_long(argc, argv, "h", opts, &which)) != -1) {
-        if (opt >= O_FIELD) {
-            const tmm_config_field *fd = &tmm_config_fields[opt - O_FIELD];
-            if (fd->old_flag && strcmp(opts[which].name, fd->old_flag) == 0)
-                cli_deprecated(fd->old_flag, fd->flag);
-            bool first = fd->type == TMM_CONFIG_FILES && !data_given;
-            tmm_status s = tmm_config_set_text(c, fd, optarg ? optarg : "true", first);
-            if (s != TMM_OK)
-                return bad_option(s);
-            if (fd->type == TMM_CONFIG_FILES) {
-                data_given = true;
-                c->task = TMM_DATA_TEXT;
-            }
-            run_dir_given |= fd->offset == offsetof(tmm_train_config, run_dir);
-            continue;
-        }
-        bool ok = true;
-        switch (opt) {
-        case O_DEVICE: ok = cli_parse_uint("--device", optarg, TMM_MAX_DEVICE_INDEX, &v), f->device = (int)v; break;
-        case O_QUIET: f->quiet = true; break;
-        case O_FORCE: f->force = true; break;
-        case O_STOP_AFTER: ok = cli_parse_uint("--stop-after", optarg, 1ul << 40, &v), f->stop_after = v; break;
-        default: break;
-        }
-        if (!ok)
+    return 0;
+}
+
+/* Applies one config option (a preset, a config file, a field's flag) to c. 0, or the exit status. */
+static int apply(tmm_train_config *c, given g, bool *data_given, bool *run_dir_given)
+{
+    if (g.opt == O_PRESET) {
+        const char *json = tmm_train_preset(g.arg);
+        if (!json) {
+            cli_fail("no preset '%s'; presets: ", g.arg);
+            for (const char *const *p = tmm_train_preset_names(); *p; p++)
+                fprintf(stderr, "%s%s", *p, p[1] ? ", " : "\n");
             return 2;
+        }
+        tmm_status s = tmm_train_config_apply_json(c, json, g.arg);
+        return s == TMM_OK ? 0 : cli_error("bad preset", s);
     }
-    if (f->resume && !run_dir_given) {
+    if (g.opt == O_CONFIG)
+        return cli_load_config(c, g.arg);
+    const tmm_config_field *fd = &tmm_config_fields[g.opt - O_FIELD];
+    tmm_status s = tmm_config_set_text(c, fd, g.arg ? g.arg : "true", fd->type == TMM_CONFIG_FILES && !*data_given);
+    if (s != TMM_OK)
+        return bad_option(s);
+    if (fd->type == TMM_CONFIG_FILES) {
+        *data_given = true;
+        c->task = TMM_DATA_TEXT;
+    }
+    *run_dir_given |= fd->offset == offsetof(tmm_train_config, run_dir);
+    return 0;
+}
+
+/* The config: --resume's run config (or the defaults), then --preset, then
+ * the config files in order, then the flags; on resume, none may change
+ * what the run keeps (kept_on_resume). 0 to go on, -1 after --help or
+ * --list-config, else the exit status. */
+static int parse_flags(int argc, char **argv, tmm_train_config *c, train_flags *f)
+{
+    struct option opts[MAX_OPTIONS];
+    build_options(opts);
+    given *list = malloc((size_t)argc * sizeof *list);
+    resume_check *check = NULL;
+    size_t n = 0;
+    int rc = list ? read_options(argc, argv, opts, list, &n, f)
+                  : cli_error("out of host memory", TMM_ERR_OUT_OF_HOST_MEMORY);
+    if (rc == 0 && f->resume) {
+        tmm_status s = tmm_train_config_from_checkpoint(f->resume, c);
+        if (s != TMM_OK)
+            rc = cli_error("cannot resume", s);
+        else if (!(check = calloc(1, sizeof *check)) || !(check->source = calloc(field_count(), sizeof *check->source)))
+            rc = cli_error("out of host memory", TMM_ERR_OUT_OF_HOST_MEMORY);
+        else
+            check->saved = *c;
+    }
+    bool data_given = false, run_dir_given = false;
+    /* three passes over the options: the preset, the config files, the flags */
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            const int kind = list[i].opt == O_PRESET ? 0 : list[i].opt == O_CONFIG ? 1 : 2;
+            if (kind != pass)
+                continue;
+            const tmm_train_config before = *c;
+            rc = apply(c, list[i], &data_given, &run_dir_given);
+            note_source(check, &before, c, list[i]);
+        }
+    if (rc == 0 && check)
+        rc = check_resume(check, c);
+    if (rc == 0 && f->resume && !run_dir_given) {
         /* continue in the run directory that holds the checkpoint given, never
          * in one named inside the checkpoint (a copied run stays separate) */
         tmm_status s = tmm_checkpoint_run_dir(f->resume, c->run_dir, sizeof c->run_dir);
         if (s != TMM_OK)
-            return cli_error("cannot resume", s);
+            rc = cli_error("cannot resume", s);
     }
-    return 0;
+    free(list);
+    if (check)
+        free(check->source);
+    free(check);
+    return rc;
 }
 
 /* The run's setup, before the first step: device, data, config, memory. */
@@ -447,8 +558,8 @@ int cmd_eval(int argc, char **argv)
     unsigned long v, batches = 0;
     unsigned flags = 0;
     int opt, device = -1;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "c:b:d:h", longopts, NULL)) != -1) {
+    cli_args args = { .longopts = longopts, .shortopts = "c:b:d:h" };
+    while ((opt = cli_getopt(&args, argc, argv)) != -1) {
         switch (opt) {
         case 'c': path = optarg; break;
         case 'b':
@@ -473,6 +584,7 @@ int cmd_eval(int argc, char **argv)
                    "  --exact             a distilled checkpoint (tmm distill) is evaluated as distilled\n"
                    "                      decoding computes it (every Toeplitz vector replaced by its\n"
                    "                      realization); --exact evaluates its original weights instead\n"
+                   "                      (refused for a checkpoint that is not distilled)\n"
                    "  --allow-nonfinite   load weights holding NaN or infinite values (debugging; the\n"
                    "                      evaluation then fails with the non-finite loss)\n");
             return 0;

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "files.h"
+#include "model/arch.h"
 
 const char *cli_command = "";
 const char *cli_program = "tmm";
@@ -62,6 +63,15 @@ int cli_out_apart(const char *flag, const char *out, const char *const *inputs, 
             return 1;
         }
     return 0;
+}
+
+int cli_toeplitz_impl_applies(tmm_arch arch, const char *what)
+{
+    if (tmm_arch_of(arch)->toeplitz)
+        return 0;
+    cli_fail("--toeplitz-impl: %s is a %s model, which has no Toeplitz layers: drop the option\n", what,
+             tmm_arch_name(arch));
+    return 2;
 }
 
 bool cli_parse_fraction(const char *option, const char *text, double *out)
@@ -124,23 +134,76 @@ bool cli_parse_positive(const char *option, const char *text, unsigned long max,
     return true;
 }
 
+/* The first entry of longopts with val: the option's name (later ones are deprecated names). */
+static const struct option *option_of(const struct option *longopts, int val)
+{
+    for (const struct option *o = longopts; o->name; o++)
+        if (o->val == val)
+            return o;
+    return NULL;
+}
+
+static bool repeatable(const int *vals, int val)
+{
+    for (; vals && *vals; vals++)
+        if (*vals == val)
+            return true;
+    return false;
+}
+
+/* false after "--NAME given twice": a second value of an option that takes one. */
+static bool once(cli_args *a, const struct option *o, int val)
+{
+    if (!o || o->has_arg == no_argument || repeatable(a->repeatable, val))
+        return true;
+    for (int i = 0; i < a->n_seen; i++)
+        if (a->seen[i] == val) {
+            cli_fail("--%s given twice ('%s', then '%s'): give it once\n", o->name,
+                     a->value[i] ? a->value[i] : "", optarg ? optarg : "");
+            return false;
+        }
+    if (a->n_seen < CLI_MAX_SEEN) /* more options than any table holds: never */
+        a->seen[a->n_seen] = val, a->value[a->n_seen++] = optarg;
+    return true;
+}
+
+int cli_getopt(cli_args *a, int argc, char **argv)
+{
+    if (!a->started) {
+        optind = 1;
+        opterr = 0; /* the messages below */
+        a->started = true;
+    }
+    char shortopts[64];
+    snprintf(shortopts, sizeof shortopts, ":%s", a->shortopts ? a->shortopts : "h");
+    int index = -1;
+    const int opt = getopt_long(argc, argv, shortopts, a->longopts, &index);
+    if (opt == ':' || opt == '?') {
+        if (opt == ':')
+            cli_fail("%s needs a value\n", argv[optind - 1]);
+        else
+            cli_fail("unknown option '%s'; see '%s %s --help'\n", argv[optind - 1], cli_program, cli_command);
+        return '?';
+    }
+    if (opt == -1)
+        return -1;
+    const struct option *o = option_of(a->longopts, opt);
+    if (index >= 0 && o && o != &a->longopts[index])
+        cli_deprecated(a->longopts[index].name, o->name);
+    return once(a, o, opt) ? opt : '?';
+}
+
 int cli_flags(int argc, char **argv, const struct option *longopts, const char *name, void (*usage)(void),
               bool (*flag)(int opt, const char *arg, void *ctx), void *ctx)
 {
+    cli_args a = { .longopts = longopts };
     int opt;
-    optind = 1;
-    opterr = 0; /* our own messages below */
-    while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    while ((opt = cli_getopt(&a, argc, argv)) != -1) {
+        if (opt == '?')
+            return 2;
         if (opt == 'h') {
             usage();
             return -1;
-        }
-        if (opt == ':' || opt == '?') {
-            if (opt == ':')
-                cli_fail("%s needs a value\n", argv[optind - 1]);
-            else
-                cli_fail("unknown option '%s'; see 'tmm %s --help'\n", argv[optind - 1], name);
-            return 2;
         }
         if (!flag(opt, optarg, ctx))
             return 2;

@@ -34,6 +34,8 @@ static void usage(FILE *f)
     fprintf(f, "\noptions:\n"
                "  -h, --help     show this help\n"
                "  -V, --version  print the version\n\n"
+               "A command's option that takes a value is given once (a second is an error), unless its\n"
+               "--help says it repeats (lists such as --data).\n\n"
                "environment:\n"
                "  TMM_DEVICE=N     use Vulkan device N (see 'tmm devices'); --device N overrides it\n"
                "  TMM_VALIDATE=1   enable the Khronos validation layer\n"

@@ -268,8 +268,8 @@ tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t bat
                                   ck.table.config.vocab, &text);
     tmm_distilled set = { 0 };
     bool distilled = false;
-    if (s == TMM_OK && !(load_flags & TMM_LOAD_EXACT))
-        s = tmm_distilled_load_dir(ck.dir, &ck.table, ck.params, &set, &distilled);
+    if (s == TMM_OK)
+        s = tmm_distilled_load_dir(ck.dir, load_flags, &ck.table, ck.params, &set, &distilled);
     if (s == TMM_OK)
         s = tmm_gen_create(device, &ck.table, ck.params, tokenizer, batch, mixer, distilled ? &set : NULL, out);
     tmm_distilled_free(&set);

@@ -12,7 +12,8 @@
 
 /* tmm_generator_load with tmm_checkpoint_load's flags (tmm generate
  * --allow-nonfinite) and TMM_LOAD_EXACT. A checkpoint directory that
- * holds distill.safetensors (tmm distill) decodes with its realizations. */
+ * holds distill.safetensors (tmm distill) decodes with its realizations
+ * (TMM_LOAD_EXACT: without them; a checkpoint without one refuses it). */
 tmm_status tmm_gen_load(tmm_device *device, const char *checkpoint, uint32_t batch, tmm_toeplitz_impl mixer,
                         unsigned load_flags, tmm_generator **out);
 

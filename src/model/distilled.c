@@ -164,14 +164,20 @@ tmm_status tmm_distilled_read(const char *path, const tmm_param_table *t, const 
     return s;
 }
 
-tmm_status tmm_distilled_load_dir(const char *dir, const tmm_param_table *t, const float *params, tmm_distilled *out,
-                                  bool *found)
+tmm_status tmm_distilled_load_dir(const char *dir, unsigned load_flags, const tmm_param_table *t,
+                                  const float *params, tmm_distilled *out, bool *found)
 {
     memset(out, 0, sizeof *out);
+    *found = false;
     char path[TMM_PATH_MAX];
     TMM_TRY(tmm_path_join(path, sizeof path, dir, TMM_DISTILL_FILE));
-    *found = tmm_path_exists(path);
-    return *found ? tmm_distilled_read(path, t, params, out) : TMM_OK;
+    const bool exists = tmm_path_exists(path);
+    if (load_flags & TMM_LOAD_EXACT)
+        return exists ? TMM_OK
+                      : tmm_fail(TMM_ERR_INVALID_ARGUMENT, "--exact: %s is not distilled (no %s; tmm distill makes "
+                                 "one), so it is already exact: drop --exact", dir, TMM_DISTILL_FILE);
+    *found = exists;
+    return exists ? tmm_distilled_read(path, t, params, out) : TMM_OK;
 }
 
 void tmm_mode_accumulate(double pole_re, double pole_im, double res_re, double res_im, uint32_t len, double *out)

@@ -49,14 +49,16 @@ tmm_status tmm_distilled_write(const char *path, const tmm_param_table *t, const
  * shape, finite values, every pole inside the unit circle. */
 tmm_status tmm_distilled_read(const char *path, const tmm_param_table *t, const float *params, tmm_distilled *out);
 
-/* The distill.safetensors of checkpoint directory dir, for the model
- * (t, params), when there is one (*found). */
-tmm_status tmm_distilled_load_dir(const char *dir, const tmm_param_table *t, const float *params, tmm_distilled *out,
-                                  bool *found);
-
 /* Loaders of checkpoints (tmm_gen_load, tmm_eval_checkpoint) take this flag
  * beside tmm_checkpoint_load's: use the exact weights, not distill.safetensors. */
 #define TMM_LOAD_EXACT (1u << 8)
+
+/* The distill.safetensors of checkpoint directory dir, for the model
+ * (t, params), when there is one (*found). Under TMM_LOAD_EXACT (in
+ * load_flags) none is read, and a dir without one is an error: the option
+ * that asked for exactness (--exact) would do nothing there. */
+tmm_status tmm_distilled_load_dir(const char *dir, unsigned load_flags, const tmm_param_table *t,
+                                  const float *params, tmm_distilled *out, bool *found);
 
 /* out[j] += Re(res · pole^j) for j < len, pole^j by repeated
  * multiplication in double: one mode's share of a realized tail. */

@@ -1033,8 +1033,8 @@ tmm_status tmm_eval_checkpoint(tmm_device *dev, const char *path, uint32_t batch
     if (s == TMM_OK)
         s = check_tokenizer(&ck, data);
     tmm_distilled set = { 0 };
-    if (s == TMM_OK && !(load_flags & TMM_LOAD_EXACT))
-        s = tmm_distilled_load_dir(ck.dir, &ck.table, ck.params, &set, &out->distilled);
+    if (s == TMM_OK)
+        s = tmm_distilled_load_dir(ck.dir, load_flags, &ck.table, ck.params, &set, &out->distilled);
     if (s == TMM_OK && out->distilled) {
         s = tmm_distilled_apply(&set, &ck.table, ck.params);
         out->distill_head = set.head;

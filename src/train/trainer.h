@@ -133,8 +133,8 @@ typedef struct tmm_eval_result {
  * rows are unbounded). load_flags: tmm_checkpoint_load's, and
  * TMM_LOAD_EXACT: a checkpoint with a distill.safetensors (tmm distill) is
  * evaluated with every Toeplitz vector replaced by its realization (what
- * distilled decoding computes) unless this flag is given.
- * A loss that is not finite is an error. */
+ * distilled decoding computes) unless this flag is given (which a checkpoint
+ * without one refuses). A loss that is not finite is an error. */
 tmm_status tmm_eval_checkpoint(tmm_device *device, const char *path, uint32_t batches, unsigned load_flags,
                                tmm_eval_result *result);
 
