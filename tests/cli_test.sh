@@ -160,6 +160,11 @@ check "bench: the error is one line" test "$(wc -l < "$dir/out")" -eq 1
 expect_fail "bench: --window without swa" 1 "window is for sliding-window attention" \
   "$tmm" bench generate --arch transformer --window 8
 expect_fail "bench: --window 0" 2 "at least 1" "$tmm" bench train --arch swa --window 0
+# a preset sets the whole model first, wherever it stands (before: a flag before it was replaced silently)
+check "bench train: --d-model before --preset is kept" json_check 'assert r["model"]["d_model"] == 32, r' \
+  "$tmm" bench train --d-model 32 --preset tiny-copy --batch 2 --steps 1 --json
+expect_fail "bench memory: --preset and --config" 2 "both set the whole model" \
+  "$tmm" bench memory --preset tiny-copy --config /dev/null
 expect_fail "bench generate: --arch with a checkpoint" 2 "has its own" "$tmm" bench generate --checkpoint "$dir/a" --arch swa
 expect_fail "bench arch: window past n" 2 "at most --n-ctx" "$tmm" bench arch --n-ctx 64 --window 100
 expect_fail "bench arch: position past n" 2 "passes --n-ctx" "$tmm" bench arch --n-ctx 64 --positions 1,100

@@ -30,7 +30,7 @@ bool bench_parse_window(const char *text, uint32_t *out);
  * as getopt_long entries: --preset NAME, --d-model, --n-ctx, --layers,
  * --heads, --vocab, --arch, --window (option codes 'p', 'd', 'n', 'l', 'H',
  * 'V', BENCH_OPT_ARCH, BENCH_OPT_WINDOW). bench_model_flag applies one to c
- * (a text preset sets vocab 257) and returns whether opt was one of them;
+ * (but --preset: bench_model_base) and returns whether opt was one of them;
  * *ok is false after a one-line error. */
 enum { BENCH_OPT_ARCH = 256, BENCH_OPT_WINDOW, BENCH_OPT_FIRST_FREE };
 #define BENCH_MODEL_OPTIONS                                                                            \
@@ -39,6 +39,12 @@ enum { BENCH_OPT_ARCH = 256, BENCH_OPT_WINDOW, BENCH_OPT_FIRST_FREE };
     { "heads", required_argument, NULL, 'H' },  { "vocab", required_argument, NULL, 'V' },             \
     { "arch", required_argument, NULL, BENCH_OPT_ARCH }, { "window", required_argument, NULL, BENCH_OPT_WINDOW }
 bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok);
+/* The first pass over the options of a benchmark that trains: --preset (and
+ * with config_opt, its code, --config FILE) set the whole model, so they are
+ * applied to c before the flags that change parts of it, wherever they stand
+ * (bench_model_flag then skips --preset); both at once are refused. false
+ * after a one-line error (this pass reports the command line's errors). */
+bool bench_model_base(int argc, char **argv, const struct option *longopts, int config_opt, tmm_train_config *c);
 /* Their run flags, as getopt_long entries: --batch N (c->batch, at most
  * TMM_BENCH_MAX_BATCH, as train.batch), --steps N, --device N, --json
  * (codes 'b', 's', 'D', 'j'). */

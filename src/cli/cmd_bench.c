@@ -156,22 +156,45 @@ int bench_failed(tmm_status s)
 
 /* ---- options the model benchmarks share (bench.h) ------------------------ */
 
+bool bench_model_base(int argc, char **argv, const struct option *longopts, int config_opt, tmm_train_config *c)
+{
+    cli_args args = { .longopts = longopts };
+    const char *preset = NULL, *config = NULL;
+    int opt;
+    while ((opt = cli_getopt(&args, argc, argv)) != -1) {
+        if (opt == '?')
+            return false;
+        if (opt == 'p')
+            preset = optarg;
+        else if (config_opt && opt == config_opt)
+            config = optarg;
+    }
+    if (preset && config) {
+        cli_fail("--preset %s and --config %s both set the whole model: give one\n", preset, config);
+        return false;
+    }
+    if (config && cli_load_config(c, config) != 0)
+        return false;
+    if (preset) {
+        const char *text = tmm_train_preset(preset);
+        tmm_status s = text ? tmm_train_config_apply_json(c, text, preset) : TMM_OK;
+        if (!text)
+            cli_fail("no preset '%s' (see tmm train --help)\n", preset);
+        else if (s != TMM_OK)
+            cli_error("bad preset", s);
+        if (!text || s != TMM_OK)
+            return false;
+    }
+    if ((preset || config) && c->task == TMM_DATA_TEXT)
+        c->model.vocab = 257;
+    return true;
+}
+
 bool bench_model_flag(int opt, const char *arg, tmm_train_config *c, bool *ok)
 {
     unsigned long v;
     switch (opt) {
-    case 'p': {
-        const char *text = tmm_train_preset(arg);
-        tmm_status s = text ? tmm_train_config_apply_json(c, text, arg) : TMM_OK;
-        if (!text)
-            cli_fail("no preset '%s' (see tmm train --help)\n", arg);
-        else if (s != TMM_OK)
-            cli_error("bad preset", s);
-        else if (c->task == TMM_DATA_TEXT)
-            c->model.vocab = 257;
-        *ok = text && s == TMM_OK;
-        return true;
-    }
+    case 'p': return true; /* applied by bench_model_base */
     case 'd': *ok = cli_parse_uint("--d-model", arg, TMM_MAX_D_MODEL, &v), c->model.d_model = (uint32_t)v; return true;
     case 'n': *ok = cli_parse_uint("--n-ctx", arg, TMM_MAX_N_CTX, &v), c->model.n_ctx = (uint32_t)v; return true;
     case 'l': *ok = cli_parse_uint("--layers", arg, TMM_MAX_LAYERS, &v), c->model.n_layers = (uint32_t)v; return true;

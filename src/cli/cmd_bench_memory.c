@@ -29,7 +29,8 @@ static void usage(void)
            "Defaults: the tiny-copy model and batch, vocab 16 (257 for a text preset), --limit 4,\n"
            "--steps 2.\n\n"
            "options:\n"
-           "  --preset NAME     start from a training preset (see tmm train --help)\n"
+           "  --preset NAME     start from a training preset (see tmm train --help); the other\n"
+           "                    model flags change it, wherever they stand\n"
            "  --config FILE     start from a training config file (JSON, as tmm train --config)\n"
            "  --arch A          " BENCH_ARCHS "\n"
            "  --window W        swa only: keys each query attends to\n"
@@ -114,16 +115,12 @@ static int parse(int argc, char **argv, tmm_train_config *c, bench_run_flags *ru
         { "config", required_argument, NULL, O_CONFIG }, { "limit", required_argument, NULL, O_LIMIT },
         { "help", no_argument, NULL, 'h' },              { 0, 0, 0, 0 },
     };
-    bool ok = true;
+    bool ok = bench_model_base(argc, argv, longopts, O_CONFIG, c);
     int opt, rc = 0;
     cli_args args = { .longopts = longopts };
     while (ok && rc == 0 && (opt = cli_getopt(&args, argc, argv)) != -1) {
         switch (opt) {
-        case O_CONFIG:
-            ok = cli_load_config(c, optarg) == 0;
-            if (ok && c->task == TMM_DATA_TEXT)
-                c->model.vocab = 257;
-            break;
+        case O_CONFIG: break; /* applied by bench_model_base */
         case O_LIMIT: ok = parse_gib(optarg, limit_gib); break;
         case 'h': usage(); rc = -1; break;
         default: bench_train_flag(opt, optarg, c, run, &ok);

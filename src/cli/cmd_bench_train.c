@@ -25,7 +25,8 @@ static void usage(void)
            "and the commands per step. Defaults: the tiny-copy model, batch 16, vocab 16,\n"
            "20 measured steps after 2 warm-up steps.\n\n"
            "options:\n"
-           "  --preset NAME     start from a training preset (see tmm train --help)\n"
+           "  --preset NAME     start from a training preset (see tmm train --help); the other\n"
+           "                    model flags change it, wherever they stand\n"
            "  --arch A          " BENCH_ARCHS " (docs/baselines.md;\n"
            "                    default tmm); without --heads each gets its default heads\n"
            "  --window W        swa only: keys each query attends to (default 128)\n"
@@ -48,7 +49,7 @@ static int parse(int argc, char **argv, tmm_train_config *c, bench_run_flags *ru
     static const struct option longopts[] = {
         BENCH_MODEL_OPTIONS, BENCH_RUN_OPTIONS, { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 },
     };
-    int opt, rc = 0;
+    int opt, rc = bench_model_base(argc, argv, longopts, 0, c) ? 0 : 2;
     cli_args args = { .longopts = longopts };
     while (rc == 0 && (opt = cli_getopt(&args, argc, argv)) != -1) {
         bool ok = true;
