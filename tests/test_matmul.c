@@ -483,6 +483,24 @@ Test(matmul_coopmat, refused_where_absent_and_switch)
     }
     free(infos);
     unsetenv("TMM_DISABLE_COOPMAT");
+    /* TMM_COOPMAT_EXTENSION keeps one extension, and names one of the two */
+    setenv("TMM_COOPMAT_EXTENSION", "XYZ", 1);
+    H_OK(tmm_device_list(&infos, &count, &preferred));
+    for (uint32_t i = 0; i < count; i++) {
+        cr_assert_eq(infos[i].coopmat_shape[0], 0u);
+        cr_assert(strstr(infos[i].coopmat_note, "TMM_COOPMAT_EXTENSION=XYZ names no extension"), "%s",
+                  infos[i].coopmat_note);
+    }
+    free(infos);
+    setenv("TMM_COOPMAT_EXTENSION", "KHR", 1);
+    H_OK(tmm_device_list(&infos, &count, &preferred));
+    for (uint32_t i = 0; i < count; i++)
+        cr_assert(infos[i].coopmat_shape[0] ? strcmp(infos[i].coopmat_extension, "VK_KHR_cooperative_matrix") == 0
+                                            : strstr(infos[i].coopmat_note, "VK_NV_cooperative_matrix: not the one") !=
+                                                  NULL,
+                  "%s: %s", infos[i].coopmat_extension, infos[i].coopmat_note);
+    free(infos);
+    unsetenv("TMM_COOPMAT_EXTENSION");
 }
 
 H_TEST(matmul_coopmat, explicit_request_without_it_fails)

@@ -124,7 +124,11 @@ int cmd_devices(int argc, char **argv)
             printf("usage: tmm devices\n\n"
                    "Lists every Vulkan device with its limits and features, and marks the one tmm\n"
                    "uses by default (discrete GPU > integrated GPU > virtual GPU > CPU).\n"
-                   "Choose another with --device N on any command, or TMM_DEVICE=N.\n");
+                   "Choose another with --device N on any command, or TMM_DEVICE=N.\n"
+                   "Under \"fast paths\", what each device gets (docs/gpu.md). The cooperative-matrix\n"
+                   "matmul (tensor cores, --precision fp16 or bf16) comes through VK_NV_cooperative_matrix\n"
+                   "or else VK_KHR_cooperative_matrix; TMM_COOPMAT_EXTENSION=NV or KHR keeps one, and\n"
+                   "TMM_DISABLE_COOPMAT=1 turns it off.\n");
             return 0;
         }
         return 2;

@@ -39,7 +39,9 @@ static void usage(FILE *f)
                "environment:\n"
                "  TMM_DEVICE=N     use Vulkan device N (see 'tmm devices'); --device N overrides it\n"
                "  TMM_VALIDATE=1   enable the Khronos validation layer\n"
-               "  TMM_CACHE_DIR    where the pipeline cache lives (default $XDG_CACHE_HOME/tmm)\n");
+               "  TMM_CACHE_DIR    where the pipeline cache lives (default $XDG_CACHE_HOME/tmm)\n"
+               "  TMM_DISABLE_COOPMAT=1, TMM_COOPMAT_EXTENSION=NV|KHR\n"
+               "                   the GPU's cooperative-matrix matmul: off, or through one extension\n");
 }
 
 int main(int argc, char **argv)
