@@ -246,7 +246,7 @@ void tmm_coopmat_query(VkInstance instance, VkPhysicalDevice pd, tmm_device_info
         NOTE("the device lacks subgroups in compute");
         return;
     }
-    char why[2][96] = { "", "" };
+    char why[2][94] = { "", "" }; /* both fit the note with "; " between */
     for (size_t e = 0; e < 2; e++) {
         if (only && *only && strcmp(only, e == KHR_INDEX ? "KHR" : "NV") != 0) {
             snprintf(why[e], sizeof why[e], "%s: not the one TMM_COOPMAT_EXTENSION names", extensions[e].name);
