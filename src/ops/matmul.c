@@ -442,9 +442,11 @@ tmm_status tmm_op_matmul_act(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_v
     if ((unsigned)desc->half_inputs > TMM_ELEM_BF16 || (unsigned)b.elem > TMM_ELEM_BF16)
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "matmul: unknown element format (half_inputs %d, b %d)",
                         (int)desc->half_inputs, (int)b.elem);
-    /* the kernel rounds both operands to a 16-bit format: exact for B in it, allowed by the caller for fp32 */
+    /* the kernel rounds both operands to a 16-bit format: exact for B in it, allowed by the caller for fp32;
+     * asked (and self-checked at its first use) only where the variant may take it */
     const tmm_elem h = coopmat_format(desc, b);
-    const bool coop_ok = h != TMM_ELEM_F32 && tmm_matmul_coopmat_use(dev, h == TMM_ELEM_BF16);
+    const bool may_take = variant == TMM_MATMUL_COOPMAT || (variant == TMM_MATMUL_AUTO && !dev->tuning.no_coopmat);
+    const bool coop_ok = may_take && h != TMM_ELEM_F32 && tmm_matmul_coopmat_use(dev, h == TMM_ELEM_BF16);
     if (variant == TMM_MATMUL_COOPMAT && !coop_ok)
         return tmm_fail(TMM_ERR_UNSUPPORTED, "matmul: no cooperative-matrix kernel for this product: %s",
                         h == TMM_ELEM_F32 ? "b is neither a 16-bit view nor an fp32 one with half_inputs"
@@ -453,7 +455,7 @@ tmm_status tmm_op_matmul_act(tmm_recorder *r, const tmm_matmul_desc *desc, tmm_v
                         : dev->info.coopmat_note[0] ? dev->info.coopmat_note
                                                     : "it failed its self-check on this device");
     if (variant == TMM_MATMUL_AUTO)
-        variant = !dev->tuning.no_coopmat && coop_ok            ? TMM_MATMUL_COOPMAT
+        variant = coop_ok                            ? TMM_MATMUL_COOPMAT
                   : dev->info.type == TMM_DEVICE_CPU ? TMM_MATMUL_REGISTER
                                                      : TMM_MATMUL_TILED;
 
