@@ -87,6 +87,9 @@ bool cli_parse_fraction(const char *option, const char *text, double *out);
  * after a one-line error (cmd_train.c). */
 struct tmm_train_config;
 int cli_load_config(struct tmm_train_config *c, const char *path);
+/* Applies the built-in preset name (tmm train --preset) on top of c: 0, or
+ * the exit status after a one-line error (an unknown name lists them). */
+int cli_apply_preset(struct tmm_train_config *c, const char *name);
 /* The signal (SIGINT, SIGTERM or SIGHUP) that asked a run to stop, or 0:
  * set by the handlers of cli_catch_stop_signals, which training and the
  * experiments read after each step to save and stop. A second such signal

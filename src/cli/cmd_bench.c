@@ -173,18 +173,8 @@ bool bench_model_base(int argc, char **argv, const struct option *longopts, int 
         cli_fail("--preset %s and --config %s both set the whole model: give one\n", preset, config);
         return false;
     }
-    if (config && cli_load_config(c, config) != 0)
+    if ((config && cli_load_config(c, config) != 0) || (preset && cli_apply_preset(c, preset) != 0))
         return false;
-    if (preset) {
-        const char *text = tmm_train_preset(preset);
-        tmm_status s = text ? tmm_train_config_apply_json(c, text, preset) : TMM_OK;
-        if (!text)
-            cli_fail("no preset '%s' (see tmm train --help)\n", preset);
-        else if (s != TMM_OK)
-            cli_error("bad preset", s);
-        if (!text || s != TMM_OK)
-            return false;
-    }
     if ((preset || config) && c->task == TMM_DATA_TEXT)
         c->model.vocab = 257;
     return true;

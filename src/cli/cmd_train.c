@@ -203,6 +203,19 @@ int cli_load_config(tmm_train_config *c, const char *path)
     return s == TMM_OK ? 0 : cli_error("bad config", s);
 }
 
+int cli_apply_preset(tmm_train_config *c, const char *name)
+{
+    const char *json = tmm_train_preset(name);
+    if (!json) {
+        cli_fail("no preset '%s'; presets: ", name);
+        for (const char *const *p = tmm_train_preset_names(); *p; p++)
+            fprintf(stderr, "%s%s", *p, p[1] ? ", " : "\n");
+        return 2;
+    }
+    tmm_status s = tmm_train_config_apply_json(c, json, name);
+    return s == TMM_OK ? 0 : cli_error("bad preset", s);
+}
+
 static int bad_option(tmm_status s)
 {
     cli_fail("%s\n", *tmm_last_error() ? tmm_last_error() : tmm_status_name(s));
@@ -336,17 +349,8 @@ static int read_options(int argc, char **argv, const struct option *opts, given 
 /* Applies one config option (a preset, a config file, a field's flag) to c. 0, or the exit status. */
 static int apply(tmm_train_config *c, given g, bool *data_given, bool *run_dir_given)
 {
-    if (g.opt == O_PRESET) {
-        const char *json = tmm_train_preset(g.arg);
-        if (!json) {
-            cli_fail("no preset '%s'; presets: ", g.arg);
-            for (const char *const *p = tmm_train_preset_names(); *p; p++)
-                fprintf(stderr, "%s%s", *p, p[1] ? ", " : "\n");
-            return 2;
-        }
-        tmm_status s = tmm_train_config_apply_json(c, json, g.arg);
-        return s == TMM_OK ? 0 : cli_error("bad preset", s);
-    }
+    if (g.opt == O_PRESET)
+        return cli_apply_preset(c, g.arg);
     if (g.opt == O_CONFIG)
         return cli_load_config(c, g.arg);
     const tmm_config_field *fd = &tmm_config_fields[g.opt - O_FIELD];
