@@ -268,10 +268,8 @@ static void on_progress(const tmm_train_progress *p, void *user)
 /* Where an unfinished run stands: the step of its latest checkpoint (0: none). */
 static tmm_status checkpoint_step(const char *dir, uint64_t *step)
 {
-    char latest[TMM_EXP_PATH_MAX + 32];
     *step = 0;
-    TMM_TRY(tmm_path_join(latest, sizeof latest, dir, "checkpoints/latest"));
-    if (!tmm_path_exists(latest))
+    if (!tmm_run_dir_has_checkpoint(dir))
         return TMM_OK;
     tmm_checkpoint ck;
     TMM_TRY(tmm_checkpoint_load(dir, NULL, TMM_CHECKPOINT_ALLOW_NONFINITE, &ck));

@@ -1003,6 +1003,12 @@ bool tmm_run_dir_holds_run(const char *run_dir)
     return false;
 }
 
+bool tmm_run_dir_has_checkpoint(const char *run_dir)
+{
+    char p[TMM_PATH_MAX];
+    return tmm_path_join(p, TMM_PATH_MAX, run_dir, "checkpoints/latest") == TMM_OK && tmm_path_exists(p);
+}
+
 tmm_status tmm_run_dir_clear(const char *run_dir)
 {
     char ckdir[TMM_PATH_MAX], p[TMM_PATH_MAX];

@@ -102,6 +102,8 @@ tmm_status tmm_checkpoint_tokenizer(const char *checkpoint, const char *fingerpr
                                     tmm_tokenizer **out);
 /* Whether run_dir holds a run: checkpoints/, metrics.jsonl, config.json or tokenizer.json. */
 bool tmm_run_dir_holds_run(const char *run_dir);
+/* Whether the run in run_dir saved a checkpoint (checkpoints/latest names one): what --resume needs. */
+bool tmm_run_dir_has_checkpoint(const char *run_dir);
 /* Removes the run in run_dir (what tmm train writes there: checkpoints/ with
  * its step directories, metrics.jsonl, config.json, tokenizer.json), following no symbolic
  * link; a file tmm did not write stops it with an error. */

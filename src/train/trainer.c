@@ -812,9 +812,7 @@ static tmm_status open_run_dir(run *R, const char *resume, bool replace, bool *c
         return TMM_OK;
     if (replace)
         return tmm_run_dir_clear(dir);
-    char latest[TMM_CONFIG_PATH_MAX + 32];
-    snprintf(latest, sizeof latest, "%s/checkpoints/latest", dir);
-    if (!tmm_path_exists(latest)) /* stopped before its first checkpoint: nothing to resume */
+    if (!tmm_run_dir_has_checkpoint(dir)) /* stopped before its first checkpoint: nothing to resume */
         return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s holds another run, which saved no checkpoint: start this one "
                         "in another directory (--run-dir DIR), or replace it with --force", dir);
     return tmm_fail(TMM_ERR_INVALID_ARGUMENT, "%s holds another run: continue it with --resume %s, start this one "
