@@ -182,11 +182,12 @@ static bool probe(VkInstance instance, VkPhysicalDevice pd, const tmm_device_inf
         snprintf(why, why_size, "the device lacks %s", x->name);
         return false;
     }
-    if (!allowed(x, driver_id(pd))) { /* before the property query, which crashed some drivers */
+    const VkDriverId driver = driver_id(pd);
+    if (!allowed(x, driver)) { /* before the property query, which crashed some drivers */
         snprintf(why, why_size, "%s: the driver is not on its allow-list (runtime/coopmat.c)", x->name);
         return false;
     }
-    if (x->needs_size_control && driver_id(pd) != VK_DRIVER_ID_NVIDIA_PROPRIETARY && !info->subgroup_size_control) {
+    if (x->needs_size_control && driver != VK_DRIVER_ID_NVIDIA_PROPRIETARY && !info->subgroup_size_control) {
         snprintf(why, why_size, "%s: the device cannot require a compute subgroup size", x->name);
         return false;
     }
@@ -218,6 +219,12 @@ static bool probe(VkInstance instance, VkPhysicalDevice pd, const tmm_device_inf
         return false;
     }
     return true;
+}
+
+/* Whether the device takes the path through VK_KHR_cooperative_matrix. */
+static bool uses_khr(const tmm_device_info *info)
+{
+    return strcmp(info->coopmat_extension, extensions[KHR_INDEX].name) == 0;
 }
 
 #define NOTE(...) snprintf(info->coopmat_note, sizeof info->coopmat_note, __VA_ARGS__)
@@ -270,8 +277,7 @@ void tmm_coopmat_query(VkInstance instance, VkPhysicalDevice pd, tmm_device_info
 const void *tmm_coopmat_enable(const tmm_device_info *info, tmm_coopmat_features *f)
 {
     memset(f, 0, sizeof *f);
-    const bool khr = strcmp(info->coopmat_extension, extensions[KHR_INDEX].name) == 0;
-    f->coopmat.sType = extensions[khr ? KHR_INDEX : 0].features;
+    f->coopmat.sType = extensions[uses_khr(info) ? KHR_INDEX : 0].features;
     f->coopmat.cooperativeMatrix = VK_TRUE;
     f->f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
     f->f16.shaderFloat16 = VK_TRUE;
@@ -306,7 +312,7 @@ tmm_status tmm_coopmat_module(tmm_device *d, const tmm_spirv *nv, bool bf16, con
     *out = nv;
     if (bf16 && !d->info.coopmat_bf16_shape[0])
         return tmm_fail(TMM_ERR_UNSUPPORTED, "%s: the device has no bf16 cooperative matrices", nv->name);
-    if (!bf16 && strcmp(d->info.coopmat_extension, extensions[KHR_INDEX].name) != 0)
+    if (!bf16 && !uses_khr(&d->info))
         return TMM_OK;
     for (uint32_t i = 0; i < d->n_coopmat_modules; i++)
         if (d->coopmat_modules[i].nv == nv && d->coopmat_modules[i].bf16 == bf16) {
